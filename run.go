@@ -1,0 +1,140 @@
+package sundial
+
+import (
+	"fmt"
+	"time"
+)
+
+// RunStatus is the state of one run. The legal changes are in transitions;
+// see CanTransition.
+//
+//	SCHEDULED --admit--> RUNNING --> SUCCESS | FAILED | TIMEOUT | CANCELED
+//	    |                   |--async accepted--> WAITING_CALLBACK --> SUCCESS | FAILED | FAILED_TIMEOUT
+//	    |--policy--> SKIPPED (reason: OVERLAP | FAILURE | CONCURRENCY | MISFIRE | QUEUE_FULL)
+//	    |--policy--> QUEUED --slot free--> RUNNING
+//	RUNNING on a dead node --> INTERRUPTED --> SCHEDULED again (next try) or FAILED (tries used up)
+type RunStatus string
+
+const (
+	RunScheduled       RunStatus = "SCHEDULED"
+	RunQueued          RunStatus = "QUEUED"
+	RunRunning         RunStatus = "RUNNING"
+	RunWaitingCallback RunStatus = "WAITING_CALLBACK"
+	RunSuccess         RunStatus = "SUCCESS"
+	RunFailed          RunStatus = "FAILED"
+	RunTimeout         RunStatus = "TIMEOUT"
+	RunFailedTimeout   RunStatus = "FAILED_TIMEOUT"
+	RunCanceled        RunStatus = "CANCELED"
+	RunSkipped         RunStatus = "SKIPPED"
+	RunInterrupted     RunStatus = "INTERRUPTED"
+)
+
+var transitions = map[RunStatus][]RunStatus{
+	RunScheduled:       {RunRunning, RunQueued, RunSkipped, RunCanceled},
+	RunQueued:          {RunRunning, RunSkipped, RunCanceled},
+	RunRunning:         {RunSuccess, RunFailed, RunTimeout, RunCanceled, RunWaitingCallback, RunInterrupted},
+	RunWaitingCallback: {RunSuccess, RunFailed, RunFailedTimeout, RunCanceled, RunInterrupted},
+	RunInterrupted:     {RunScheduled, RunFailed},
+}
+
+// CanTransition reports whether a run may move from one status to another.
+func CanTransition(from, to RunStatus) bool {
+	for _, s := range transitions[from] {
+		if s == to {
+			return true
+		}
+	}
+	return false
+}
+
+// Final reports whether the status ends the run.
+func (s RunStatus) Final() bool {
+	switch s {
+	case RunSuccess, RunFailed, RunTimeout, RunFailedTimeout, RunCanceled, RunSkipped:
+		return true
+	}
+	return false
+}
+
+// Active reports whether a run in this status occupies a concurrency slot.
+func (s RunStatus) Active() bool { return s == RunRunning || s == RunWaitingCallback }
+
+// Failure reports whether the status counts as a failure for the task's
+// failure_action (seed 001: Failed, Timeout, FailedTimeout, Canceled).
+func (s RunStatus) Failure() bool {
+	switch s {
+	case RunFailed, RunTimeout, RunFailedTimeout, RunCanceled:
+		return true
+	}
+	return false
+}
+
+// ValidRunStatus reports whether s names a run status.
+func ValidRunStatus(s string) bool {
+	switch RunStatus(s) {
+	case RunScheduled, RunQueued, RunRunning, RunWaitingCallback, RunSuccess, RunFailed,
+		RunTimeout, RunFailedTimeout, RunCanceled, RunSkipped, RunInterrupted:
+		return true
+	}
+	return false
+}
+
+// SkipReason says why a fire was recorded as SKIPPED.
+type SkipReason string
+
+const (
+	SkipOverlap     SkipReason = "OVERLAP"
+	SkipFailure     SkipReason = "FAILURE"
+	SkipConcurrency SkipReason = "CONCURRENCY"
+	SkipMisfire     SkipReason = "MISFIRE"
+	SkipQueueFull   SkipReason = "QUEUE_FULL"
+)
+
+// Trigger says what made a run.
+type Trigger string
+
+const (
+	TriggerSchedule Trigger = "SCHEDULE"
+	TriggerManual   Trigger = "MANUAL"
+	TriggerCatchUp  Trigger = "CATCH_UP"
+)
+
+// MaxResponseBody is how much of a target's answer a run keeps.
+const MaxResponseBody = 4096
+
+// Run is one fire of a task (or one manual trigger) and what became of it.
+// (TaskID, FireKey) is unique: one scheduled second has at most one run.
+type Run struct {
+	ID              int64      `json:"id"`
+	TaskID          int64      `json:"task_id"`
+	FireKey         string     `json:"fire_key"`
+	Trigger         Trigger    `json:"trigger"`
+	ScheduledTime   time.Time  `json:"scheduled_time"`
+	Status          RunStatus  `json:"status"`
+	SkipReason      SkipReason `json:"skip_reason,omitempty"`
+	MissedCount     int        `json:"missed_count,omitempty"`
+	Attempt         int        `json:"attempt"`
+	Deliveries      int        `json:"deliveries"`
+	NodeID          string     `json:"node_id,omitempty"`
+	Fence           int64      `json:"fence"`
+	StartedAt       *time.Time `json:"started_at"`
+	FinishedAt      *time.Time `json:"finished_at"`
+	HTTPStatus      int        `json:"http_status,omitempty"`
+	ResponseBody    string     `json:"response_body,omitempty"`
+	Error           string     `json:"error,omitempty"`
+	TraceID         string     `json:"trace_id,omitempty"`
+	IdempotencyKey  string     `json:"idempotency_key"`
+	CancelRequested bool       `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time  `json:"created_at"`
+	UpdatedAt       time.Time  `json:"updated_at"`
+}
+
+// ScheduledFireKey is the fire key of the scheduled fire of a task at t: its
+// Unix second, so a second is planned once however often it is computed.
+func ScheduledFireKey(t time.Time) string { return fmt.Sprintf("s:%d", t.Unix()) }
+
+// IdempotencyKeyFor is the Idempotency-Key sent with every delivery of the
+// fire (taskID, fireKey): stable across retries and node takeovers.
+func IdempotencyKeyFor(taskID int64, fireKey string) string {
+	return fmt.Sprintf("sundial-%d-%s", taskID, fireKey)
+}
