@@ -45,7 +45,10 @@
 // ("@every" keeps its own form with a canonical duration).
 //
 // Anything outside this grammar is a *[ParseError] naming the field and the
-// offending token; nothing is silently corrected.
+// offending token; nothing is silently corrected. A bare "*" inside a list
+// ("*,5") is an error, and so is a day-of-month that no month of the month
+// field has ("0 0 0 30 2 *", "0 0 0 31 4,6,9,11 *"): such a schedule could
+// never fire, so it is a typo, not an intention.
 //
 // # Time zones and daylight saving
 //

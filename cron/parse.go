@@ -2,6 +2,7 @@ package cron
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -90,14 +91,33 @@ func Parse(expr string) (*Schedule, error) {
 		return nil, &ParseError{Field: "expression", Token: trimmed,
 			Reason: fmt.Sprintf("has %d fields, want 5, 6 or 7 (sec min hour dom mon dow [year])", len(fields))}
 	}
+	orig := slices.Clone(fields)
 	for i := range fields {
 		fields[i] = strings.ToUpper(fields[i])
 	}
 	s := &Schedule{expr: strings.Join(fields, " ")}
 	if err := s.parseFields(fields); err != nil {
-		return nil, err
+		return nil, originalCase(err, fields, orig)
 	}
 	return s, nil
+}
+
+// originalCase reports the token of a parse error as the user wrote it:
+// fields are upper-cased before parsing so that names match in any case.
+func originalCase(err error, upper, orig []string) error {
+	pe, ok := err.(*ParseError)
+	if !ok || pe.Token == "" {
+		return err
+	}
+	for k, f := range upper {
+		if fieldNames[min(k, len(fieldNames)-1)] != pe.Field {
+			continue
+		}
+		if i := strings.Index(f, pe.Token); i >= 0 {
+			pe.Token = orig[k][i : i+len(pe.Token)]
+		}
+	}
+	return pe
 }
 
 func parseDescriptor(expr string) (*Schedule, error) {
@@ -210,6 +230,9 @@ func (s *Schedule) parseField(k fieldKind, text string) (uint64, error) {
 			}
 			bits |= rangeBits(bounds[k].min, bounds[k].openMax, 1)
 			continue
+		}
+		if item == "*" && text != "*" {
+			return 0, s.fieldErr(k, text, "* must stand alone (use */n for a step)")
 		}
 		special, err := s.parseSpecial(k, item)
 		if err != nil {
@@ -345,6 +368,12 @@ func parseRange(k fieldKind, item string) (lo, hi, step int, err error) {
 		return b.min, b.openMax, step, nil
 	}
 	loText, hiText, isRange := strings.Cut(base, "-")
+	switch {
+	case loText == "" || (isRange && hiText == ""):
+		return 0, 0, 0, &ParseError{Field: fieldNames[k], Token: item, Reason: "a range needs a start and an end (a-b)"}
+	case strings.Contains(hiText, "-"):
+		return 0, 0, 0, &ParseError{Field: fieldNames[k], Token: item, Reason: "a range has one start and one end (a-b)"}
+	}
 	lo, err = value(k, loText)
 	if err != nil {
 		return 0, 0, 0, &ParseError{Field: fieldNames[k], Token: loText, Reason: err.Error()}

@@ -83,38 +83,54 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		_, off := at.Zone()
 		start, end := at.ZoneBounds()
 		o := int64(off)
+		startSec, endSec := int64(math.MinInt64), int64(math.MaxInt64)
+		prev := o // offset of the previous period
+		if !start.IsZero() {
+			startSec = start.Unix()
+			_, p := start.Add(-time.Second).Zone()
+			prev = int64(p)
+		}
+		if !end.IsZero() {
+			endSec = end.Unix()
+		}
+		// The first candidate is the first instant after a spring-forward
+		// gap: a fixed-time schedule fires here for a match in the gap.
+		if s.fixed && sec == startSec && prev < o {
+			if g, ok := s.nextCivil(startSec + prev); ok && g < startSec+o {
+				return start.In(loc)
+			}
+		}
 		m, ok := s.nextCivil(sec + o)
 		if !ok {
 			return time.Time{}
 		}
-		endSec := int64(math.MaxInt64)
-		if !end.IsZero() {
-			endSec = end.Unix()
-		}
 		if m-o < endSec {
 			// The match falls in this period. A fixed-time schedule fires a
-			// repeated wall time only in its first pass: skip it if the
-			// previous period (with a larger offset) already showed it.
-			if s.fixed && !start.IsZero() && m-o-start.Unix() < 86400 {
-				_, prev := start.Add(-time.Second).Zone()
-				if p := int64(prev); p > o && m < start.Unix()+p {
-					sec = m - o + 1
-					continue
-				}
+			// repeated wall time only in its first pass: after a fall-back
+			// change, skip the wall times the previous period already showed.
+			if s.fixed && prev > o && m < startSec+prev {
+				sec = startSec + prev - o
+				continue
 			}
 			return time.Unix(m-o, 0).In(loc)
 		}
+		_, n := end.Zone()
+		next := int64(n)
 		// The match lies past this period. If the next period skips wall
 		// time (spring forward) and the match is in the gap, a fixed-time
 		// schedule fires at the first instant after the gap.
-		if s.fixed {
-			_, next := end.Zone()
-			if n := int64(next); n > o && m < endSec+n {
-				return end.In(loc)
-			}
+		if s.fixed && next > o && m < endSec+next {
+			return end.In(loc)
 		}
-		// No wall time in [c, m) matches, so no repeated or skipped hour
-		// before m can hold a fire: jump to shortly before m.
+		if next < o {
+			// Fall back: the next period shows some wall times again, earlier
+			// than m; a schedule that follows the clock may fire in them.
+			sec = endSec
+			continue
+		}
+		// No wall time in [c, m) matches and the next change does not repeat
+		// any, so no change before m can hold a fire: jump to shortly
+		// before m.
 		sec = max(endSec, m-o-2*86400)
 	}
 	return time.Time{}
