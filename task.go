@@ -76,7 +76,6 @@ const (
 	MaxURLLen          = 2048
 	MaxBodyTemplateLen = 64 << 10
 	MaxTimeoutSeconds  = 24 * 3600
-	DefaultTimeout     = 10
 	DefaultMaxQueue    = 100
 	DefaultCatchUp     = 100
 	MaxCatchUpLimit    = 10000
@@ -95,7 +94,7 @@ type Task struct {
 	TargetURL         string            `json:"target_url"`
 	Headers           map[string]string `json:"headers"`
 	BodyTemplate      string            `json:"body_template"`
-	TimeoutSeconds    int               `json:"timeout_seconds"`
+	TimeoutSeconds    int               `json:"timeout_seconds"` // 0: the server's executor.request_timeout
 	RetryPolicy       json.RawMessage   `json:"retry_policy"`
 	MaxConcurrency    int               `json:"max_concurrency"`
 	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrency_policy"`
@@ -127,6 +126,21 @@ func (t *Task) Schedule() (*cron.Schedule, *time.Location, error) {
 	return s, loc, nil
 }
 
+// NextAfter returns the task's first fire strictly after the instant after,
+// in UTC, or nil when the schedule has no more fires. The task must be valid.
+func (t *Task) NextAfter(after time.Time) *time.Time {
+	s, loc, err := t.Schedule()
+	if err != nil {
+		return nil
+	}
+	next := s.Next(after.In(loc))
+	if next.IsZero() {
+		return nil
+	}
+	next = next.UTC()
+	return &next
+}
+
 // Normalize fills defaults and normalises the fields of a task about to be
 // created or replaced, then validates it. On error the task may be partly
 // normalised; callers discard it.
@@ -141,9 +155,6 @@ func (t *Task) Normalize() error {
 	t.HTTPMethod = strings.ToUpper(t.HTTPMethod)
 	if t.HTTPMethod == "" {
 		t.HTTPMethod = "POST"
-	}
-	if t.TimeoutSeconds == 0 {
-		t.TimeoutSeconds = DefaultTimeout
 	}
 	if t.ConcurrencyPolicy == "" {
 		t.ConcurrencyPolicy = ConcurrencyQueue
@@ -232,8 +243,9 @@ func (t *Task) validate() error {
 	if len(t.BodyTemplate) > MaxBodyTemplateLen {
 		return Errorf(EInvalid, "body_template", "body_template is larger than %d bytes", MaxBodyTemplateLen)
 	}
-	if t.TimeoutSeconds < 1 || t.TimeoutSeconds > MaxTimeoutSeconds {
-		return Errorf(EInvalid, "timeout_seconds", "timeout_seconds must be from 1 to %d", MaxTimeoutSeconds)
+	if t.TimeoutSeconds < 0 || t.TimeoutSeconds > MaxTimeoutSeconds {
+		return Errorf(EInvalid, "timeout_seconds",
+			"timeout_seconds must be from 1 to %d, or 0 for the server's executor.request_timeout", MaxTimeoutSeconds)
 	}
 	if err := validateObject("retry_policy", t.RetryPolicy); err != nil {
 		return err

@@ -1,0 +1,249 @@
+package executor
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// This file resolves params.<path> variables. It walks the raw JSON of the
+// params instead of decoding them, so a lookup allocates nothing and a
+// nested value comes out exactly as the task wrote it.
+
+// lookupParam returns the raw JSON of the value at the dot path in doc.
+// doc must be valid JSON. A segment names an object key, or an array index.
+func lookupParam(doc []byte, path string) ([]byte, error) {
+	if err := checkParamPath(path); err != nil {
+		return nil, err
+	}
+	v := bytes.TrimLeft(doc, " \t\r\n")
+	rest := path
+	for {
+		seg, next, more := strings.Cut(rest, ".")
+		var ok bool
+		switch v[0] {
+		case '{':
+			v, ok = objectField(v, seg)
+			if !ok {
+				return nil, fmt.Errorf("%s has no key %q", paramsPrefix(path, rest), seg)
+			}
+		case '[':
+			n, err := strconv.Atoi(seg)
+			if err != nil || seg[0] < '0' || seg[0] > '9' {
+				return nil, fmt.Errorf("%s is an array and %q is not an index", paramsPrefix(path, rest), seg)
+			}
+			v, ok = arrayElem(v, n)
+			if !ok {
+				return nil, fmt.Errorf("%s has no element %d", paramsPrefix(path, rest), n)
+			}
+		default:
+			return nil, fmt.Errorf("%s is %s, not an object or array", paramsPrefix(path, rest), jsonKind(v[0]))
+		}
+		if !more {
+			return v, nil
+		}
+		rest = next
+	}
+}
+
+// checkParamPath reports an empty segment in a params path.
+func checkParamPath(path string) error {
+	for seg := range strings.SplitSeq(path, ".") {
+		if seg == "" {
+			return errors.New("the path has an empty segment")
+		}
+	}
+	return nil
+}
+
+// paramsPrefix names the value being looked into when rest is what remains
+// of path: "params" or "params.a.b".
+func paramsPrefix(path, rest string) string {
+	done := len(path) - len(rest)
+	if done == 0 {
+		return "params"
+	}
+	return "params." + path[:done-1]
+}
+
+func jsonKind(c byte) string {
+	switch c {
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
+
+// writeParam writes a params value: a string without its quotes, anything
+// else as its JSON.
+func writeParam(b *strings.Builder, raw []byte) {
+	if raw[0] != '"' {
+		b.Write(raw)
+		return
+	}
+	inner := raw[1 : len(raw)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		b.Write(inner)
+		return
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // raw is a valid JSON string
+	b.WriteString(s)
+}
+
+// objectField returns the value of key in the object v, the last one if the
+// key repeats, as encoding/json does.
+func objectField(v []byte, key string) ([]byte, bool) {
+	var found []byte
+	i := 1
+	for {
+		i = skipSpace(v, i)
+		if v[i] == '}' {
+			break
+		}
+		ks := i
+		i = skipString(v, i)
+		k := v[ks:i]
+		i = skipSpace(v, i) + 1 // ':'
+		i = skipSpace(v, i)
+		vs := i
+		i = skipValue(v, i)
+		if keyEqual(k, key) {
+			found = v[vs:i]
+		}
+		i = skipSpace(v, i)
+		if v[i] != ',' {
+			break
+		}
+		i++
+	}
+	return found, found != nil
+}
+
+// keyEqual reports whether the quoted JSON string k is key. A template
+// name is ASCII, so an escape that stands for anything else cannot match.
+func keyEqual(k []byte, key string) bool {
+	inner := k[1 : len(k)-1]
+	for len(inner) > 0 {
+		c, n := inner[0], 1
+		if c == '\\' {
+			c, n = unescapeASCII(inner)
+			if n == 0 {
+				return false
+			}
+		}
+		if len(key) == 0 || key[0] != c {
+			return false
+		}
+		inner, key = inner[n:], key[1:]
+	}
+	return len(key) == 0
+}
+
+// unescapeASCII decodes the escape at the start of s into an ASCII byte and
+// its length, or returns n == 0 if it stands for something else.
+func unescapeASCII(s []byte) (c byte, n int) {
+	switch s[1] {
+	case '"', '\\', '/':
+		return s[1], 2
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r, err := strconv.ParseUint(string(s[2:6]), 16, 16)
+		if err != nil || r >= 0x80 {
+			return 0, 0
+		}
+		return byte(r), 6
+	}
+	return 0, 0
+}
+
+// arrayElem returns element n of the array v.
+func arrayElem(v []byte, n int) ([]byte, bool) {
+	i := 1
+	for idx := 0; ; idx++ {
+		i = skipSpace(v, i)
+		if v[i] == ']' {
+			return nil, false
+		}
+		vs := i
+		i = skipValue(v, i)
+		if idx == n {
+			return v[vs:i], true
+		}
+		i = skipSpace(v, i)
+		if v[i] != ',' {
+			return nil, false
+		}
+		i++
+	}
+}
+
+func skipSpace(v []byte, i int) int {
+	for i < len(v) && (v[i] == ' ' || v[i] == '\t' || v[i] == '\n' || v[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the JSON string starting at v[i].
+func skipString(v []byte, i int) int {
+	for i++; ; i++ {
+		switch v[i] {
+		case '\\':
+			i++
+		case '"':
+			return i + 1
+		}
+	}
+}
+
+// skipValue returns the index just past the JSON value starting at v[i].
+func skipValue(v []byte, i int) int {
+	switch v[i] {
+	case '"':
+		return skipString(v, i)
+	case '{', '[':
+		depth := 0
+		for {
+			switch v[i] {
+			case '"':
+				i = skipString(v, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+	default: // number, true, false, null
+		for i < len(v) {
+			switch v[i] {
+			case ',', '}', ']', ' ', '\t', '\r', '\n':
+				return i
+			}
+			i++
+		}
+		return i
+	}
+}

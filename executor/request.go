@@ -1,0 +1,122 @@
+package executor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Request is one delivery of a run: an HTTP call and the values its body
+// and headers are rendered from.
+type Request struct {
+	Method       string            // GET, POST, PUT, PATCH, DELETE, HEAD; empty means GET
+	URL          string            // http or https
+	Headers      map[string]string // the task's own headers; Host sets the request's host
+	BodyTemplate string            // rendered with Render
+	Timeout      time.Duration     // for the whole call; 0 means the executor's default
+	Vars         Vars
+}
+
+// sundialHeaders is how many headers newRequest may set besides the task's:
+// Content-Type and the nine Sundial headers.
+const sundialHeaders = 10
+
+// newRequest builds the HTTP request of req, bound to ctx. A missing or
+// malformed trace id is replaced by a fresh one, in the body and headers
+// alike.
+func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request, error) {
+	if !validTraceID(req.Vars.TraceID) {
+		req.Vars.TraceID = NewTraceID()
+	}
+	body, err := Render(req.BodyTemplate, req.Vars)
+	if err != nil {
+		return nil, errors.New("render body: " + sundial.ErrorMessage(err))
+	}
+	method := req.Method
+	if method == "" {
+		method = http.MethodGet
+	}
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, method, req.URL, r)
+	if err != nil {
+		if ue, ok := err.(*url.Error); ok {
+			return nil, fmt.Errorf("invalid URL: %w", ue.Err) // not echoed: it may hold credentials
+		}
+		return nil, err
+	}
+	if s := hreq.URL.Scheme; s != "http" && s != "https" {
+		return nil, fmt.Errorf("invalid URL: the scheme is %q, not http or https", hreq.URL.Scheme)
+	}
+	if hreq.URL.Host == "" {
+		return nil, errors.New("invalid URL: no host")
+	}
+
+	// One backing array for all the header values, one string for all the
+	// formatted ones: a handful of allocations instead of two dozen.
+	h := make(http.Header, len(req.Headers)+sundialHeaders)
+	vals := make([]string, 0, len(req.Headers)+sundialHeaders)
+	set := func(key, value string) {
+		vals = append(vals, value)
+		h[key] = vals[len(vals)-1 : len(vals) : len(vals)]
+	}
+	for k, v := range req.Headers {
+		k = http.CanonicalHeaderKey(k)
+		switch {
+		case k == "Host":
+			hreq.Host = v
+		case k == "Content-Type" && body == "":
+		default:
+			set(k, v)
+		}
+	}
+	if body != "" && h["Content-Type"] == nil {
+		if json.Valid([]byte(body)) {
+			set("Content-Type", "application/json")
+		} else {
+			set("Content-Type", "text/plain; charset=utf-8")
+		}
+	}
+
+	v := &req.Vars
+	var buf [192]byte
+	b := strconv.AppendInt(buf[:0], v.RunID, 10)
+	iRun := len(b)
+	b = strconv.AppendInt(b, v.TaskID, 10)
+	iTask := len(b)
+	b = v.ScheduledTime.UTC().AppendFormat(b, time.RFC3339Nano)
+	iTime := len(b)
+	b = strconv.AppendInt(b, int64(v.Attempt), 10)
+	iAttempt := len(b)
+	b = strconv.AppendInt(b, int64(v.Delivery), 10)
+	iDelivery := len(b)
+	b = append(b, "00-"...)
+	b = append(b, v.TraceID...)
+	b = append(b, '-')
+	b = appendSpanID(b)
+	b = append(b, "-01"...)
+	s := string(b)
+
+	set("X-Sundial-Run-Id", s[:iRun])
+	set("X-Sundial-Task-Id", s[iRun:iTask])
+	set("X-Sundial-Scheduled-Time", s[iTask:iTime])
+	set("X-Sundial-Attempt", s[iTime:iAttempt])
+	set("X-Sundial-Delivery", s[iAttempt:iDelivery])
+	set("X-Sundial-Trigger", v.Trigger)
+	set("Idempotency-Key", v.IdempotencyKey)
+	set("Traceparent", s[iDelivery:])
+	set("User-Agent", e.userAgent)
+	hreq.Header = h
+	return hreq, nil
+}

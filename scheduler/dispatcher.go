@@ -1,0 +1,312 @@
+package scheduler
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
+)
+
+// item is a run this node owns and has yet to fire.
+type item struct {
+	run  *sundial.Run
+	task *sundial.Task // as planned
+	due  time.Time     // when the dispatcher must act on it next
+	fast bool          // unconstrained: committed ahead, no admission
+	// committed: a fast run already marked RUNNING, to send at its instant.
+	committed bool
+	index     int
+}
+
+// runHeap orders items by due time, then run ID.
+type runHeap []*item
+
+func (h runHeap) Len() int { return len(h) }
+func (h runHeap) Less(i, j int) bool {
+	if !h[i].due.Equal(h[j].due) {
+		return h[i].due.Before(h[j].due)
+	}
+	return h[i].run.ID < h[j].run.ID
+}
+func (h runHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
+func (h *runHeap) Push(x any)   { it := x.(*item); it.index = len(*h); *h = append(*h, it) }
+func (h *runHeap) Pop() any {
+	old := *h
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	it.index = -1
+	return it
+}
+
+// dispatcher holds the runs this node owns in a timer heap and acts on each
+// at its instant: unconstrained runs are committed RUNNING in one batch
+// StartAhead before it and sent at it; the others are admitted at it, one
+// transaction per run, in order per task.
+type dispatcher struct {
+	s    *Scheduler
+	mu   sync.Mutex
+	h    runHeap
+	byID map[int64]*item
+	wake chan struct{}
+
+	admitQ []chan *item // per-task ordered admission lanes
+}
+
+const admitLanes = 4
+
+func newDispatcher(s *Scheduler) *dispatcher {
+	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1)}
+	for range admitLanes {
+		d.admitQ = append(d.admitQ, make(chan *item, 4096))
+	}
+	return d
+}
+
+// add takes planned runs into the heap.
+func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task) {
+	if len(runs) == 0 {
+		return
+	}
+	d.mu.Lock()
+	for _, r := range runs {
+		if r.Status != sundial.RunScheduled {
+			continue
+		}
+		if _, dup := d.byID[r.ID]; dup {
+			continue
+		}
+		t := tasks[r.TaskID]
+		it := &item{run: r, task: t, due: r.ScheduledTime, fast: r.Trigger != sundial.TriggerManual && unconstrained(t)}
+		if it.fast {
+			it.due = r.ScheduledTime.Add(-d.s.cfg.StartAhead)
+		}
+		heap.Push(&d.h, it)
+		d.byID[r.ID] = it
+	}
+	d.s.m.heapSize.Set(float64(len(d.h)))
+	d.mu.Unlock()
+	d.poke()
+}
+
+// addAdmitted takes a run that must go through admission at its instant
+// (a manual trigger, or a queued run whose slot may have freed).
+func (d *dispatcher) addAdmitted(r *sundial.Run, t *sundial.Task) {
+	d.mu.Lock()
+	if _, dup := d.byID[r.ID]; !dup {
+		it := &item{run: r, task: t, due: r.ScheduledTime}
+		heap.Push(&d.h, it)
+		d.byID[r.ID] = it
+	}
+	d.mu.Unlock()
+	d.poke()
+}
+
+// forget drops a run (cancelled, or deleted with its task's change).
+func (d *dispatcher) forget(runID int64) {
+	d.mu.Lock()
+	if it, ok := d.byID[runID]; ok && it.index >= 0 {
+		heap.Remove(&d.h, it.index)
+		delete(d.byID, runID)
+	}
+	d.mu.Unlock()
+}
+
+// dropAll forgets every run: the node lost its membership and the runs
+// have been, or will be, released to the other nodes.
+func (d *dispatcher) dropAll() {
+	d.mu.Lock()
+	d.h = nil
+	d.byID = make(map[int64]*item)
+	d.s.m.heapSize.Set(0)
+	d.mu.Unlock()
+}
+
+func (d *dispatcher) poke() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// commitBatch is how far past now the dispatcher looks for fast runs to
+// commit together, so that fires due close together share a transaction.
+const commitBatch = 20 * time.Millisecond
+
+func (d *dispatcher) loop(ctx context.Context) {
+	var lanes sync.WaitGroup
+	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
+	for _, q := range d.admitQ {
+		lanes.Go(func() { d.admitLane(laneCtx, q) })
+	}
+	defer func() {
+		stopLanes()
+		lanes.Wait()
+	}()
+
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			d.finish()
+			return
+		}
+		wait := d.step(ctx)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+		case <-d.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// step acts on every item that is due and returns how long to wait for the
+// next one.
+func (d *dispatcher) step(ctx context.Context) time.Duration {
+	now := time.Now()
+	var commit, send []*item
+	d.mu.Lock()
+	for len(d.h) > 0 {
+		it := d.h[0]
+		if it.due.After(now) && !(it.fast && !it.committed && it.due.Before(now.Add(commitBatch)) && len(commit) > 0) {
+			break
+		}
+		heap.Pop(&d.h)
+		switch {
+		case it.fast && !it.committed:
+			commit = append(commit, it)
+		case it.fast:
+			delete(d.byID, it.run.ID)
+			send = append(send, it)
+		default:
+			delete(d.byID, it.run.ID)
+			d.admitQ[it.run.TaskID%admitLanes] <- it
+		}
+	}
+	d.mu.Unlock()
+
+	for _, it := range send {
+		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: 1, trace: it.run.TraceID})
+	}
+	if len(commit) > 0 {
+		d.commit(ctx, commit)
+	}
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.s.m.heapSize.Set(float64(len(d.h)))
+	if len(d.h) == 0 {
+		return time.Hour
+	}
+	return max(time.Until(d.h[0].due), 0)
+}
+
+// commit marks fast runs RUNNING in one transaction and puts those that
+// applied back in the heap, due at their instant. A run that did not apply
+// was cancelled or removed by a change of its task: it is dropped.
+func (d *dispatcher) commit(ctx context.Context, items []*item) {
+	starts := make([]sundial.RunStart, len(items))
+	for i, it := range items {
+		it.run.TraceID = executor.NewTraceID()
+		starts[i] = sundial.RunStart{ID: it.run.ID, Fence: it.run.Fence, Attempt: 1,
+			StartedAt: it.run.ScheduledTime, TraceID: it.run.TraceID}
+	}
+	ok, err := d.s.store.RunStart(ctx, starts)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.log.Error("commit fires", "runs", len(items), "err", err)
+		}
+		// Leave them to the reaper and the compensator; try again shortly.
+		d.mu.Lock()
+		for _, it := range items {
+			it.due = time.Now().Add(100 * time.Millisecond)
+			heap.Push(&d.h, it)
+		}
+		d.mu.Unlock()
+		return
+	}
+	d.mu.Lock()
+	for i, it := range items {
+		if !ok[i] {
+			delete(d.byID, it.run.ID)
+			continue
+		}
+		it.committed = true
+		it.run.Status = sundial.RunRunning
+		it.due = it.run.ScheduledTime
+		heap.Push(&d.h, it)
+	}
+	d.mu.Unlock()
+}
+
+// admitLane admits runs one at a time, so that the runs of one task are
+// decided in order.
+func (d *dispatcher) admitLane(ctx context.Context, q chan *item) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case it := <-q:
+			d.admit(ctx, it)
+		}
+	}
+}
+
+// admit runs the policies for one run and sends it if they say so.
+func (d *dispatcher) admit(ctx context.Context, it *item) {
+	var (
+		task     *sundial.Task
+		decision sundial.Admission
+	)
+	trace := executor.NewTraceID()
+	r, err := d.s.store.RunAdmit(ctx, it.run.ID, it.run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
+		task = st.Task
+		decision = Admit(st)
+		decision.TraceID = trace
+		return decision
+	})
+	if err != nil {
+		if sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
+			d.s.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
+		}
+		return
+	}
+	switch r.Status {
+	case sundial.RunRunning:
+		d.s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID})
+	case sundial.RunSkipped:
+		d.s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
+		d.s.log.Info("run skipped", "task_id", r.TaskID, "run_id", r.ID, "reason", r.SkipReason,
+			"attempt", r.Attempt, "scheduled_time", r.ScheduledTime)
+	case sundial.RunQueued:
+		d.s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
+	}
+	// RunAdmit marked the runs to cancel; stop the calls made from here.
+	// (Calls on other nodes see the mark when they next look.)
+	for _, id := range decision.Cancel {
+		d.s.pool.cancel(id, errCancelPrev)
+	}
+}
+
+// finish sends the fast runs already committed RUNNING, which are due
+// within StartAhead, and leaves the rest to RunRelease.
+func (d *dispatcher) finish() {
+	d.mu.Lock()
+	var send []*item
+	for _, it := range d.h {
+		if it.committed {
+			send = append(send, it)
+		}
+	}
+	d.h = nil
+	d.byID = make(map[int64]*item)
+	d.mu.Unlock()
+	for _, it := range send {
+		time.Sleep(time.Until(it.run.ScheduledTime))
+		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: 1, trace: it.run.TraceID})
+	}
+}

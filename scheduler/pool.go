@@ -1,0 +1,200 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
+)
+
+// Causes of a delivery cut short, recorded with the run.
+var (
+	errCanceled       = errors.New("canceled by request")
+	errCancelPrev     = errors.New("canceled by a newer fire (overlap_action CANCEL_PREV)")
+	errShutdown       = errors.New("cut off: the node stopped and the drain timeout expired")
+	errMembershipLost = errors.New("cut off: the node lost its cluster membership")
+)
+
+// job is one delivery of one run.
+type job struct {
+	run     *sundial.Run
+	task    *sundial.Task
+	fence   int64
+	attempt int
+	trace   string
+}
+
+// pool runs deliveries on a bounded number of workers and tracks the calls
+// in flight so they can be cancelled.
+type pool struct {
+	s    *Scheduler
+	jobs chan job
+	wg   sync.WaitGroup
+
+	mu       sync.Mutex
+	inflight map[int64]*flight
+	closed   bool
+	cutOff   atomic.Bool // the drain timeout expired: start nothing more
+}
+
+type flight struct {
+	cancel context.CancelCauseFunc
+}
+
+func newPool(s *Scheduler) *pool {
+	return &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight)}
+}
+
+func (p *pool) start() {
+	for range p.s.cfg.Workers {
+		p.wg.Go(p.work)
+	}
+}
+
+// submit queues a delivery. After drain has begun, the run is left RUNNING
+// for RunRelease to record as INTERRUPTED.
+func (p *pool) submit(j job) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	p.jobs <- j
+	p.s.m.queueDepth.Set(float64(len(p.jobs)))
+}
+
+func (p *pool) work() {
+	for j := range p.jobs {
+		p.s.m.queueDepth.Set(float64(len(p.jobs)))
+		if !p.cutOff.Load() {
+			p.deliver(j)
+		}
+	}
+}
+
+// deliver makes the call and hands the outcome to the writer.
+func (p *pool) deliver(j job) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	p.mu.Lock()
+	p.inflight[j.run.ID] = &flight{cancel: cancel}
+	p.mu.Unlock()
+	p.s.m.inFlight.Inc()
+
+	t, r := j.task, j.run
+	timeout := time.Duration(t.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = p.s.cfg.RequestTimeout
+	}
+	trigger := string(r.Trigger)
+	started := time.Now()
+	p.s.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
+	out := p.s.deliver.Deliver(ctx, executor.Request{
+		Method:       t.HTTPMethod,
+		URL:          t.TargetURL,
+		Headers:      t.Headers,
+		BodyTemplate: t.BodyTemplate,
+		Timeout:      timeout,
+		Vars: executor.Vars{
+			RunID:          r.ID,
+			TaskID:         t.ID,
+			TaskName:       t.Name,
+			ScheduledTime:  r.ScheduledTime,
+			Attempt:        j.attempt,
+			Delivery:       r.Deliveries + 1,
+			Trigger:        trigger,
+			IdempotencyKey: r.IdempotencyKey,
+			TraceID:        j.trace,
+		},
+	})
+	p.s.m.inFlight.Dec()
+	p.mu.Lock()
+	delete(p.inflight, r.ID)
+	p.mu.Unlock()
+
+	status := sundial.RunStatus(out.Status)
+	if status == sundial.RunCanceled {
+		switch cause := context.Cause(ctx); cause {
+		case errShutdown, errMembershipLost:
+			status = sundial.RunInterrupted
+			out.Error = cause.Error()
+		case nil:
+		default:
+			out.Error = cause.Error()
+		}
+	}
+	if out.Started.IsZero() {
+		out.Started = started
+	}
+	if out.Finished.IsZero() {
+		out.Finished = time.Now()
+	}
+	p.s.m.deliveryDuration.Observe(out.Finished.Sub(out.Started).Seconds())
+	p.s.writer.finish(result{
+		job: j,
+		fin: sundial.RunFinish{
+			ID: r.ID, Fence: j.fence, Status: status,
+			StartedAt: out.Started, FinishedAt: out.Finished,
+			HTTPStatus: out.HTTPStatus, ResponseBody: out.Body, Error: out.Error,
+		},
+	})
+}
+
+// cancel stops the call of a run delivered here, if any.
+func (p *pool) cancel(runID int64, cause error) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f, ok := p.inflight[runID]
+	if ok {
+		f.cancel(cause)
+	}
+	return ok
+}
+
+// cancelAll stops every call in flight.
+func (p *pool) cancelAll(cause error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.inflight {
+		f.cancel(cause)
+	}
+}
+
+// drain stops taking jobs, lets queued and in-flight deliveries finish for
+// up to timeout, then cuts off the rest.
+func (p *pool) drain(timeout time.Duration) {
+	p.mu.Lock()
+	p.closed = true
+	close(p.jobs)
+	p.mu.Unlock()
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+		return
+	case <-timer.C:
+	}
+	p.s.log.Warn("drain timeout expired; cutting off calls in flight", "timeout", timeout)
+	p.cutOff.Store(true)
+	// Jobs still queued are not started: their runs stay RUNNING and
+	// RunRelease records them INTERRUPTED. Calls in flight are cancelled.
+	for {
+		select {
+		case <-done:
+			return
+		default:
+		}
+		p.cancelAll(errShutdown)
+		select {
+		case <-done:
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
+)
+
+// Deliverer makes one HTTP delivery: *executor.Executor in production, an
+// in-memory target in tests that run on a fake clock.
+type Deliverer interface {
+	Deliver(ctx context.Context, req executor.Request) executor.Outcome
+}
+
+// Config tunes the scheduler. Zero fields take the defaults in brackets.
+type Config struct {
+	Node              sundial.Node  // this process; ID required
+	PollInterval      time.Duration // how often the planner claims due tasks [1s]
+	Lookahead         time.Duration // how far ahead fires are planned [10s]; at least 2 poll intervals
+	StartAhead        time.Duration // unconstrained fires are committed RUNNING this long before their instant [100ms]
+	MisfireThreshold  time.Duration // a fire later than this is missed and follows the catch-up mode [60s]
+	PlanBatch         int           // tasks claimed per planner transaction [500]
+	MaxRunsPerTask    int           // runs planned per task per pass [100]
+	Workers           int           // concurrent HTTP deliveries [16]
+	RequestTimeout    time.Duration // delivery timeout of tasks without timeout_seconds [15s]
+	HeartbeatInterval time.Duration // [1s]
+	DeadAfter         time.Duration // a node silent this long is dead [5s]
+	Retention         time.Duration // finished runs older than this are purged [7 days]
+	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
+}
+
+func (c *Config) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.PollInterval, time.Second)
+	def(&c.Lookahead, 10*time.Second)
+	c.Lookahead = max(c.Lookahead, 2*c.PollInterval)
+	def(&c.StartAhead, 100*time.Millisecond)
+	def(&c.MisfireThreshold, time.Minute)
+	def(&c.RequestTimeout, 15*time.Second)
+	def(&c.HeartbeatInterval, time.Second)
+	def(&c.DeadAfter, 5*time.Second)
+	def(&c.Retention, 7*24*time.Hour)
+	def(&c.DrainTimeout, 30*time.Second)
+	if c.PlanBatch <= 0 {
+		c.PlanBatch = 500
+	}
+	if c.MaxRunsPerTask <= 0 {
+		c.MaxRunsPerTask = 100
+	}
+	if c.Workers <= 0 {
+		c.Workers = 16
+	}
+}
+
+// Scheduler plans, admits and delivers the fires of every task in the store,
+// together with the other nodes on the same database.
+type Scheduler struct {
+	cfg     Config
+	store   sundial.Store
+	deliver Deliverer
+	log     *slog.Logger
+	m       *metrics
+
+	pokePlanner chan struct{}
+	disp        *dispatcher
+	pool        *pool
+	writer      *writer
+	running     atomic.Bool
+	healthy     atomic.Bool // membership renewed within DeadAfter
+}
+
+// New returns a scheduler; Run starts it.
+func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg prometheus.Registerer) (*Scheduler, error) {
+	if cfg.Node.ID == "" {
+		return nil, errors.New("scheduler: node ID is required")
+	}
+	cfg.setDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Scheduler{
+		cfg:         cfg,
+		store:       store,
+		deliver:     d,
+		log:         log,
+		m:           newMetrics(reg),
+		pokePlanner: make(chan struct{}, 1),
+	}
+	s.writer = newWriter(s)
+	s.pool = newPool(s)
+	s.disp = newDispatcher(s)
+	return s, nil
+}
+
+// Ready reports whether the scheduler is running and holds its membership.
+func (s *Scheduler) Ready() bool { return s.running.Load() && s.healthy.Load() }
+
+// NodeID returns this node's identity.
+func (s *Scheduler) NodeID() string { return s.cfg.Node.ID }
+
+// Poke asks the planner for a pass now, after a task was created or changed,
+// so that a fire due within the next poll interval is not late.
+func (s *Scheduler) Poke() {
+	select {
+	case s.pokePlanner <- struct{}{}:
+	default:
+	}
+}
+
+// Run registers the node and runs the planner, dispatcher, delivery pool
+// and housekeeping until ctx is cancelled. Then it stops taking fires, gives
+// in-flight calls up to the drain timeout, records what was cut off as
+// INTERRUPTED, hands its planned fires back and leaves the cluster.
+func (s *Scheduler) Run(ctx context.Context) error {
+	node := s.cfg.Node
+	node.State = sundial.NodeAlive
+	if err := s.store.NodeRegister(ctx, &node); err != nil {
+		return fmt.Errorf("register node: %w", err)
+	}
+	s.healthy.Store(true)
+	s.running.Store(true)
+	s.log.Info("scheduler started", "node_id", node.ID, "poll_interval", s.cfg.PollInterval,
+		"lookahead", s.cfg.Lookahead, "workers", s.cfg.Workers)
+
+	var wg sync.WaitGroup
+	loops := []func(context.Context){s.planLoop, s.disp.loop, s.membershipLoop, s.purgeLoop}
+	for _, loop := range loops {
+		wg.Go(func() { loop(ctx) })
+	}
+	writerDone := make(chan struct{})
+	go func() { s.writer.loop(); close(writerDone) }()
+	s.pool.start()
+
+	<-ctx.Done()
+	s.running.Store(false)
+	wg.Wait() // planner, dispatcher (after sending what it had committed), housekeeping
+	s.pool.drain(s.cfg.DrainTimeout)
+	s.writer.close()
+	<-writerDone
+
+	// The context is done; finish the bookkeeping with a fresh one.
+	bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.store.RunRelease(bg, node.ID, "node stopped", time.Now()); err != nil {
+		s.log.Error("release runs on stop", "node_id", node.ID, "err", err)
+	}
+	if err := s.store.NodeLeave(bg, node.ID); err != nil {
+		s.log.Error("leave cluster", "node_id", node.ID, "err", err)
+	}
+	s.log.Info("scheduler stopped", "node_id", node.ID)
+	return nil
+}
+
+// planLoop claims due tasks every poll interval (with jitter, so nodes do
+// not collide) and hands their runs to the dispatcher.
+func (s *Scheduler) planLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-s.pokePlanner:
+		}
+		if s.healthy.Load() {
+			s.planOnce(ctx)
+		}
+		timer.Reset(jitter(s.cfg.PollInterval))
+	}
+}
+
+// planOnce runs PlanDue until no due task is left within the lookahead.
+func (s *Scheduler) planOnce(ctx context.Context) {
+	for ctx.Err() == nil {
+		now := time.Now()
+		tasks := make(map[int64]*sundial.Task)
+		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, s.cfg.Node.ID, now,
+			func(t *sundial.Task) sundial.Plan {
+				tasks[t.ID] = t
+				return planTask(t, now, now.Add(s.cfg.Lookahead), s.cfg.MisfireThreshold, s.cfg.MaxRunsPerTask)
+			})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("plan due tasks", "err", err)
+			}
+			return
+		}
+		for _, r := range runs {
+			if r.Status == sundial.RunSkipped {
+				s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
+				s.m.missed.Add(float64(r.MissedCount))
+				s.log.Warn("fires missed", "task_id", r.TaskID, "run_id", r.ID, "missed", r.MissedCount,
+					"reason", r.SkipReason)
+			}
+		}
+		s.disp.add(runs, tasks)
+		if len(tasks) < s.cfg.PlanBatch {
+			return
+		}
+	}
+}
+
+// membershipLoop renews this node's heartbeat and declares dead the nodes
+// that stopped renewing theirs, releasing their runs to the others. A node
+// that cannot renew its own for DeadAfter stops taking fires until it can.
+func (s *Scheduler) membershipLoop(ctx context.Context) {
+	ticker := time.NewTicker(s.cfg.HeartbeatInterval)
+	defer ticker.Stop()
+	lastOK := time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		err := s.store.NodeHeartbeat(ctx, s.cfg.Node.ID)
+		switch {
+		case err == nil:
+			lastOK = time.Now()
+			if !s.healthy.Swap(true) {
+				s.log.Info("membership renewed", "node_id", s.cfg.Node.ID)
+			}
+		case sundial.ErrorCode(err) == sundial.ENotFound:
+			// Declared dead by the others: rejoin as a new member.
+			s.log.Warn("membership lost; rejoining", "node_id", s.cfg.Node.ID)
+			s.healthy.Store(false)
+			s.disp.dropAll()
+			node := s.cfg.Node
+			if err := s.store.NodeRegister(ctx, &node); err == nil {
+				lastOK = time.Now()
+				s.healthy.Store(true)
+			}
+			continue
+		default:
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Error("heartbeat", "node_id", s.cfg.Node.ID, "err", err)
+			if time.Since(lastOK) >= s.cfg.DeadAfter && s.healthy.Swap(false) {
+				s.log.Error("membership expired; stopping fires", "node_id", s.cfg.Node.ID)
+				s.disp.dropAll()
+				s.pool.cancelAll(errMembershipLost)
+			}
+			continue
+		}
+		dead, err := s.store.NodeReap(ctx, s.cfg.DeadAfter, time.Now())
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("reap dead nodes", "err", err)
+			}
+			continue
+		}
+		for _, id := range dead {
+			s.log.Warn("node declared dead; its runs were released", "dead_node_id", id, "node_id", s.cfg.Node.ID)
+		}
+		if len(dead) > 0 {
+			s.Poke()
+		}
+	}
+}
+
+// purgeLoop deletes run history older than the retention period in small
+// batches, so it never holds the database for long.
+func (s *Scheduler) purgeLoop(ctx context.Context) {
+	const batch = 500
+	ticker := time.NewTicker(time.Minute)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		for ctx.Err() == nil {
+			n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
+			if err != nil {
+				if ctx.Err() == nil {
+					s.log.Error("purge run history", "err", err)
+				}
+				break
+			}
+			s.m.purged.Add(float64(n))
+			if n < batch {
+				break
+			}
+		}
+	}
+}
+
+// jitter returns d changed by up to ±10%.
+func jitter(d time.Duration) time.Duration {
+	return d - d/10 + time.Duration(randN(int64(d/5)+1))
+}
+
+// Trigger makes a manual run of a task now, subject to the task's
+// concurrency policy, and returns it as recorded (SCHEDULED: it is admitted
+// at once by this node).
+func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, error) {
+	t, err := s.store.TaskGet(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	r := &sundial.Run{
+		TaskID:        t.ID,
+		FireKey:       fmt.Sprintf("manual:%d-%d", now.UnixNano(), randN(1<<30)),
+		Trigger:       sundial.TriggerManual,
+		ScheduledTime: now.UTC(),
+		Status:        sundial.RunScheduled,
+		Attempt:       1,
+		NodeID:        s.cfg.Node.ID,
+		Fence:         1,
+		CreatedAt:     now,
+		UpdatedAt:     now,
+	}
+	if err := s.store.RunInsert(ctx, r); err != nil {
+		return nil, err
+	}
+	s.disp.addAdmitted(r, t)
+	return r, nil
+}
+
+// Cancel cancels a run: one not yet started at once, one in flight on this
+// node by stopping its call (the outcome is recorded CANCELED).
+func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, error) {
+	r, err := s.store.RunCancel(ctx, runID, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	switch r.Status {
+	case sundial.RunCanceled:
+		s.disp.forget(r.ID)
+	case sundial.RunRunning, sundial.RunWaitingCallback:
+		s.pool.cancel(r.ID, errCanceled)
+	}
+	return r, nil
+}

@@ -1,0 +1,508 @@
+package scheduler_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
+	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/store/sqlite"
+)
+
+// target is an in-memory HTTP target: it records every delivery and answers
+// after hold (fake time) with status.
+type target struct {
+	mu     sync.Mutex
+	calls  []call
+	hold   time.Duration
+	status string // executor outcome status; "" means SUCCESS
+}
+
+type call struct {
+	runID     int64
+	scheduled time.Time
+	at        time.Time
+	attempt   int
+	trigger   string
+	key       string
+}
+
+func (tg *target) Deliver(ctx context.Context, req executor.Request) executor.Outcome {
+	start := time.Now()
+	tg.mu.Lock()
+	tg.calls = append(tg.calls, call{req.Vars.RunID, req.Vars.ScheduledTime, start, req.Vars.Attempt,
+		req.Vars.Trigger, req.Vars.IdempotencyKey})
+	hold, status := tg.hold, tg.status
+	tg.mu.Unlock()
+	out := executor.Outcome{Started: start, HTTPStatus: 200, Status: "SUCCESS"}
+	if status != "" {
+		out.Status, out.HTTPStatus, out.Error = status, 500, "HTTP 500 Internal Server Error"
+	}
+	if hold > 0 {
+		timer := time.NewTimer(min(hold, req.Timeout))
+		defer timer.Stop()
+		select {
+		case <-ctx.Done():
+			out.Status, out.HTTPStatus, out.Error = "CANCELED", 0, "canceled"
+		case <-timer.C:
+			if req.Timeout < hold {
+				out.Status, out.HTTPStatus, out.Error = "TIMEOUT", 0, "timed out"
+			}
+		}
+	}
+	out.Finished = time.Now()
+	return out
+}
+
+func (tg *target) snapshot() []call {
+	tg.mu.Lock()
+	defer tg.mu.Unlock()
+	return slices.Clone(tg.calls)
+}
+
+// bundle is what a scheduler test needs.
+type bundle struct {
+	store  *sqlite.Store
+	target *target
+	sched  *scheduler.Scheduler
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// setup opens a fresh database and a scheduler on it. Call it inside a
+// synctest bubble; start runs the scheduler.
+func setup(t *testing.T, cfg scheduler.Config) *bundle {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := &bundle{store: st, target: &target{}}
+	if cfg.Node.ID == "" {
+		cfg.Node = sundial.Node{ID: "node-a", Host: "test", PID: 1}
+	}
+	b.sched, err = scheduler.New(cfg, st, b.target, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func (b *bundle) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan error, 1)
+	go func() { b.done <- b.sched.Run(ctx) }()
+}
+
+// stop stops the scheduler gracefully and waits for it.
+func (b *bundle) stop(t *testing.T) {
+	t.Helper()
+	b.cancel()
+	if err := <-b.done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+}
+
+// addTask creates an enabled task firing on expr, changed by mod.
+func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *sundial.Task {
+	t.Helper()
+	tk := &sundial.Task{Name: fmt.Sprintf("task-%d", time.Now().UnixNano()), CronExpr: expr,
+		HTTPMethod: "POST", TargetURL: "http://127.0.0.1:9/hook"}
+	if mod != nil {
+		mod(tk)
+	}
+	if err := tk.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	tk.NextFireTime = tk.NextAfter(now)
+	if err := b.store.TaskCreate(context.Background(), tk, now); err != nil {
+		t.Fatal(err)
+	}
+	b.sched.Poke()
+	return tk
+}
+
+// runs returns a task's runs, oldest first.
+func (b *bundle) runs(t *testing.T, taskID int64) []*sundial.Run {
+	t.Helper()
+	rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: taskID, Limit: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(rs)
+	return rs
+}
+
+type runSummary struct {
+	Status  sundial.RunStatus
+	Reason  sundial.SkipReason
+	Attempt int
+}
+
+func summarize(rs []*sundial.Run) []runSummary {
+	var out []runSummary
+	for _, r := range rs {
+		out = append(out, runSummary{r.Status, r.SkipReason, r.Attempt})
+	}
+	return out
+}
+
+// epoch is a whole second: synctest's clock starts at 2000-01-01T00:00:00Z.
+func waitUntil(t time.Time) { time.Sleep(time.Until(t)) }
+
+func TestFiresOnTheSecond(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "* * * * * *", nil)
+		waitUntil(start.Add(5*time.Second + 500*time.Millisecond))
+		b.stop(t)
+
+		calls := b.target.snapshot()
+		if len(calls) != 5 {
+			t.Fatalf("got %d deliveries, want 5: %+v", len(calls), calls)
+		}
+		keys := map[string]bool{}
+		for i, c := range calls {
+			want := start.Add(time.Duration(i+1) * time.Second)
+			if !c.scheduled.Equal(want) || !c.at.Equal(want) {
+				t.Errorf("delivery %d: scheduled %s, delivered %s; want both %s", i, c.scheduled, c.at, want)
+			}
+			if c.attempt != 1 || c.trigger != "SCHEDULE" || keys[c.key] {
+				t.Errorf("delivery %d: attempt %d trigger %s key %q (repeated: %v)", i, c.attempt, c.trigger, c.key, keys[c.key])
+			}
+			keys[c.key] = true
+		}
+		got := b.runs(t, tk.ID)
+		for _, r := range got[:5] {
+			if r.Status != sundial.RunSuccess || r.HTTPStatus != 200 || r.TraceID == "" || r.StartedAt == nil || r.FinishedAt == nil {
+				t.Errorf("run %d = %+v, want SUCCESS with status 200, trace id and times", r.ID, r)
+			}
+		}
+	})
+}
+
+func TestPolicies(t *testing.T) {
+	t.Parallel()
+	sec := time.Second
+	tests := []struct {
+		name   string
+		expr   string // default: every second
+		hold   time.Duration
+		status string
+		mod    func(*sundial.Task)
+		want   []runSummary
+	}{
+		{
+			name: "overlap SKIP records skips while a run is in flight",
+			hold: 2500 * time.Millisecond,
+			mod:  func(tk *sundial.Task) { tk.OverlapAction = sundial.OverlapSkip },
+			want: []runSummary{
+				{sundial.RunSuccess, "", 1}, {sundial.RunSkipped, sundial.SkipOverlap, 1}, {sundial.RunSkipped, sundial.SkipOverlap, 1},
+				{sundial.RunSuccess, "", 1}, {sundial.RunSkipped, sundial.SkipOverlap, 1}, {sundial.RunSkipped, sundial.SkipOverlap, 1},
+			},
+		},
+		{
+			name: "concurrency SKIP with max_concurrency 1",
+			hold: 1500 * time.Millisecond,
+			mod: func(tk *sundial.Task) {
+				tk.MaxConcurrency, tk.ConcurrencyPolicy = 1, sundial.ConcurrencySkip
+			},
+			want: []runSummary{
+				{sundial.RunSuccess, "", 1}, {sundial.RunSkipped, sundial.SkipConcurrency, 1},
+				{sundial.RunSuccess, "", 1}, {sundial.RunSkipped, sundial.SkipConcurrency, 1},
+				{sundial.RunSuccess, "", 1}, {sundial.RunSkipped, sundial.SkipConcurrency, 1},
+			},
+		},
+		{
+			name:   "failure RETRY raises the attempt on every failed fire",
+			status: "FAILED",
+			mod:    func(tk *sundial.Task) { tk.FailureAction = sundial.FailureRetry },
+			want: []runSummary{
+				{sundial.RunFailed, "", 1}, {sundial.RunFailed, "", 2}, {sundial.RunFailed, "", 3},
+				{sundial.RunFailed, "", 4}, {sundial.RunFailed, "", 5}, {sundial.RunFailed, "", 6},
+			},
+		},
+		{
+			name:   "failure SKIP skips once after each failure, then previous + 2",
+			status: "FAILED",
+			mod:    func(tk *sundial.Task) { tk.FailureAction = sundial.FailureSkip },
+			want: []runSummary{
+				{sundial.RunFailed, "", 1}, {sundial.RunSkipped, sundial.SkipFailure, 2}, {sundial.RunFailed, "", 3},
+				{sundial.RunSkipped, sundial.SkipFailure, 4}, {sundial.RunFailed, "", 5}, {sundial.RunSkipped, sundial.SkipFailure, 6},
+			},
+		},
+		{
+			name:   "failure RUN_NEW keeps attempt 1",
+			status: "FAILED",
+			want: []runSummary{
+				{sundial.RunFailed, "", 1}, {sundial.RunFailed, "", 1}, {sundial.RunFailed, "", 1},
+				{sundial.RunFailed, "", 1}, {sundial.RunFailed, "", 1}, {sundial.RunFailed, "", 1},
+			},
+		},
+		{
+			name: "a timeout is TIMEOUT and counts as a failure",
+			expr: "*/2 * * * * *",
+			hold: 3 * sec,
+			mod: func(tk *sundial.Task) {
+				tk.TimeoutSeconds, tk.FailureAction = 1, sundial.FailureRetry
+			},
+			want: []runSummary{{sundial.RunTimeout, "", 1}, {sundial.RunTimeout, "", 2}, {sundial.RunTimeout, "", 3}},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t, scheduler.Config{})
+				b.target.hold, b.target.status = tc.hold, tc.status
+				b.start()
+				start := time.Now()
+				expr := tc.expr
+				if expr == "" {
+					expr = "* * * * * *"
+				}
+				tk := b.addTask(t, expr, tc.mod)
+				waitUntil(start.Add(6*sec + 100*time.Millisecond))
+				// Stop firing, let the last calls finish.
+				if err := b.store.TaskDelete(context.Background(), tk.ID, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * sec)
+				b.stop(t)
+				got := summarize(b.runs(t, tk.ID))
+				if len(got) < len(tc.want) || !slices.Equal(got[:len(tc.want)], tc.want) {
+					t.Errorf("runs:\n got  %v\n want %v", got, tc.want)
+				}
+			})
+		})
+	}
+}
+
+func TestQueue(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = 3500 * time.Millisecond
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "1-4 * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy, tk.MaxQueue = 1, sundial.ConcurrencyQueue, 2
+		})
+		waitUntil(start.Add(15 * time.Second))
+		b.stop(t)
+
+		// Fires at 1, 2, 3, 4 s: the first runs from 1 to 4.5; 2 and 3 queue;
+		// 4 finds the queue full. Queued runs start first in first out as the
+		// slot frees: 2 at 4.5 s, 3 at 8 s.
+		got := summarize(b.runs(t, tk.ID))
+		want := []runSummary{
+			{sundial.RunSuccess, "", 1}, {sundial.RunSuccess, "", 1}, {sundial.RunSuccess, "", 1},
+			{sundial.RunSkipped, sundial.SkipQueueFull, 1},
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("runs:\n got  %v\n want %v", got, want)
+		}
+		calls := b.target.snapshot()
+		wantAt := []time.Duration{1000, 4500, 8000}
+		if len(calls) != len(wantAt) {
+			t.Fatalf("got %d deliveries, want %d", len(calls), len(wantAt))
+		}
+		for i, c := range calls {
+			if at := c.at.Sub(start); at != wantAt[i]*time.Millisecond {
+				t.Errorf("delivery %d at +%s, want +%dms", i, at, wantAt[i])
+			}
+			if want := start.Add(time.Duration(i+1) * time.Second); !c.scheduled.Equal(want) {
+				t.Errorf("delivery %d is the fire of %s, want %s (first in, first out)", i, c.scheduled, want)
+			}
+		}
+	})
+}
+
+func TestCancelPrev(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{DrainTimeout: time.Second})
+		b.target.hold = time.Hour
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "*/2 * * * * *", func(tk *sundial.Task) {
+			tk.OverlapAction = sundial.OverlapCancelPrev
+			tk.MaxConcurrency = 1
+			tk.ConcurrencyPolicy = sundial.ConcurrencySkip
+		})
+		waitUntil(start.Add(6*time.Second + 100*time.Millisecond))
+		if err := b.store.TaskDelete(context.Background(), tk.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		b.stop(t) // the third call is cut off by the drain timeout
+		got := summarize(b.runs(t, tk.ID))
+		want := []runSummary{
+			{sundial.RunCanceled, "", 1}, {sundial.RunCanceled, "", 1}, {sundial.RunInterrupted, "", 1},
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("runs:\n got  %v\n want %v", got, want)
+		}
+	})
+}
+
+func TestManualTriggerAndCancel(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = time.Hour
+		b.start()
+		tk := b.addTask(t, "0 0 0 1 1 *", func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
+		r, err := b.sched.Trigger(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if calls := b.target.snapshot(); len(calls) != 1 || calls[0].trigger != "MANUAL" || calls[0].runID != r.ID {
+			t.Fatalf("deliveries after trigger = %+v, want one MANUAL delivery of run %d", calls, r.ID)
+		}
+		c, err := b.sched.Cancel(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.CancelRequested {
+			t.Errorf("cancel of a running run: %+v, want cancel requested", c)
+		}
+		synctest.Wait()
+		time.Sleep(100 * time.Millisecond) // let the batched writer record it
+		got, err := b.store.RunGet(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != sundial.RunCanceled {
+			t.Errorf("run after cancel = %s, want CANCELED", got.Status)
+		}
+		if _, err := b.sched.Cancel(context.Background(), r.ID); sundial.ErrorCode(err) != sundial.EConflict {
+			t.Errorf("second cancel: %v, want conflict", err)
+		}
+		b.stop(t)
+	})
+}
+
+func TestGracefulStop(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{DrainTimeout: 2 * time.Second})
+		b.target.hold = time.Hour
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "*/10 * * * * *", func(tk *sundial.Task) { tk.OverlapAction = sundial.OverlapParallel })
+		waitUntil(start.Add(10*time.Second + 500*time.Millisecond))
+		stopAt := time.Now()
+		b.stop(t)
+		if took := time.Since(stopAt); took < 2*time.Second || took > 3*time.Second {
+			t.Errorf("stop took %s, want the 2s drain timeout", took)
+		}
+		rs := b.runs(t, tk.ID)
+		if len(rs) != 1 || rs[0].Status != sundial.RunInterrupted || rs[0].Error == "" {
+			t.Fatalf("runs after stop = %v, want one INTERRUPTED run with the reason", summarize(rs))
+		}
+		// The fires planned ahead were handed back: the task is due again
+		// from its next fire, at 20 s.
+		got, err := b.store.TaskGet(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := start.Add(20 * time.Second); got.NextFireTime == nil || !got.NextFireTime.Equal(want) {
+			t.Errorf("next_fire_time after stop = %v, want %s", got.NextFireTime, want)
+		}
+		nodes, err := b.store.NodeList(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(nodes) != 1 || nodes[0].State != sundial.NodeLeft {
+			t.Errorf("nodes after stop = %+v, want this node LEFT", nodes)
+		}
+	})
+}
+
+func TestCatchUp(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		mode sundial.CatchUpMode
+		want func(rs []*sundial.Run) error
+	}{
+		{sundial.CatchUpNone, func(rs []*sundial.Run) error {
+			// One MISFIRE record counting the 300 missed fires, then the
+			// fires after the restart.
+			if rs[0].Status != sundial.RunSkipped || rs[0].SkipReason != sundial.SkipMisfire || rs[0].MissedCount != 300 {
+				return fmt.Errorf("first run %+v, want a MISFIRE record of 300", summarize(rs[:1]))
+			}
+			return nil
+		}},
+		{sundial.CatchUpCompact, func(rs []*sundial.Run) error {
+			if rs[0].Status != sundial.RunSuccess || rs[0].Trigger != sundial.TriggerCatchUp || rs[0].MissedCount != 300 {
+				return fmt.Errorf("first run %+v, want one CATCH_UP run standing for 300", rs[0])
+			}
+			return nil
+		}},
+		{sundial.CatchUpFull, func(rs []*sundial.Run) error {
+			// catch_up_limit 50: the 50 oldest run, 250 are counted.
+			n := 0
+			for _, r := range rs {
+				if r.Trigger == sundial.TriggerCatchUp && r.Status == sundial.RunSuccess {
+					n++
+				}
+			}
+			if n != 50 {
+				return fmt.Errorf("%d catch-up runs, want 50", n)
+			}
+			for _, r := range rs {
+				if r.SkipReason == sundial.SkipMisfire && r.MissedCount == 250 {
+					return nil
+				}
+			}
+			return fmt.Errorf("no MISFIRE record of the 250 beyond the limit")
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t, scheduler.Config{MisfireThreshold: 5 * time.Second, Workers: 64})
+				start := time.Now()
+				tk := b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+					tk.CatchUpMode, tk.CatchUpLimit, tk.OverlapAction = tc.mode, 50, sundial.OverlapParallel
+				})
+				// Down for the first 305 s: fires 1..300 are older than the
+				// 5 s misfire threshold when the scheduler starts.
+				waitUntil(start.Add(305*time.Second + 500*time.Millisecond))
+				b.start()
+				time.Sleep(3 * time.Second)
+				b.stop(t)
+				rs := b.runs(t, tk.ID)
+				if err := tc.want(rs); err != nil {
+					t.Error(err)
+				}
+				// Fires 301..305 were late by less than the threshold: they
+				// run, as scheduled fires.
+				late := 0
+				for _, r := range rs {
+					if r.Trigger == sundial.TriggerSchedule && r.Status == sundial.RunSuccess &&
+						r.ScheduledTime.After(start.Add(300*time.Second)) {
+						late++
+					}
+				}
+				if late < 5 {
+					t.Errorf("%d scheduled fires after the missed ones ran, want at least 5", late)
+				}
+			})
+		})
+	}
+}

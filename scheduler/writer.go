@@ -1,0 +1,108 @@
+package scheduler
+
+import (
+	"context"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// result is a finished delivery waiting to be written.
+type result struct {
+	job job
+	fin sundial.RunFinish
+}
+
+// writer records outcomes in batches: one transaction for every outcome
+// that arrived while the previous one was being written, so the database
+// cost per delivery shrinks as the load grows.
+type writer struct {
+	s  *Scheduler
+	in chan result
+}
+
+const maxWriteBatch = 1000
+
+func newWriter(s *Scheduler) *writer {
+	return &writer{s: s, in: make(chan result, 1<<16)}
+}
+
+func (w *writer) finish(r result) { w.in <- r }
+
+// close stops the writer once everything sent has been written.
+func (w *writer) close() { close(w.in) }
+
+func (w *writer) loop() {
+	batch := make([]result, 0, maxWriteBatch)
+	for r := range w.in {
+		batch = append(batch[:0], r)
+	fill:
+		for len(batch) < maxWriteBatch {
+			select {
+			case r, ok := <-w.in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			default:
+				break fill
+			}
+		}
+		w.write(batch)
+	}
+}
+
+func (w *writer) write(batch []result) {
+	fins := make([]sundial.RunFinish, len(batch))
+	for i, r := range batch {
+		fins[i] = r.fin
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var ok []bool
+	var err error
+	for try := 0; try < 5; try++ {
+		if ok, err = w.s.store.RunFinish(ctx, fins); err == nil {
+			break
+		}
+		w.s.log.Error("record run outcomes", "runs", len(fins), "try", try+1, "err", err)
+		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
+	}
+	if err != nil {
+		return // the runs stay RUNNING; the reaper and compensator take them up
+	}
+	queueTasks := map[int64]*sundial.Task{}
+	for i, r := range batch {
+		f, run := r.fin, r.job.run
+		if !ok[i] {
+			// Fenced off: the run was taken over or finished elsewhere.
+			w.s.log.Warn("run outcome refused: run no longer held", "task_id", run.TaskID, "run_id", run.ID,
+				"trace_id", r.job.trace, "fence", f.Fence, "status", f.Status)
+			continue
+		}
+		w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
+		attrs := []any{"task_id", run.TaskID, "run_id", run.ID, "trace_id", r.job.trace,
+			"status", f.Status, "attempt", r.job.attempt, "scheduled_time", run.ScheduledTime,
+			"lag_ms", f.StartedAt.Sub(run.ScheduledTime).Milliseconds(),
+			"duration_ms", f.FinishedAt.Sub(f.StartedAt).Milliseconds(), "http_status", f.HTTPStatus}
+		if f.Status == sundial.RunSuccess {
+			w.s.log.Info("run finished", attrs...)
+		} else {
+			w.s.log.Warn("run finished", append(attrs, "error", f.Error)...)
+		}
+		if t := r.job.task; t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue {
+			queueTasks[t.ID] = t
+		}
+	}
+	// A slot has freed: the oldest queued run of each such task may start.
+	for id, t := range queueTasks {
+		q, err := w.s.store.RunQueuedNext(ctx, id)
+		if err != nil {
+			w.s.log.Error("find queued run", "task_id", id, "err", err)
+			continue
+		}
+		if q != nil {
+			w.s.disp.addAdmitted(q, t)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package migrate_test
+
+import (
+	"database/sql"
+	"path/filepath"
+	"slices"
+	"testing"
+	"testing/fstest"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/sundialhq/sundial/store/migrate"
+)
+
+func file(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
+
+func TestLoad(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		fsys    fstest.MapFS
+		want    []int64
+		wantErr bool
+	}{
+		{"ordered by number", fstest.MapFS{
+			"0010_c.sql": file("c"), "0002_b.sql": file("b"), "0001_a.sql": file("a"), "README.md": file("x"),
+		}, []int64{1, 2, 10}, false},
+		{"empty", fstest.MapFS{}, nil, false},
+		{"duplicate version", fstest.MapFS{"0001_a.sql": file("a"), "1_b.sql": file("b")}, nil, true},
+		{"no underscore", fstest.MapFS{"0001.sql": file("a")}, nil, true},
+		{"not a number", fstest.MapFS{"x_a.sql": file("a")}, nil, true},
+		{"zero", fstest.MapFS{"0000_a.sql": file("a")}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			migs, err := migrate.Load(tc.fsys)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Load error = %v, want error %v", err, tc.wantErr)
+			}
+			var got []int64
+			for _, m := range migs {
+				got = append(got, m.Version)
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("versions = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestUp(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "m.db")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fsys := fstest.MapFS{
+		"0001_a.sql": file("CREATE TABLE a (x INTEGER); INSERT INTO a VALUES (1);"),
+		"0002_b.sql": file("CREATE TABLE b (x INTEGER);"),
+	}
+	applied, err := migrate.Up(ctx, db, fsys, migrate.Dialect{}, nil)
+	if err != nil || !slices.Equal(applied, []int64{1, 2}) {
+		t.Fatalf("Up = %v, %v; want [1 2]", applied, err)
+	}
+	applied, err = migrate.Up(ctx, db, fsys, migrate.Dialect{}, nil)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("Up again = %v, %v; want nothing", applied, err)
+	}
+
+	// A failing migration rolls back entirely and stops the run.
+	fsys["0003_bad.sql"] = file("CREATE TABLE c (x INTEGER); INSERT INTO nowhere VALUES (1);")
+	fsys["0004_d.sql"] = file("CREATE TABLE d (x INTEGER);")
+	if applied, err := migrate.Up(ctx, db, fsys, migrate.Dialect{}, nil); err == nil || len(applied) != 0 {
+		t.Fatalf("Up with a bad migration = %v, %v; want an error", applied, err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master WHERE name IN ('c', 'd')`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("tables of the failed run: %d, %v; want none", n, err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 2", n, err)
+	}
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM a`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("rows of a = %d, %v; want 1: migration 1 ran more than once", n, err)
+	}
+}

@@ -1,0 +1,127 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
+// and HeartbeatAt from the database's clock.
+func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
+	if n.ID == "" {
+		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
+	}
+	now := norm(s.clock())
+	_, err := s.w.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
+		VALUES (?1, ?2, ?3, ?4, 'ALIVE', ?5, ?5)
+		ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, address = excluded.address,
+			state = 'ALIVE', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
+		n.ID, n.Host, n.PID, n.Address, micros(now))
+	if err != nil {
+		return fmt.Errorf("register node %s: %w", n.ID, err)
+	}
+	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, now, now
+	return nil
+}
+
+// NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
+// ENotFound.
+func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE id = ? AND state = 'ALIVE'`,
+		micros(s.clock()), id)
+	if err != nil {
+		return fmt.Errorf("heartbeat node %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("heartbeat node %s: %w", id, err)
+	} else if n == 0 {
+		return notFound("", "node %s is not alive: it was declared dead or left", id)
+	}
+	return nil
+}
+
+// NodeLeave marks a node LEFT; an unknown node is ENotFound.
+func (s *Store) NodeLeave(ctx context.Context, id string) error {
+	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("leave node %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leave node %s: %w", id, err)
+	} else if n == 0 {
+		return notFound("", "node %s not found", id)
+	}
+	return nil
+}
+
+// NodeList returns every node, newest (by start time) first.
+func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
+		FROM nodes ORDER BY started_at DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []*sundial.Node
+	for rows.Next() {
+		var (
+			n           sundial.Node
+			started, hb int64
+		)
+		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(hb)
+		out = append(out, &n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// NodeReap declares DEAD every ALIVE node whose heartbeat is older than
+// deadAfter by the database's clock, releases their runs as RunRelease
+// does, and returns their IDs in order.
+func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error) {
+	var dead []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		dead = dead[:0]
+		cutoff := micros(s.clock()) - deadAfter.Microseconds()
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM nodes
+			WHERE state = 'ALIVE' AND heartbeat_at < ? ORDER BY id`, cutoff)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			dead = append(dead, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range dead {
+			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET state = 'DEAD' WHERE id = ?`, id); err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter)
+			if err := release(ctx, tx, id, reason, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reap nodes: %w", err)
+	}
+	return dead, nil
+}

@@ -1,0 +1,78 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// The literal status and deleted terms let SQLite use the partial index
+// tasks_due: the scan covers the due tasks only.
+const planDueSQL = `SELECT ` + taskCols + ` FROM tasks
+	WHERE status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?
+	ORDER BY priority DESC, next_fire_at, id
+	LIMIT ?`
+
+const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
+
+// PlanDue claims up to limit due tasks, most urgent first, and inserts the
+// runs plan makes of each, all in one write transaction. Each task's
+// next_fire_at becomes Plan.Next; its version and updated_at do not change.
+func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
+	plan sundial.PlanFunc) ([]*sundial.Run, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now = norm(now)
+	var out []*sundial.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, planDueSQL, micros(until), limit)
+		if err != nil {
+			return err
+		}
+		var tasks []*sundial.Task
+		for rows.Next() {
+			t, err := scanTask(rows)
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			tasks = append(tasks, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		insert := tx.StmtContext(ctx, s.st.runInsert)
+		next := tx.StmtContext(ctx, s.st.planNext)
+		for _, t := range tasks {
+			p := plan(t)
+			for _, r := range p.Runs {
+				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
+				r.CreatedAt, r.UpdatedAt = now, now
+				if err := prepareNew(r, now); err != nil {
+					return fmt.Errorf("plan task %d: %w", t.ID, err)
+				}
+				ok, err := insertRun(ctx, insert, r)
+				if err != nil {
+					return err
+				}
+				if ok {
+					out = append(out, r)
+				}
+			}
+			if _, err := next.ExecContext(ctx, nullMicros(p.Next), t.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan due tasks: %w", err)
+	}
+	return out, nil
+}

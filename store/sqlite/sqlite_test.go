@@ -1,0 +1,227 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// open returns a store on a fresh database file, closed at the end of t.
+func open(t testing.TB) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t) })
+}
+
+func TestOpenExisting(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "sundial.db")
+	ledger := func(s *Store) string {
+		t.Helper()
+		rows, err := s.r.QueryContext(ctx, `SELECT version, applied_at FROM schema_migrations ORDER BY version`)
+		if err != nil {
+			t.Fatalf("read schema_migrations: %v", err)
+		}
+		defer rows.Close()
+		var b strings.Builder
+		for rows.Next() {
+			var v, at int64
+			if err := rows.Scan(&v, &at); err != nil {
+				t.Fatalf("read schema_migrations: %v", err)
+			}
+			fmt.Fprintf(&b, "%d@%d ", v, at)
+		}
+		return b.String()
+	}
+
+	s, err := Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	task := &sundial.Task{Name: "kept", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := task.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskCreate(ctx, task, time.Now()); err != nil {
+		t.Fatalf("TaskCreate: %v", err)
+	}
+	first := ledger(s)
+	if first == "" {
+		t.Fatal("no migration recorded")
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate again: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+
+	s, err = Open(ctx, path, Options{})
+	if err != nil {
+		t.Fatalf("Open existing: %v", err)
+	}
+	defer s.Close()
+	if again := ledger(s); again != first {
+		t.Fatalf("schema_migrations changed on reopening: %q, was %q", again, first)
+	}
+	if _, err := s.TaskGet(ctx, task.ID); err != nil {
+		t.Fatalf("TaskGet after reopening: %v", err)
+	}
+	var mode string
+	if err := s.r.QueryRowContext(ctx, `PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Fatalf("journal_mode = %q, %v; want wal", mode, err)
+	}
+}
+
+func TestOpenBadPath(t *testing.T) {
+	t.Parallel()
+	for _, p := range []string{"", ":memory:", "x.db?mode=ro"} {
+		if s, err := Open(t.Context(), p, Options{}); err == nil {
+			s.Close()
+			t.Errorf("Open(%q): no error", p)
+		}
+	}
+}
+
+// TestQueryPlans keeps the hot queries on their indexes: a full scan of
+// tasks or runs would make their cost grow with the table.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	for _, tc := range []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"PlanDue", planDueSQL, []any{1, 2}},
+		{"admit pending", admitPendingSQL, []any{1, 2, 3}},
+		{"admit last effective", admitLastSQL, []any{1, 2}},
+		{"admit skips", admitSkipsSQL, []any{1, 2, 3, 4}},
+		{"RunStart", runStartSQL, []any{1, 2, 3, 4, 5}},
+		{"RunFinish", runFinishSQL, []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+	} {
+		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.sql, tc.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, p := range plan {
+			if strings.HasPrefix(p, "SCAN tasks") || strings.HasPrefix(p, "SCAN runs") {
+				t.Errorf("%s scans a table:\n%s", tc.name, strings.Join(plan, "\n"))
+			}
+		}
+	}
+}
+
+// BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
+func BenchmarkPlanDue(b *testing.B) {
+	ctx := context.Background()
+	s := open(b)
+	const n = 1000
+	for i := range n {
+		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+		if err := tk.Normalize(); err != nil {
+			b.Fatal(err)
+		}
+		next := time.Unix(0, 0)
+		tk.NextFireTime = &next
+		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	until := time.Unix(1_900_000_000, 0)
+	plan := func(tk *sundial.Task) sundial.Plan {
+		at := *tk.NextFireTime
+		next := at.Add(time.Second)
+		return sundial.Plan{
+			Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
+			Next: &next,
+		}
+	}
+	for b.Loop() {
+		runs, err := s.PlanDue(ctx, until, n, "node", time.Now(), plan)
+		if err != nil || len(runs) != n {
+			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// BenchmarkRunFinish records 1,000 outcomes in one batch per operation.
+func BenchmarkRunFinish(b *testing.B) {
+	ctx := context.Background()
+	s := open(b)
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	const n = 1000
+	batch := 0
+	// setup inserts and starts n runs, outside the timer.
+	setup := func() []sundial.RunFinish {
+		b.StopTimer()
+		defer b.StartTimer()
+		starts := make([]sundial.RunStart, n)
+		fins := make([]sundial.RunFinish, n)
+		for i := range n {
+			r := &sundial.Run{TaskID: tk.ID, FireKey: fmt.Sprintf("b%d:%d", batch, i), ScheduledTime: time.Now()}
+			if err := s.RunInsert(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+			starts[i] = sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
+			fins[i] = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
+				FinishedAt: time.Now(), HTTPStatus: 200, ResponseBody: `{"ok":true}`}
+		}
+		if _, err := s.RunStart(ctx, starts); err != nil {
+			b.Fatal(err)
+		}
+		batch++
+		return fins
+	}
+	for b.Loop() {
+		fins := setup()
+		ok, err := s.RunFinish(ctx, fins)
+		if err != nil || !ok[n-1] {
+			b.Fatalf("RunFinish: %v", err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}

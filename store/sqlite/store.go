@@ -1,0 +1,269 @@
+// Package sqlite implements sundial.Store on an embedded SQLite file (the
+// pure-Go modernc.org/sqlite driver, no cgo): Sundial's single-node database.
+// It owns the SQLite schema and its migrations (migrations/*.sql), the
+// connection set-up, and the SQL behind every Store method.
+//
+// SQLite has one writer. The Store keeps two pools on the same file in WAL
+// mode: a single write connection whose transactions begin IMMEDIATE, so
+// writes are serialised in this process and locked against other processes
+// from their first statement, and a pool of read-only connections that read
+// concurrently with it. A write transaction therefore holds every task's
+// lock at once, which is what PlanDue and RunAdmit need.
+//
+// Times are stored as BIGINT microseconds since the Unix epoch (UTC). The
+// "database's clock" is this process's clock.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"runtime"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// DefaultBusyTimeout is how long a statement waits for another process's
+// lock on the file when Options.BusyTimeout is zero.
+const DefaultBusyTimeout = 5 * time.Second
+
+// Options configure Open.
+type Options struct {
+	Logger *slog.Logger // nil: discard
+	// BusyTimeout is how long a statement waits for a lock held by another
+	// process (another Sundial, or `sundial migrate`).
+	BusyTimeout time.Duration
+	// ReadConns caps the read pool; zero: GOMAXPROCS, at least 4.
+	ReadConns int
+}
+
+// Store is a sundial.Store on one SQLite file.
+type Store struct {
+	w     *sql.DB // one connection; BEGIN IMMEDIATE
+	r     *sql.DB // read-only connections
+	log   *slog.Logger
+	st    *stmts
+	clock func() time.Time // the "database's clock"
+}
+
+var _ sundial.Store = (*Store)(nil)
+
+// Open opens the database file at path, creating it if needed, sets it up
+// (WAL, synchronous=NORMAL, foreign keys, busy timeout) and migrates it.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if path == "" || path == ":memory:" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open sqlite: %q is not a database file name", path)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.BusyTimeout <= 0 {
+		opts.BusyTimeout = DefaultBusyTimeout
+	}
+	if opts.ReadConns <= 0 {
+		opts.ReadConns = max(4, runtime.GOMAXPROCS(0))
+	}
+	s := &Store{log: opts.Logger, clock: time.Now}
+
+	w, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, false))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	s.w = w
+	// The write connection turns on WAL before any reader opens the file.
+	if err := w.PingContext(ctx); err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+
+	r, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, true))
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	r.SetMaxOpenConns(opts.ReadConns)
+	r.SetMaxIdleConns(opts.ReadConns)
+	s.r = r
+
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if s.st, err = prepare(ctx, w); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func dsn(path string, busy time.Duration, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Set("_txlock", "immediate")
+	}
+	return path + "?" + q.Encode()
+}
+
+// Migrate applies the migrations the database has not had yet. It is
+// idempotent; Open calls it, and so does `sundial migrate`.
+func (s *Store) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	// Each migration's transaction begins IMMEDIATE on the write pool, which
+	// locks out other processes: no separate lock is needed.
+	if _, err := migrate.Up(ctx, s.w, sub, migrate.Dialect{}, s.log); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Close releases the database.
+func (s *Store) Close() error {
+	var errs []error
+	if s.st != nil {
+		errs = append(errs, s.st.close())
+	}
+	if s.r != nil {
+		errs = append(errs, s.r.Close())
+	}
+	if s.w != nil {
+		errs = append(errs, s.w.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("close sqlite: %w", err)
+	}
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.r.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite: %w", err)
+	}
+	if err := s.w.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping sqlite: %w", err)
+	}
+	return nil
+}
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE), committing if
+// fn returns nil. fn must not touch s.w outside tx: its only connection is
+// tx's.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// sqliteCode returns the extended result code of a driver error, or 0.
+func sqliteCode(err error) int {
+	if e, ok := errors.AsType[*sqlite.Error](err); ok {
+		return e.Code()
+	}
+	return 0
+}
+
+func isUniqueViolation(err error) bool {
+	c := sqliteCode(err)
+	return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// wrap returns a *sundial.Error as it is, for the client, and wraps any
+// other error with what was being done.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*sundial.Error](err); ok {
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+func notFound(field, format string, args ...any) *sundial.Error {
+	return sundial.Errorf(sundial.ENotFound, field, format, args...)
+}
+
+func conflict(field, format string, args ...any) *sundial.Error {
+	return sundial.Errorf(sundial.EConflict, field, format, args...)
+}
+
+// Time columns hold microseconds since the Unix epoch.
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+// norm is t as the database gives it back: UTC, microseconds.
+func norm(t time.Time) time.Time { return fromMicros(micros(t)) }
+
+func normPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := norm(*t)
+	return &n
+}
+
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(*t), Valid: true}
+}
+
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// clampLimit applies the list limits: 50 by default, at most 1000.
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 1000:
+		return 1000
+	}
+	return n
+}
+
+type scanner interface{ Scan(dest ...any) error }

@@ -1,0 +1,439 @@
+package storetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+func testTask(t *testing.T, open Opener) {
+	t.Run("CreateGet", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := newTask("nightly", withNext(at(10)), withPriority(7))
+		if err := f.s.TaskCreate(f.ctx, tk, t0); err != nil {
+			t.Fatalf("TaskCreate: %v", err)
+		}
+		if tk.ID <= 0 || tk.Version != 1 || !tk.CreatedAt.Equal(t0) || !tk.UpdatedAt.Equal(t0) {
+			t.Fatalf("created task has ID %d, Version %d, CreatedAt %v, UpdatedAt %v; want ID > 0, 1, %v, %v",
+				tk.ID, tk.Version, tk.CreatedAt, tk.UpdatedAt, t0, t0)
+		}
+		eqTask(t, f.getTask(tk.ID), tk)
+
+		other := f.task("weekly")
+		if other.ID == tk.ID {
+			t.Fatalf("two tasks share ID %d", tk.ID)
+		}
+		if other.NextFireTime != nil {
+			t.Fatalf("NextFireTime = %v, want nil", other.NextFireTime)
+		}
+		eqTask(t, f.getTask(other.ID), other)
+	})
+
+	t.Run("GetMissing", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		_, err := f.s.TaskGet(f.ctx, 12345)
+		wantErr(t, err, sundial.ENotFound, "")
+	})
+
+	t.Run("NameUniqueAmongLive", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		first := f.task("report")
+		err := f.s.TaskCreate(f.ctx, newTask("report"), t0)
+		wantErr(t, err, sundial.EConflict, "name")
+
+		if err := f.s.TaskDelete(f.ctx, first.ID, at(1)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		_, err = f.s.TaskGet(f.ctx, first.ID)
+		wantErr(t, err, sundial.ENotFound, "")
+		second := f.task("report") // a deleted task frees its name
+		if second.ID == first.ID {
+			t.Fatalf("the new task reuses the deleted task's ID %d", first.ID)
+		}
+		eqTask(t, f.getTask(second.ID), second)
+	})
+
+	t.Run("Update", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("sync", withNext(at(5)))
+		up := newTask("sync-renamed", withNext(at(60)), withPriority(-3), func(u *sundial.Task) {
+			u.Status = sundial.TaskDisabled
+			u.Headers = map[string]string{"X-New": "1"}
+		})
+		up.ID, up.Version = tk.ID, tk.Version
+		if err := f.s.TaskUpdate(f.ctx, up, at(100)); err != nil {
+			t.Fatalf("TaskUpdate: %v", err)
+		}
+		if up.Version != 2 || !up.UpdatedAt.Equal(at(100)) || !up.CreatedAt.Equal(t0) {
+			t.Fatalf("updated task has Version %d, UpdatedAt %v, CreatedAt %v; want 2, %v, %v",
+				up.Version, up.UpdatedAt, up.CreatedAt, at(100), t0)
+		}
+		eqTask(t, f.getTask(tk.ID), up)
+		// The old name is free again.
+		f.task("sync")
+	})
+
+	t.Run("UpdateStaleVersion", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("a")
+		stale := *tk
+		if err := f.s.TaskUpdate(f.ctx, tk, at(1)); err != nil {
+			t.Fatalf("TaskUpdate: %v", err)
+		}
+		stale.Description = "lost update"
+		err := f.s.TaskUpdate(f.ctx, &stale, at(2))
+		wantErr(t, err, sundial.EConflict, "version")
+		eqTask(t, f.getTask(tk.ID), tk)
+	})
+
+	t.Run("UpdateMissing", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		gone := f.task("gone")
+		if err := f.s.TaskDelete(f.ctx, gone.ID, at(1)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		for _, id := range []int64{gone.ID, 9999} {
+			tk := newTask("x")
+			tk.ID, tk.Version = id, 1
+			wantErr(t, f.s.TaskUpdate(f.ctx, tk, at(2)), sundial.ENotFound, "")
+		}
+	})
+
+	t.Run("UpdateNameTaken", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		f.task("a")
+		b := f.task("b")
+		b.Name = "a"
+		wantErr(t, f.s.TaskUpdate(f.ctx, b, at(1)), sundial.EConflict, "name")
+		if got := f.getTask(b.ID); got.Name != "b" || got.Version != 1 {
+			t.Fatalf("task after refused update: name %q version %d, want b 1", got.Name, got.Version)
+		}
+	})
+
+	t.Run("UpdateDeletesScheduledRuns", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("a", withNext(at(100)))
+		other := f.task("b")
+		sched := f.run(tk.ID, at(10), sundial.RunScheduled)
+		sched2 := f.run(tk.ID, at(20), sundial.RunScheduled)
+		man := f.run(tk.ID, at(15), sundial.RunScheduled, manual, withKey("m:1"))
+		running := f.run(tk.ID, at(5), sundial.RunRunning)
+		queued := f.run(tk.ID, at(6), sundial.RunQueued)
+		done := f.run(tk.ID, at(1), sundial.RunSuccess)
+		otherSched := f.run(other.ID, at(10), sundial.RunScheduled)
+
+		if err := f.s.TaskUpdate(f.ctx, tk, at(30)); err != nil {
+			t.Fatalf("TaskUpdate: %v", err)
+		}
+		for _, r := range []*sundial.Run{sched, sched2} {
+			_, err := f.s.RunGet(f.ctx, r.ID)
+			wantErr(t, err, sundial.ENotFound, "")
+		}
+		// A manual trigger is not the planner's to plan again: it stays.
+		for _, r := range []*sundial.Run{man, running, queued, done, otherSched} {
+			eqRun(t, f.get(r.ID), r)
+		}
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("a", withNext(at(0)))
+		keep := f.task("b")
+		sched := f.run(tk.ID, at(10), sundial.RunScheduled)
+		running := f.run(tk.ID, at(5), sundial.RunRunning)
+		queued := f.run(tk.ID, at(6), sundial.RunQueued)
+
+		if err := f.s.TaskDelete(f.ctx, tk.ID, at(20)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		_, err := f.s.TaskGet(f.ctx, tk.ID)
+		wantErr(t, err, sundial.ENotFound, "")
+		_, err = f.s.RunGet(f.ctx, sched.ID)
+		wantErr(t, err, sundial.ENotFound, "")
+		eqRun(t, f.get(running.ID), running)
+		// A deleted task's queue is canceled: nothing would ever admit it.
+		if q := f.get(queued.ID); q.Status != sundial.RunCanceled {
+			t.Fatalf("queued run of a deleted task is %s, want CANCELED", q.Status)
+		}
+		list, err := f.s.TaskList(f.ctx, sundial.TaskFilter{})
+		if err != nil {
+			t.Fatalf("TaskList: %v", err)
+		}
+		eqIDs(t, "TaskList", taskIDs(list), []int64{keep.ID})
+
+		wantErr(t, f.s.TaskDelete(f.ctx, tk.ID, at(21)), sundial.ENotFound, "")
+		wantErr(t, f.s.TaskDelete(f.ctx, 9999, at(21)), sundial.ENotFound, "")
+	})
+}
+
+func testTaskList(t *testing.T, open Opener) {
+	t.Run("Paging", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		var want []int64
+		for i := range 7 {
+			want = append(want, f.task(fmt.Sprintf("t%d", i)).ID)
+		}
+		var got []int64
+		after := int64(0)
+		for page := 0; ; page++ {
+			ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{AfterID: after, Limit: 3})
+			if err != nil {
+				t.Fatalf("TaskList: %v", err)
+			}
+			if len(ts) > 3 {
+				t.Fatalf("page %d has %d tasks, limit 3", page, len(ts))
+			}
+			if len(ts) == 0 {
+				break
+			}
+			got = append(got, taskIDs(ts)...)
+			after = ts[len(ts)-1].ID
+		}
+		eqIDs(t, "pages", got, want)
+	})
+
+	t.Run("Limit", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		for i := range 55 {
+			f.task(fmt.Sprintf("t%02d", i))
+		}
+		for _, tc := range []struct{ limit, want int }{{0, 50}, {-1, 50}, {10, 10}, {5000, 55}} {
+			ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{Limit: tc.limit})
+			if err != nil {
+				t.Fatalf("TaskList: %v", err)
+			}
+			if len(ts) != tc.want {
+				t.Errorf("Limit %d: %d tasks, want %d", tc.limit, len(ts), tc.want)
+			}
+		}
+	})
+
+	t.Run("Filters", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		disabled := func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled }
+		jobA := f.task("job-a")
+		jobB := f.task("job-b", disabled)
+		jobs := f.task("jobs")
+		pct := f.task("50%_off")
+		like := f.task("50x_off")
+		gone := f.task("job-gone")
+		if err := f.s.TaskDelete(f.ctx, gone.ID, at(1)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		for _, tc := range []struct {
+			name string
+			f    sundial.TaskFilter
+			want []int64
+		}{
+			{"all", sundial.TaskFilter{}, []int64{jobA.ID, jobB.ID, jobs.ID, pct.ID, like.ID}},
+			{"enabled", sundial.TaskFilter{Status: sundial.TaskEnabled}, []int64{jobA.ID, jobs.ID, pct.ID, like.ID}},
+			{"disabled", sundial.TaskFilter{Status: sundial.TaskDisabled}, []int64{jobB.ID}},
+			{"prefix", sundial.TaskFilter{NamePrefix: "job-"}, []int64{jobA.ID, jobB.ID}},
+			{"prefix and status", sundial.TaskFilter{NamePrefix: "job", Status: sundial.TaskEnabled}, []int64{jobA.ID, jobs.ID}},
+			{"prefix is literal", sundial.TaskFilter{NamePrefix: "50%"}, []int64{pct.ID}},
+			{"underscore is literal", sundial.TaskFilter{NamePrefix: "50x_"}, []int64{like.ID}},
+			{"no match", sundial.TaskFilter{NamePrefix: "zzz"}, nil},
+			{"after", sundial.TaskFilter{AfterID: jobs.ID}, []int64{pct.ID, like.ID}},
+		} {
+			ts, err := f.s.TaskList(f.ctx, tc.f)
+			if err != nil {
+				t.Fatalf("%s: TaskList: %v", tc.name, err)
+			}
+			eqIDs(t, tc.name, taskIDs(ts), tc.want)
+		}
+		ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{NamePrefix: "job-a"})
+		if err != nil || len(ts) != 1 {
+			t.Fatalf("TaskList job-a: %d tasks, %v", len(ts), err)
+		}
+		eqTask(t, ts[0], jobA)
+	})
+}
+
+// planEvery returns a PlanFunc that plans one SCHEDULED run at the task's
+// NextFireTime and moves it on by step (nil when step is 0), and records the
+// tasks it was called for.
+func planEvery(step time.Duration, called *[]int64) sundial.PlanFunc {
+	return func(tk *sundial.Task) sundial.Plan {
+		*called = append(*called, tk.ID)
+		at := *tk.NextFireTime
+		p := sundial.Plan{Runs: []*sundial.Run{{
+			TaskID:        tk.ID,
+			FireKey:       sundial.ScheduledFireKey(at),
+			Trigger:       sundial.TriggerSchedule,
+			ScheduledTime: at,
+			Status:        sundial.RunScheduled,
+		}}}
+		if step != 0 {
+			p.Next = ptr(at.Add(step))
+		}
+		return p
+	}
+}
+
+func testPlanDue(t *testing.T, open Opener) {
+	t.Run("ClaimsDueEnabledLive", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		due := f.task("due", withNext(at(0)))
+		edge := f.task("edge", withNext(at(5)))
+		f.task("later", withNext(at(6)))
+		f.task("disabled", withNext(at(0)), func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
+		f.task("never")
+		gone := f.task("gone", withNext(at(0)))
+		if err := f.s.TaskDelete(f.ctx, gone.ID, t0); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+
+		var called []int64
+		runs, err := f.s.PlanDue(f.ctx, at(5), 100, "node-1", at(-1), planEvery(10*time.Second, &called))
+		if err != nil {
+			t.Fatalf("PlanDue: %v", err)
+		}
+		eqIDs(t, "planned tasks", called, []int64{due.ID, edge.ID})
+		if len(runs) != 2 {
+			t.Fatalf("PlanDue inserted %d runs, want 2", len(runs))
+		}
+		for i, tk := range []*sundial.Task{due, edge} {
+			r := runs[i]
+			want := &sundial.Run{
+				ID: r.ID, TaskID: tk.ID, FireKey: sundial.ScheduledFireKey(*tk.NextFireTime),
+				Trigger: sundial.TriggerSchedule, ScheduledTime: *tk.NextFireTime, Status: sundial.RunScheduled,
+				NodeID: "node-1", Fence: 1, CreatedAt: at(-1), UpdatedAt: at(-1),
+				IdempotencyKey: sundial.IdempotencyKeyFor(tk.ID, sundial.ScheduledFireKey(*tk.NextFireTime)),
+			}
+			if r.ID <= 0 {
+				t.Fatalf("run %d has no ID", i)
+			}
+			eqRun(t, r, want)
+			eqRun(t, f.get(r.ID), want)
+
+			// NextFireTime moves on; Version and UpdatedAt stay.
+			got := f.getTask(tk.ID)
+			eqTime(t, "NextFireTime", got.NextFireTime, tk.NextFireTime.Add(10*time.Second))
+			if got.Version != 1 || !got.UpdatedAt.Equal(t0) {
+				t.Fatalf("planning changed Version to %d and UpdatedAt to %v", got.Version, got.UpdatedAt)
+			}
+		}
+
+		// Nothing is due by at(5) any more.
+		called = nil
+		runs, err = f.s.PlanDue(f.ctx, at(5), 100, "node-1", at(0), planEvery(10*time.Second, &called))
+		if err != nil || len(runs) != 0 || len(called) != 0 {
+			t.Fatalf("second PlanDue: %d runs, called for %v, %v; want nothing", len(runs), called, err)
+		}
+	})
+
+	t.Run("PriorityOrderAndLimit", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		a := f.task("a", withPriority(0), withNext(at(0)))
+		b := f.task("b", withPriority(5), withNext(at(3)))
+		c := f.task("c", withPriority(5), withNext(at(1)))
+		d := f.task("d", withPriority(-1), withNext(at(-9)))
+		e := f.task("e", withPriority(5), withNext(at(1)))
+
+		var called []int64
+		runs, err := f.s.PlanDue(f.ctx, at(10), 3, "n", t0, planEvery(0, &called))
+		if err != nil {
+			t.Fatalf("PlanDue: %v", err)
+		}
+		eqIDs(t, "first pass", called, []int64{c.ID, e.ID, b.ID})
+		if len(runs) != 3 {
+			t.Fatalf("inserted %d runs, want 3", len(runs))
+		}
+		called = nil
+		if _, err := f.s.PlanDue(f.ctx, at(10), 3, "n", t0, planEvery(0, &called)); err != nil {
+			t.Fatalf("PlanDue: %v", err)
+		}
+		eqIDs(t, "second pass", called, []int64{a.ID, d.ID})
+	})
+
+	t.Run("NilNext", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		once := f.task("once", withNext(at(0)))
+		var called []int64
+		if _, err := f.s.PlanDue(f.ctx, at(0), 10, "n", t0, planEvery(0, &called)); err != nil {
+			t.Fatalf("PlanDue: %v", err)
+		}
+		if got := f.getTask(once.ID); got.NextFireTime != nil {
+			t.Fatalf("NextFireTime = %v, want nil", got.NextFireTime)
+		}
+		called = nil
+		if _, err := f.s.PlanDue(f.ctx, at(100000), 10, "n", t0, planEvery(0, &called)); err != nil {
+			t.Fatalf("PlanDue: %v", err)
+		}
+		eqIDs(t, "planned again", called, nil)
+	})
+
+	t.Run("IdempotentFire", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("a", withNext(at(0)))
+		// A plan that does not move the task on plans the same fire again,
+		// and lists it twice: one run.
+		same := func(task *sundial.Task) sundial.Plan {
+			r := func() *sundial.Run {
+				return &sundial.Run{TaskID: task.ID, FireKey: "s:fixed", ScheduledTime: at(0), Status: sundial.RunScheduled}
+			}
+			return sundial.Plan{Runs: []*sundial.Run{r(), r()}, Next: task.NextFireTime}
+		}
+		first, err := f.s.PlanDue(f.ctx, at(0), 10, "n1", t0, same)
+		if err != nil || len(first) != 1 {
+			t.Fatalf("first PlanDue: %d runs, %v; want 1", len(first), err)
+		}
+		again, err := f.s.PlanDue(f.ctx, at(0), 10, "n2", at(1), same)
+		if err != nil || len(again) != 0 {
+			t.Fatalf("second PlanDue: %d runs, %v; want 0", len(again), err)
+		}
+		all, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: tk.ID})
+		if err != nil {
+			t.Fatalf("RunList: %v", err)
+		}
+		eqIDs(t, "runs", runIDs(all), []int64{first[0].ID})
+		if all[0].NodeID != "n1" {
+			t.Fatalf("re-planning changed the owner to %q", all[0].NodeID)
+		}
+	})
+
+	t.Run("SkippedRecordAndKeys", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("a", withNext(at(0)))
+		plan := func(task *sundial.Task) sundial.Plan {
+			return sundial.Plan{Runs: []*sundial.Run{
+				{TaskID: task.ID, FireKey: "s:miss", Trigger: sundial.TriggerCatchUp, ScheduledTime: at(-50),
+					Status: sundial.RunSkipped, SkipReason: sundial.SkipMisfire, MissedCount: 7},
+				{TaskID: task.ID, FireKey: "s:now", ScheduledTime: at(0), Status: sundial.RunScheduled,
+					IdempotencyKey: "caller-key"},
+			}, Next: ptr(at(60))}
+		}
+		runs, err := f.s.PlanDue(f.ctx, at(0), 10, "n", at(1), plan)
+		if err != nil || len(runs) != 2 {
+			t.Fatalf("PlanDue: %d runs, %v; want 2", len(runs), err)
+		}
+		skip := f.get(runs[0].ID)
+		if skip.Status != sundial.RunSkipped || skip.SkipReason != sundial.SkipMisfire || skip.MissedCount != 7 ||
+			skip.Trigger != sundial.TriggerCatchUp || skip.IdempotencyKey != sundial.IdempotencyKeyFor(tk.ID, "s:miss") {
+			t.Fatalf("misfire record = %s", fmtRun(*skip))
+		}
+		eqRun(t, skip, runs[0])
+		if got := f.get(runs[1].ID); got.IdempotencyKey != "caller-key" || got.Status != sundial.RunScheduled {
+			t.Fatalf("scheduled run = %s", fmtRun(*got))
+		}
+	})
+}
