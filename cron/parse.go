@@ -93,13 +93,25 @@ func Parse(expr string) (*Schedule, error) {
 	}
 	orig := slices.Clone(fields)
 	for i := range fields {
-		fields[i] = strings.ToUpper(fields[i])
+		fields[i] = asciiUpper(fields[i])
 	}
 	s := &Schedule{expr: strings.Join(fields, " ")}
 	if err := s.parseFields(fields); err != nil {
 		return nil, originalCase(err, fields, orig)
 	}
 	return s, nil
+}
+
+// asciiUpper upper-cases ASCII letters only, so that byte offsets stay the
+// same (names and Quartz letters are ASCII; anything else is an error).
+func asciiUpper(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if 'a' <= c && c <= 'z' {
+			b[i] = c - 'a' + 'A'
+		}
+	}
+	return string(b)
 }
 
 // originalCase reports the token of a parse error as the user wrote it:
