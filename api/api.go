@@ -1,0 +1,184 @@
+// Package api serves Sundial's REST API under /api/v1: the [Server] that owns
+// the route table, the mapping of Sundial's domain errors to HTTP statuses
+// and JSON error bodies, strict JSON request decoding, and the endpoints
+// themselves (one file per resource: cron.go for /api/v1/cron, and so on).
+//
+// Every error a client sees has the same shape:
+//
+//	{"error": {"code": "invalid", "message": "...", "field": "...", "token": "..."}}
+//
+// including the 404 for an unknown path and the 405 for a wrong method.
+package api
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Config is what NewServer needs. The zero Config is usable: it logs nowhere,
+// reads the wall clock and serves only the routes that need no database
+// (/api/v1/cron/next and /healthz).
+type Config struct {
+	Logger *slog.Logger     // nil: discard logs
+	Now    func() time.Time // nil: time.Now
+
+	// Store, when set, turns on the task, run and node endpoints and
+	// /readyz. Scheduler is then required.
+	Store     sundial.Store
+	Scheduler Scheduler
+}
+
+// Scheduler is what the API asks of the scheduler: *scheduler.Scheduler in
+// production, a fake in tests.
+type Scheduler interface {
+	// Trigger makes a manual run of a task now.
+	Trigger(ctx context.Context, taskID int64) (*sundial.Run, error)
+	// Cancel cancels a run, or stops it if it is in flight.
+	Cancel(ctx context.Context, runID int64) (*sundial.Run, error)
+	// Poke asks for a planner pass now, after a task was created or changed.
+	Poke()
+	// Ready reports whether the scheduler runs and holds its membership.
+	Ready() bool
+}
+
+// Server routes and serves the REST API. Build it with NewServer; other
+// files in this package and cmd/sundial add routes with Handle.
+type Server struct {
+	Logger *slog.Logger     // nil: discard logs
+	Now    func() time.Time // nil: time.Now
+
+	store sundial.Store
+	sched Scheduler
+	mux   *http.ServeMux
+}
+
+// NewServer returns a Server with the built-in routes registered. It panics
+// if cfg has a Store but no Scheduler.
+func NewServer(cfg Config) *Server {
+	if cfg.Store != nil && cfg.Scheduler == nil {
+		panic("api: Config.Store is set but Config.Scheduler is nil")
+	}
+	s := &Server{
+		Logger: cfg.Logger,
+		Now:    cfg.Now,
+		store:  cfg.Store,
+		sched:  cfg.Scheduler,
+		mux:    http.NewServeMux(),
+	}
+	s.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
+	s.Handle("GET /api/v1/cron/next", http.HandlerFunc(s.handleCronNext))
+	if s.store == nil {
+		return s
+	}
+	s.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
+
+	s.Handle("POST /api/v1/tasks", http.HandlerFunc(s.handleTaskCreate))
+	s.Handle("GET /api/v1/tasks", http.HandlerFunc(s.handleTaskList))
+	s.Handle("GET /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskGet))
+	s.Handle("PUT /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskReplace))
+	s.Handle("DELETE /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskDelete))
+	s.Handle("POST /api/v1/tasks/{id}/enable", s.handleTaskSetStatus(sundial.TaskEnabled))
+	s.Handle("POST /api/v1/tasks/{id}/disable", s.handleTaskSetStatus(sundial.TaskDisabled))
+	s.Handle("POST /api/v1/tasks/{id}/trigger", http.HandlerFunc(s.handleTaskTrigger))
+	s.Handle("GET /api/v1/tasks/{id}/runs", http.HandlerFunc(s.handleTaskRuns))
+
+	s.Handle("GET /api/v1/runs", http.HandlerFunc(s.handleRunList))
+	s.Handle("GET /api/v1/runs/{id}", http.HandlerFunc(s.handleRunGet))
+	s.Handle("POST /api/v1/runs/{id}/cancel", http.HandlerFunc(s.handleRunCancel))
+
+	s.Handle("GET /api/v1/nodes", http.HandlerFunc(s.handleNodeList))
+	return s
+}
+
+// Handle registers h for pattern, a Go 1.22 ServeMux pattern such as
+// "GET /api/v1/cron/next". It panics, as ServeMux does, on a pattern that
+// is malformed or conflicts with one already registered.
+func (s *Server) Handle(pattern string, h http.Handler) {
+	s.mux.Handle(pattern, h)
+}
+
+// Handler returns the http.Handler that serves every registered route and
+// answers unknown paths and wrong methods with a JSON error.
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(s.serveHTTP)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	h, pattern := s.mux.Handler(r)
+	if pattern != "" {
+		// A route matched, or the mux redirects to a cleaned path.
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+
+	// No route: the mux's own handler answers in plain text. Run it
+	// aside and translate its 404 or 405 into the JSON error shape.
+	cw := &captureWriter{header: make(http.Header)}
+	h.ServeHTTP(cw, r)
+	switch cw.status {
+	case http.StatusNotFound:
+		s.writeError(w, r, errNoRoute(r))
+	case http.StatusMethodNotAllowed:
+		allow := cw.header.Get("Allow")
+		w.Header().Set("Allow", allow)
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{
+			Code:    codeMethodNotAllowed,
+			Message: "method " + r.Method + " is not allowed on " + r.URL.Path + " (allowed: " + allow + ")",
+		}})
+	default:
+		// Not expected from ServeMux; pass the answer through unchanged.
+		for k, v := range cw.header {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(cw.statusOrOK())
+		_, _ = w.Write(cw.body.Bytes())
+	}
+}
+
+// now returns the current time from the injected clock.
+func (s *Server) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// logger returns the injected logger, or one that discards.
+func (s *Server) logger() *slog.Logger {
+	if s.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.Logger
+}
+
+// captureWriter records what a handler writes without sending it.
+type captureWriter struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captureWriter) Header() http.Header { return c.header }
+
+func (c *captureWriter) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+
+func (c *captureWriter) Write(b []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	return c.body.Write(b)
+}
+
+func (c *captureWriter) statusOrOK() int {
+	if c.status == 0 {
+		return http.StatusOK
+	}
+	return c.status
+}

@@ -1,0 +1,203 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/sundialhq/sundial"
+)
+
+// codeMethodNotAllowed is the error code of a 405. It is not a domain code:
+// only the router produces it.
+const codeMethodNotAllowed = "method_not_allowed"
+
+// statusByCode maps each client-facing sundial error code to its HTTP
+// status. Any other code, sundial.EInternal included, is a 500.
+var statusByCode = map[string]int{
+	sundial.EInvalid:      http.StatusBadRequest,
+	sundial.ENotFound:     http.StatusNotFound,
+	sundial.EConflict:     http.StatusConflict,
+	sundial.ETooLarge:     http.StatusRequestEntityTooLarge,
+	sundial.EUnsupported:  http.StatusUnsupportedMediaType,
+	sundial.EUnauthorized: http.StatusUnauthorized,
+}
+
+// errorBody is the JSON shape of every error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+	Token   string `json:"token,omitempty"`
+}
+
+// writeError answers with the status and JSON body for err. A *sundial.Error
+// with a client-facing code is shown as it is; anything else is logged and
+// answered with a 500 that says only "internal error".
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if e, ok := errors.AsType[*sundial.Error](err); ok {
+		if status, ok := statusByCode[e.Code]; ok {
+			writeJSON(w, status, errorBody{Error: errorDetail{
+				Code:    e.Code,
+				Message: e.Message,
+				Field:   e.Field,
+				Token:   e.Token,
+			}})
+			return
+		}
+	}
+
+	level := slog.LevelError
+	if errors.Is(err, context.Canceled) {
+		level = slog.LevelDebug // the client went away; nothing is wrong
+	}
+	s.logger().LogAttrs(r.Context(), level, "request failed",
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path),
+		slog.String("error", err.Error()),
+	)
+	writeJSON(w, http.StatusInternalServerError, errorBody{Error: errorDetail{
+		Code:    sundial.EInternal,
+		Message: "internal error",
+	}})
+}
+
+// errNoRoute is the error for a path no route serves.
+func errNoRoute(r *http.Request) error {
+	return sundial.Errorf(sundial.ENotFound, "", "no such endpoint: %s %s", r.Method, r.URL.Path)
+}
+
+// writeJSON answers with status and v encoded as JSON. A value that cannot
+// be encoded is a programming error; the client then gets a 500.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// decodeJSON decodes the request body, a single JSON object of at most
+// maxBytes bytes, into dst, strictly: the Content-Type must be
+// application/json, and unknown fields and trailing data are errors. Client
+// mistakes come back as *sundial.Error (unsupported, too_large, invalid)
+// ready for writeError.
+func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64) error {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+		e := sundial.Errorf(sundial.EUnsupported, "", "Content-Type must be application/json")
+		e.Token = ct
+		return e
+	}
+
+	r.Body = http.MaxBytesReader(w, r.Body, maxBytes)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err, maxBytes)
+	}
+	var extra json.RawMessage
+	switch err := dec.Decode(&extra); {
+	case errors.Is(err, io.EOF):
+		return nil
+	case err == nil:
+		return sundial.Errorf(sundial.EInvalid, "", "request body has data after the JSON object, at offset %d", dec.InputOffset()-int64(len(extra)))
+	default:
+		if e := tooLarge(err, maxBytes); e != nil {
+			return e
+		}
+		return sundial.Errorf(sundial.EInvalid, "", "request body has data after the JSON object: %v", err)
+	}
+}
+
+// decodeError turns an error of json.Decoder.Decode into a client error, or
+// wraps it when the fault is not the client's.
+func decodeError(err error, maxBytes int64) error {
+	if e := tooLarge(err, maxBytes); e != nil {
+		return e
+	}
+	if e, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return sundial.Errorf(sundial.EInvalid, "", "malformed JSON at offset %d: %v", e.Offset, e)
+	}
+	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
+		if e.Field == "" {
+			return sundial.Errorf(sundial.EInvalid, "", "request body must be %s, got %s", jsonKind(e.Type), e.Value)
+		}
+		var token string // only a number carries its text
+		if v, ok := strings.CutPrefix(e.Value, "number "); ok {
+			token = v
+		}
+		return &sundial.Error{
+			Code:    sundial.EInvalid,
+			Field:   e.Field,
+			Message: fmt.Sprintf("must be %s, got %s", jsonKind(e.Type), e.Value),
+			Token:   token,
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		return sundial.Errorf(sundial.EInvalid, "", "request body is empty, want a JSON object")
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return sundial.Errorf(sundial.EInvalid, "", "malformed JSON: the body ends before the object does")
+	}
+	// encoding/json has no error type for an unknown field.
+	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		if unq, uerr := strconv.Unquote(name); uerr == nil {
+			name = unq
+		}
+		return &sundial.Error{Code: sundial.EInvalid, Field: name, Message: "unknown field"}
+	}
+	return fmt.Errorf("decode request body: %w", err)
+}
+
+// tooLarge returns the client error for a body over the limit, or nil.
+func tooLarge(err error, maxBytes int64) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %d bytes", maxBytes)
+	}
+	return nil
+}
+
+// jsonKind names, in JSON terms, what a Go type is decoded from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "a JSON value"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	default:
+		return "a " + t.String()
+	}
+}

@@ -1,0 +1,148 @@
+package api
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// handleRunList serves GET /api/v1/runs?task_id=&status=&from=&to=&limit=&cursor=:
+// runs newest first.
+func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
+	f, limit, err := runFilter(r.URL.Query(), 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.listRuns(w, r, f, limit)
+}
+
+// handleTaskRuns serves GET /api/v1/tasks/{id}/runs: GET /api/v1/runs with
+// the task from the path.
+func (s *Server) handleTaskRuns(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f, limit, err := runFilter(r.URL.Query(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.store.TaskGet(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.listRuns(w, r, f, limit)
+}
+
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunFilter, limit int) {
+	f.Limit = limit + 1
+	runs, err := s.store.RunList(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	runs, next := page(runs, limit, func(run *sundial.Run) int64 { return run.ID })
+	for _, run := range runs {
+		utcRun(run)
+	}
+	writeJSON(w, http.StatusOK, listResponse[*sundial.Run]{Items: runs, NextCursor: next})
+}
+
+// runFilter reads the query of a run list. taskID is the task the path
+// names, or 0; with one, a task_id parameter is refused.
+func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
+	f := sundial.RunFilter{TaskID: taskID}
+	if v := q.Get("task_id"); v != "" {
+		if taskID != 0 {
+			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,
+				Message: "task_id is taken from the path here; use GET /api/v1/runs to filter by it"}
+		}
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,
+				Message: "task_id must be a positive integer"}
+		}
+		f.TaskID = id
+	}
+	if v := q.Get("status"); v != "" {
+		if !sundial.ValidRunStatus(v) {
+			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
+				Message: "must be one of SCHEDULED, QUEUED, RUNNING, WAITING_CALLBACK, SUCCESS, " +
+					"FAILED, TIMEOUT, FAILED_TIMEOUT, CANCELED, SKIPPED, INTERRUPTED"}
+		}
+		f.Status = sundial.RunStatus(v)
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: p.name, Token: v,
+				Message: "not an RFC 3339 time (for example 2026-01-01T00:00:00Z)"}
+		}
+		*p.dst = t.UTC()
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
+		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
+			Message: "to must be after from: runs are selected by scheduled time in [from, to)"}
+	}
+	limit, cursor, err := parsePage(q)
+	if err != nil {
+		return f, 0, err
+	}
+	f.BeforeID = cursor
+	return f, limit, nil
+}
+
+// handleRunGet serves GET /api/v1/runs/{id}.
+func (s *Server) handleRunGet(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.store.RunGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, utcRun(run))
+}
+
+// handleRunCancel serves POST /api/v1/runs/{id}/cancel. A run not yet
+// started is CANCELED at once; one in flight has cancel_requested set and
+// is stopped by its node. A finished run is a conflict.
+func (s *Server) handleRunCancel(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.sched.Cancel(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, utcRun(run))
+}
+
+// utcRun puts run's times in UTC, the zone every response uses.
+func utcRun(run *sundial.Run) *sundial.Run {
+	run.ScheduledTime = run.ScheduledTime.UTC()
+	run.StartedAt = utcPtr(run.StartedAt)
+	run.FinishedAt = utcPtr(run.FinishedAt)
+	run.CreatedAt = run.CreatedAt.UTC()
+	run.UpdatedAt = run.UpdatedAt.UTC()
+	return run
+}

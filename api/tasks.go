@@ -1,0 +1,438 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Limits of the task endpoints, and the paging shared by every list.
+const (
+	maxTaskBody       = 1 << 20 // bytes of a POST or PUT body
+	defaultPageLimit  = 50
+	maxPageLimit      = 1000
+	setStatusAttempts = 5 // enable and disable retry a stale version this often
+)
+
+// taskRequest is the body of POST /api/v1/tasks and PUT /api/v1/tasks/{id}:
+// the writable fields of sundial.Task, plus headers_json, seed 001's
+// spelling of headers as a string holding a JSON object.
+//
+// The server-set fields are decoded only to be refused by name (PUT takes
+// version, and requires it). A null counts as present.
+type taskRequest struct {
+	Name              string                    `json:"name"`
+	Description       string                    `json:"description"`
+	CronExpr          string                    `json:"cron_expr"`
+	Timezone          string                    `json:"timezone"`
+	ExecType          sundial.ExecType          `json:"exec_type"`
+	HTTPMethod        string                    `json:"http_method"`
+	TargetURL         string                    `json:"target_url"`
+	Headers           map[string]string         `json:"headers"`
+	HeadersJSON       *string                   `json:"headers_json"`
+	BodyTemplate      string                    `json:"body_template"`
+	TimeoutSeconds    int                       `json:"timeout_seconds"`
+	RetryPolicy       json.RawMessage           `json:"retry_policy"`
+	MaxConcurrency    int                       `json:"max_concurrency"`
+	ConcurrencyPolicy sundial.ConcurrencyPolicy `json:"concurrency_policy"`
+	MaxQueue          int                       `json:"max_queue"`
+	OverlapAction     sundial.OverlapAction     `json:"overlap_action"`
+	FailureAction     sundial.FailureAction     `json:"failure_action"`
+	CatchUpMode       sundial.CatchUpMode       `json:"catch_up_mode"`
+	CatchUpLimit      int                       `json:"catch_up_limit"`
+	CallbackMethod    string                    `json:"callback_method"`
+	CallbackTimeout   int                       `json:"callback_timeout_sec"`
+	Priority          int                       `json:"priority"`
+	Status            sundial.TaskStatus        `json:"status"`
+
+	ID           json.RawMessage `json:"id"`
+	Version      json.RawMessage `json:"version"`
+	CreatedAt    json.RawMessage `json:"created_at"`
+	UpdatedAt    json.RawMessage `json:"updated_at"`
+	NextFireTime json.RawMessage `json:"next_fire_time"`
+}
+
+// task checks the request and returns the task it describes, normalised and
+// validated but not yet stored. replace is true for PUT, which must carry
+// the version the task was read at.
+func (req *taskRequest) task(replace bool, pathID int64) (*sundial.Task, error) {
+	// POST refuses the server-set fields. PUT takes the task as GET returned
+	// it: their values are ignored, but an id must name the task of the path.
+	readOnly := []struct {
+		field string
+		raw   json.RawMessage
+	}{
+		{"id", req.ID},
+		{"version", req.Version},
+		{"created_at", req.CreatedAt},
+		{"updated_at", req.UpdatedAt},
+		{"next_fire_time", req.NextFireTime},
+	}
+	for _, ro := range readOnly {
+		if ro.raw == nil {
+			continue
+		}
+		if replace {
+			if ro.field == "id" && string(ro.raw) != "null" && string(ro.raw) != strconv.FormatInt(pathID, 10) {
+				return nil, &sundial.Error{Code: sundial.EInvalid, Field: "id", Token: string(ro.raw),
+					Message: "id differs from the task named by the path"}
+			}
+			continue
+		}
+		return nil, sundial.Errorf(sundial.EInvalid, ro.field, "%s is set by the server and cannot be given", ro.field)
+	}
+
+	t := &sundial.Task{
+		Name:              req.Name,
+		Description:       req.Description,
+		CronExpr:          req.CronExpr,
+		Timezone:          req.Timezone,
+		ExecType:          req.ExecType,
+		HTTPMethod:        req.HTTPMethod,
+		TargetURL:         req.TargetURL,
+		Headers:           req.Headers,
+		BodyTemplate:      req.BodyTemplate,
+		TimeoutSeconds:    req.TimeoutSeconds,
+		RetryPolicy:       req.RetryPolicy,
+		MaxConcurrency:    req.MaxConcurrency,
+		ConcurrencyPolicy: req.ConcurrencyPolicy,
+		MaxQueue:          req.MaxQueue,
+		OverlapAction:     req.OverlapAction,
+		FailureAction:     req.FailureAction,
+		CatchUpMode:       req.CatchUpMode,
+		CatchUpLimit:      req.CatchUpLimit,
+		CallbackMethod:    req.CallbackMethod,
+		CallbackTimeout:   req.CallbackTimeout,
+		Priority:          req.Priority,
+		Status:            req.Status,
+	}
+	if replace {
+		v, err := parseVersion(req.Version)
+		if err != nil {
+			return nil, err
+		}
+		t.Version = v
+	}
+	if req.HeadersJSON != nil {
+		if req.Headers != nil {
+			return nil, sundial.Errorf(sundial.EInvalid, "headers_json",
+				"give headers or headers_json, not both")
+		}
+		h, err := parseHeadersJSON(*req.HeadersJSON)
+		if err != nil {
+			return nil, err
+		}
+		t.Headers = h
+	}
+	if err := t.Normalize(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// parseVersion reads the version a PUT says the task was read at.
+func parseVersion(raw json.RawMessage) (int64, error) {
+	if raw == nil || string(raw) == "null" {
+		return 0, sundial.Errorf(sundial.EInvalid, "version",
+			"version is required: the version the task was read at")
+	}
+	var v int64
+	if err := json.Unmarshal(raw, &v); err != nil || v < 1 {
+		return 0, &sundial.Error{Code: sundial.EInvalid, Field: "version", Token: string(raw),
+			Message: "version must be a positive integer: the version the task was read at"}
+	}
+	return v, nil
+}
+
+// parseHeadersJSON decodes headers_json, a JSON object of string to string
+// in a string.
+func parseHeadersJSON(s string) (map[string]string, error) {
+	var h map[string]string
+	if err := json.Unmarshal([]byte(s), &h); err != nil || h == nil {
+		return nil, &sundial.Error{Code: sundial.EInvalid, Field: "headers_json", Token: s,
+			Message: `headers_json must be a string holding a JSON object of string to string, ` +
+				`for example "{\"X-Team\":\"ops\"}"`}
+	}
+	return h, nil
+}
+
+// handleTaskCreate serves POST /api/v1/tasks.
+func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
+	var req taskRequest
+	if err := decodeJSON(w, r, &req, maxTaskBody); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := req.task(false, 0)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	now := s.now()
+	t.NextFireTime = nextFire(t, now)
+	if err := s.store.TaskCreate(r.Context(), t, now); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.sched.Poke()
+	w.Header().Set("Location", "/api/v1/tasks/"+strconv.FormatInt(t.ID, 10))
+	writeJSON(w, http.StatusCreated, utcTask(t))
+}
+
+// handleTaskList serves GET /api/v1/tasks?status=&name_prefix=&limit=&cursor=.
+func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := sundial.TaskFilter{NamePrefix: q.Get("name_prefix")}
+	if v := q.Get("status"); v != "" {
+		switch st := sundial.TaskStatus(v); st {
+		case sundial.TaskEnabled, sundial.TaskDisabled:
+			f.Status = st
+		default:
+			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
+				Message: "must be one of ENABLED, DISABLED"})
+			return
+		}
+	}
+	limit, after, err := parsePage(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f.AfterID, f.Limit = after, limit+1
+
+	tasks, err := s.store.TaskList(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	tasks, next := page(tasks, limit, func(t *sundial.Task) int64 { return t.ID })
+	for _, t := range tasks {
+		utcTask(t)
+	}
+	writeJSON(w, http.StatusOK, listResponse[*sundial.Task]{Items: tasks, NextCursor: next})
+}
+
+// handleTaskGet serves GET /api/v1/tasks/{id}.
+func (s *Server) handleTaskGet(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := s.store.TaskGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, utcTask(t))
+}
+
+// handleTaskReplace serves PUT /api/v1/tasks/{id}: the whole task, with the
+// version it was read at.
+func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req taskRequest
+	if err := decodeJSON(w, r, &req, maxTaskBody); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t, err := req.task(true, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	t.ID = id
+	now := s.now()
+	t.NextFireTime = nextFire(t, now)
+	if err := s.store.TaskUpdate(r.Context(), t, now); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.sched.Poke()
+	writeJSON(w, http.StatusOK, utcTask(t))
+}
+
+// handleTaskDelete serves DELETE /api/v1/tasks/{id}: a logical delete that
+// frees the name.
+func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := s.store.TaskDelete(r.Context(), id, s.now()); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.sched.Poke()
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// handleTaskSetStatus serves POST /api/v1/tasks/{id}/enable and /disable.
+func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathID(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		t, err := s.setTaskStatus(r.Context(), id, status)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, utcTask(t))
+	})
+}
+
+// setTaskStatus enables or disables a task, reading it afresh and trying
+// again when another writer changed it in between. A task already in that
+// status is returned as it is: enabling twice does not move its next fire.
+func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus) (*sundial.Task, error) {
+	for attempt := 1; ; attempt++ {
+		t, err := s.store.TaskGet(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if t.Status == status {
+			return t, nil
+		}
+		now := s.now()
+		t.Status = status
+		t.NextFireTime = nextFire(t, now)
+		err = s.store.TaskUpdate(ctx, t, now)
+		if err == nil {
+			s.sched.Poke()
+			return t, nil
+		}
+		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EConflict ||
+			e.Field != "version" || attempt == setStatusAttempts {
+			return nil, err
+		}
+	}
+}
+
+// handleTaskTrigger serves POST /api/v1/tasks/{id}/trigger: a manual run
+// now, of an enabled or a disabled task.
+func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.sched.Trigger(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, utcRun(run))
+}
+
+// nextFire is the first fire of t after now, or nil for a disabled task.
+func nextFire(t *sundial.Task, now time.Time) *time.Time {
+	if t.Status != sundial.TaskEnabled {
+		return nil
+	}
+	return t.NextAfter(now)
+}
+
+// utcTask puts t's times in UTC, the zone every response uses.
+func utcTask(t *sundial.Task) *sundial.Task {
+	t.CreatedAt = t.CreatedAt.UTC()
+	t.UpdatedAt = t.UpdatedAt.UTC()
+	t.NextFireTime = utcPtr(t.NextFireTime)
+	return t
+}
+
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// pathID parses the {id} of a path: a positive integer.
+func pathID(r *http.Request) (int64, error) {
+	v := r.PathValue("id")
+	id, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || id < 1 {
+		return 0, &sundial.Error{Code: sundial.EInvalid, Field: "id", Token: v,
+			Message: "id must be a positive integer"}
+	}
+	return id, nil
+}
+
+// listResponse is the body of a paged list: one page of items, and the
+// cursor of the next page, "" on the last.
+type listResponse[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"next_cursor"`
+}
+
+// parsePage reads limit (1 to maxPageLimit, default defaultPageLimit) and
+// cursor (the ID the previous page ended at; 0 without one).
+func parsePage(q url.Values) (limit int, cursor int64, err error) {
+	limit = defaultPageLimit
+	if v := q.Get("limit"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 || limit > maxPageLimit {
+			return 0, 0, &sundial.Error{Code: sundial.EInvalid, Field: "limit", Token: v,
+				Message: "limit must be an integer from 1 to " + strconv.Itoa(maxPageLimit)}
+		}
+	}
+	if v := q.Get("cursor"); v != "" {
+		cursor, err = decodeCursor(v)
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return limit, cursor, nil
+}
+
+// A cursor is the base64url (unpadded) of the decimal ID the page ended at.
+// Clients treat it as opaque.
+
+func encodeCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
+}
+
+func decodeCursor(s string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var id int64
+	if err == nil {
+		id, err = strconv.ParseInt(string(b), 10, 64)
+	}
+	if err != nil || id < 1 {
+		return 0, &sundial.Error{Code: sundial.EInvalid, Field: "cursor", Token: s,
+			Message: "not a cursor this server gave out; pass next_cursor from the previous page unchanged"}
+	}
+	return id, nil
+}
+
+// page trims items, fetched with a limit of limit+1, to limit, and returns
+// the cursor of the next page: "" when there is none. A store may cap what
+// it returns at maxPageLimit; a full page of that size then gets a cursor,
+// and the page after it may be empty.
+func page[T any](items []T, limit int, id func(T) int64) ([]T, string) {
+	if items == nil {
+		items = []T{}
+	}
+	if len(items) > limit {
+		items = items[:limit]
+	} else if len(items) < limit || limit < maxPageLimit {
+		return items, ""
+	}
+	return items, encodeCursor(id(items[len(items)-1]))
+}

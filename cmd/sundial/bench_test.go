@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// BenchmarkPrecision runs one node on SQLite with SUNDIAL_BENCH_TASKS tasks
+// (default 1,000) firing every second, all on the same whole second, for
+// SUNDIAL_BENCH_SECONDS seconds (default 10) after a warm-up, and reports
+// the lag (target received minus scheduled second) percentiles. Run it with
+//
+//	go test -run XXX -bench Precision -benchtime 1x ./cmd/sundial/
+func BenchmarkPrecision(b *testing.B) {
+	tasks := envInt("SUNDIAL_BENCH_TASKS", 1000)
+	seconds := envInt("SUNDIAL_BENCH_SECONDS", 10)
+	for b.Loop() {
+		lags, lost := precisionRun(b, tasks, seconds)
+		slices.Sort(lags)
+		ms := func(q float64) float64 {
+			return float64(lags[min(len(lags)-1, int(q*float64(len(lags))))]) / float64(time.Millisecond)
+		}
+		b.ReportMetric(float64(len(lags)), "fires")
+		b.ReportMetric(float64(lost), "lost")
+		b.ReportMetric(ms(0.50), "p50_ms")
+		b.ReportMetric(ms(0.90), "p90_ms")
+		b.ReportMetric(ms(0.99), "p99_ms")
+		b.ReportMetric(ms(0.999), "p99.9_ms")
+		b.ReportMetric(float64(lags[len(lags)-1])/float64(time.Millisecond), "max_ms")
+	}
+}
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// precisionRun measures the fires scheduled in the window and returns their
+// lags and how many of them never arrived.
+func precisionRun(b *testing.B, tasks, seconds int) ([]time.Duration, int) {
+	var mu sync.Mutex
+	got := map[string]time.Duration{} // Idempotency-Key -> lag
+	var window struct{ from, to time.Time }
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		at := time.Now()
+		sched, err := time.Parse(time.RFC3339Nano, r.Header.Get("X-Sundial-Scheduled-Time"))
+		if err == nil {
+			mu.Lock()
+			if !sched.Before(window.from) && sched.Before(window.to) {
+				got[r.Header.Get("Idempotency-Key")] = at.Sub(sched)
+			}
+			mu.Unlock()
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer target.Close()
+
+	n := startNode(&testing.T{}, filepath.Join(b.TempDir(), "sundial.db"), "--log.level", "error",
+		"--executor.worker_pool_size", "64")
+	defer n.stop(&testing.T{})
+	client := &http.Client{}
+	for i := range tasks {
+		body := fmt.Sprintf(`{"name":"bench-%d","cron_expr":"* * * * * *","http_method":"POST","target_url":%q,"overlap_action":"PARALLEL"}`,
+			i, target.URL)
+		resp, err := client.Post(n.url+"/api/v1/tasks", "application/json", bytes.NewReader([]byte(body)))
+		if err != nil || resp.StatusCode != 201 {
+			b.Fatalf("create task %d: %v %v", i, err, resp)
+		}
+		resp.Body.Close()
+	}
+	// Warm up for three seconds, then measure whole seconds.
+	start := time.Now().Truncate(time.Second).Add(4 * time.Second)
+	mu.Lock()
+	window.from, window.to = start, start.Add(time.Duration(seconds)*time.Second)
+	mu.Unlock()
+	time.Sleep(time.Until(window.to.Add(2 * time.Second)))
+
+	mu.Lock()
+	defer mu.Unlock()
+	lags := make([]time.Duration, 0, len(got))
+	for _, l := range got {
+		lags = append(lags, l)
+	}
+	lost := tasks*seconds - len(lags)
+	if !strings.HasPrefix(n.url, "http://127.0.0.1") {
+		b.Fatalf("node not on loopback: %s", n.url)
+	}
+	return lags, lost
+}

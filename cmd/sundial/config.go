@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// config is the whole configuration of "sundial serve". Every setting is a
+// key of the YAML file, a flag of the same name and an environment variable
+// (SUNDIAL_ and the key in upper case with dots as underscores); a flag
+// beats the environment, which beats the file, which beats the default.
+type config struct {
+	Listen string    `yaml:"listen"`
+	DB     string    `yaml:"db"`
+	Log    logConfig `yaml:"log"`
+
+	Scheduler struct {
+		PollInterval      time.Duration `yaml:"poll_interval"`
+		Lookahead         time.Duration `yaml:"lookahead"`
+		MisfireThreshold  time.Duration `yaml:"misfire_threshold"`
+		HeartbeatInterval time.Duration `yaml:"heartbeat_interval"`
+		DeadAfter         time.Duration `yaml:"dead_after"`
+		DrainTimeout      time.Duration `yaml:"drain_timeout"`
+		Retention         time.Duration `yaml:"retention"`
+	} `yaml:"scheduler"`
+
+	Executor struct {
+		WorkerPoolSize int           `yaml:"worker_pool_size"`
+		RequestTimeout time.Duration `yaml:"request_timeout"`
+	} `yaml:"executor"`
+}
+
+type logConfig struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+func defaultConfig() *config {
+	c := &config{Listen: "127.0.0.1:8080", DB: "sqlite:./sundial.db", Log: logConfig{Level: "info", Format: "text"}}
+	c.Scheduler.PollInterval = time.Second
+	c.Scheduler.Lookahead = 10 * time.Second
+	c.Scheduler.MisfireThreshold = time.Minute
+	c.Scheduler.HeartbeatInterval = time.Second
+	c.Scheduler.DeadAfter = 5 * time.Second
+	c.Scheduler.DrainTimeout = 30 * time.Second
+	c.Scheduler.Retention = 7 * 24 * time.Hour
+	c.Executor.WorkerPoolSize = 16
+	c.Executor.RequestTimeout = 15 * time.Second
+	return c
+}
+
+// setting is one configuration key.
+type setting struct {
+	key  string
+	help string
+	ptr  any // *string, *int or *time.Duration inside a config
+}
+
+func (c *config) settings() []setting {
+	return []setting{
+		{"listen", "address of the REST API", &c.Listen},
+		{"db", "database: sqlite:PATH (postgres:// and mysql:// come with clustering)", &c.DB},
+		{"log.level", "debug, info, warn or error", &c.Log.Level},
+		{"log.format", "text or json", &c.Log.Format},
+		{"scheduler.poll_interval", "how often the planner claims due tasks", &c.Scheduler.PollInterval},
+		{"scheduler.lookahead", "how far ahead fires are planned (at least 2 poll intervals)", &c.Scheduler.Lookahead},
+		{"scheduler.misfire_threshold", "a fire later than this was missed and follows the task's catch_up_mode", &c.Scheduler.MisfireThreshold},
+		{"scheduler.heartbeat_interval", "how often this node renews its membership", &c.Scheduler.HeartbeatInterval},
+		{"scheduler.dead_after", "a node silent this long is dead and its runs are taken over", &c.Scheduler.DeadAfter},
+		{"scheduler.drain_timeout", "on SIGTERM, how long calls in flight may finish", &c.Scheduler.DrainTimeout},
+		{"scheduler.retention", "finished runs older than this are purged", &c.Scheduler.Retention},
+		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
+		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
+	}
+}
+
+func envName(key string) string {
+	return "SUNDIAL_" + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// set parses text into the setting.
+func (s setting) set(text string) error {
+	switch p := s.ptr.(type) {
+	case *string:
+		*p = text
+	case *int:
+		n, err := strconv.Atoi(strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("want a whole number, got %q", text)
+		}
+		*p = n
+	case *time.Duration:
+		d, err := time.ParseDuration(strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("want a duration such as 500ms, 1s or 2m, got %q", text)
+		}
+		*p = d
+	}
+	return nil
+}
+
+// loadConfig builds the configuration of "sundial serve" from its flags, the
+// environment and the YAML file named by --config (or SUNDIAL_CONFIG).
+func loadConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("sundial "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	configPath := fs.String("config", "", "YAML configuration file (env SUNDIAL_CONFIG)")
+	given := map[string]string{}
+	for _, s := range c.settings() {
+		fs.Func(s.key, fmt.Sprintf("%s (env %s)", s.help, envName(s.key)), func(v string) error {
+			given[s.key] = v
+			return nil
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, err
+		}
+		return nil, usageErrorf("%s: %v", name, err)
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErrorf("%s: unexpected argument %q", name, fs.Arg(0))
+	}
+
+	path := *configPath
+	if path == "" {
+		path = getenv("SUNDIAL_CONFIG")
+	}
+	if path != "" {
+		if err := c.readFile(path); err != nil {
+			return nil, usageErrorf("config %s: %v", path, err)
+		}
+	}
+	for _, s := range c.settings() {
+		if v := getenv(envName(s.key)); v != "" {
+			if err := s.set(v); err != nil {
+				return nil, usageErrorf("%s: %v", envName(s.key), err)
+			}
+		}
+	}
+	for _, s := range c.settings() {
+		if v, ok := given[s.key]; ok {
+			if err := s.set(v); err != nil {
+				return nil, usageErrorf("--%s: %v", s.key, err)
+			}
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	return c, nil
+}
+
+// readFile decodes the YAML file strictly: an unknown or misspelt key is an
+// error naming it.
+func (c *config) readFile(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	return nil
+}
+
+// validate checks every setting and names the first one that is wrong.
+func (c *config) validate() error {
+	sc, ex := &c.Scheduler, &c.Executor
+	switch {
+	case c.Listen == "":
+		return errors.New("listen: must not be empty")
+	case !strings.HasPrefix(c.DB, "sqlite:") && !strings.HasPrefix(c.DB, "postgres://") &&
+		!strings.HasPrefix(c.DB, "postgresql://") && !strings.HasPrefix(c.DB, "mysql://"):
+		return fmt.Errorf("db: %q: want sqlite:PATH, postgres://... or mysql://...", c.DB)
+	case c.DB == "sqlite:":
+		return errors.New("db: sqlite: needs a file path, such as sqlite:./sundial.db")
+	case !oneOf(c.Log.Level, "debug", "info", "warn", "error"):
+		return fmt.Errorf("log.level: %q: want debug, info, warn or error", c.Log.Level)
+	case !oneOf(c.Log.Format, "text", "json"):
+		return fmt.Errorf("log.format: %q: want text or json", c.Log.Format)
+	case sc.PollInterval < 10*time.Millisecond || sc.PollInterval > time.Minute:
+		return fmt.Errorf("scheduler.poll_interval: %s: want from 10ms to 1m", sc.PollInterval)
+	case sc.Lookahead < 2*sc.PollInterval || sc.Lookahead > 24*time.Hour:
+		return fmt.Errorf("scheduler.lookahead: %s: want from 2 poll intervals (%s) to 24h", sc.Lookahead, 2*sc.PollInterval)
+	case sc.MisfireThreshold < time.Second:
+		return fmt.Errorf("scheduler.misfire_threshold: %s: want at least 1s", sc.MisfireThreshold)
+	case sc.HeartbeatInterval < 10*time.Millisecond:
+		return fmt.Errorf("scheduler.heartbeat_interval: %s: want at least 10ms", sc.HeartbeatInterval)
+	case sc.DeadAfter < 2*sc.HeartbeatInterval:
+		return fmt.Errorf("scheduler.dead_after: %s: want at least 2 heartbeat intervals (%s)", sc.DeadAfter, 2*sc.HeartbeatInterval)
+	case sc.DrainTimeout < 0:
+		return fmt.Errorf("scheduler.drain_timeout: %s: must not be negative", sc.DrainTimeout)
+	case sc.Retention < time.Minute:
+		return fmt.Errorf("scheduler.retention: %s: want at least 1m", sc.Retention)
+	case ex.WorkerPoolSize < 1 || ex.WorkerPoolSize > 10000:
+		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
+	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:
+		return fmt.Errorf("executor.request_timeout: %s: want from 1s to 24h", ex.RequestTimeout)
+	}
+	return nil
+}
+
+func oneOf(v string, allowed ...string) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}

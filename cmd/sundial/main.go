@@ -1,0 +1,118 @@
+// Command sundial is Sundial's single binary. It owns the command line: it
+// reads flags and the environment, wires the packages together and maps
+// failures to exit statuses.
+//
+//	sundial serve            run a scheduler node and the REST API
+//	sundial migrate          create or upgrade the database schema
+//	sundial cron next EXPR   print the next fire times of a cron expression
+//	sundial cron explain EXPR
+//	sundial version
+//
+// A failure prints one line, "sundial: <message>", on stderr and exits with
+// status 2 for a usage mistake or invalid input, 1 for anything else.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// version is the release, set with -ldflags "-X main.version=v1.2.3"; when
+// unset it comes from the module's build information.
+var version = ""
+
+const usage = `Sundial is a distributed second-precise job scheduler.
+
+Usage:
+  sundial serve [flags]                 run a scheduler node and the REST API
+  sundial migrate [flags]               create or upgrade the database schema
+  sundial cron next [--tz ZONE] [--from RFC3339] [--count N] [--] EXPR
+                                        print the next fire times of EXPR
+  sundial cron explain EXPR             describe EXPR in plain English
+  sundial version                       print the version
+  sundial help                          print this help
+
+Quote EXPR so that it is one argument: sundial cron next "*/15 * * * * *".
+Run "sundial <command> -h" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sundial: "+oneLine(err.Error()))
+		os.Exit(exitCode(err))
+	}
+}
+
+// exitError carries the exit status of a failure: 2 for a usage mistake or
+// invalid input, 1 for anything else.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// usageErrorf returns an error that exits with status 2.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: 2, err: fmt.Errorf(format, args...)}
+}
+
+// exitCode returns the exit status for err: the code of an *exitError in
+// its chain, or 1.
+func exitCode(err error) int {
+	if e, ok := errors.AsType[*exitError](err); ok {
+		return e.code
+	}
+	return 1
+}
+
+// oneLine folds a message onto a single line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// run is the whole program, minus process exit, so tests can call it.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	_ = stdin // no command reads it yet
+	if len(args) == 0 {
+		return usageErrorf("no command given; run 'sundial help' for usage")
+	}
+	switch cmd, rest := args[0], args[1:]; cmd {
+	case "serve":
+		return runServe(ctx, rest, getenv, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "cron":
+		return runCron(rest, stdout, stderr)
+	case "version", "--version":
+		_, err := fmt.Fprintln(stdout, "sundial "+buildVersion())
+		return err
+	case "help", "-h", "-help", "--help":
+		_, err := io.WriteString(stdout, usage)
+		return err
+	default:
+		return usageErrorf("unknown command %q; run 'sundial help' for usage", cmd)
+	}
+}
+
+// buildVersion returns the release this binary was built from.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/api"
+	"github.com/sundialhq/sundial/executor"
+	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/store/sqlite"
+)
+
+// runServe runs a scheduler node and the REST API until ctx is cancelled
+// (SIGINT or SIGTERM), then stops gracefully: no new fires, calls in flight
+// get the drain timeout, what is cut off is recorded, and it exits 0.
+func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("serve", args, getenv, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	log := newLogger(cfg.Log, stderr)
+
+	store, err := openStore(ctx, cfg.DB, log)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	node := newNode(ln.Addr().String())
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
+		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64)})
+	defer exec.Close()
+	sched, err := scheduler.New(scheduler.Config{
+		Node:              node,
+		PollInterval:      cfg.Scheduler.PollInterval,
+		Lookahead:         cfg.Scheduler.Lookahead,
+		MisfireThreshold:  cfg.Scheduler.MisfireThreshold,
+		Workers:           cfg.Executor.WorkerPoolSize,
+		RequestTimeout:    cfg.Executor.RequestTimeout,
+		HeartbeatInterval: cfg.Scheduler.HeartbeatInterval,
+		DeadAfter:         cfg.Scheduler.DeadAfter,
+		Retention:         cfg.Scheduler.Retention,
+		DrainTimeout:      cfg.Scheduler.DrainTimeout,
+	}, store, exec, log, reg)
+	if err != nil {
+		return err
+	}
+
+	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched})
+	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	httpSrv := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+
+	schedDone := make(chan error, 1)
+	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSched()
+	go func() { schedDone <- sched.Run(schedCtx) }()
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- httpSrv.Serve(ln) }()
+
+	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
+	log.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
+
+	select {
+	case <-ctx.Done():
+		log.Info("stopping: no new fires; draining calls in flight", "drain_timeout", cfg.Scheduler.DrainTimeout)
+	case err := <-serveDone:
+		stopSched()
+		<-schedDone
+		return fmt.Errorf("serve http: %w", err)
+	case err := <-schedDone:
+		shutdownHTTP(httpSrv)
+		if err != nil {
+			return fmt.Errorf("scheduler: %w", err)
+		}
+		return errors.New("scheduler stopped unexpectedly")
+	}
+	// Stop the scheduler first, keeping the API up meanwhile so that the
+	// drain can be watched; then the API.
+	stopSched()
+	if err := <-schedDone; err != nil {
+		log.Error("scheduler stop", "err", err)
+	}
+	shutdownHTTP(httpSrv)
+	fmt.Fprintln(stdout, "Sundial stopped")
+	return nil
+}
+
+func shutdownHTTP(srv *http.Server) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+}
+
+// runMigrate creates or upgrades the database schema and exits.
+func runMigrate(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	cfg, err := loadConfig("migrate", args, getenv, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	store, err := openStore(ctx, cfg.DB, newLogger(cfg.Log, stderr))
+	if err != nil {
+		return err
+	}
+	if err := store.Close(); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "Schema of %s is up to date\n", redact(cfg.DB))
+	return err
+}
+
+// openStore opens the database named by dsn and migrates its schema.
+func openStore(ctx context.Context, dsn string, log *slog.Logger) (sundial.Store, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		s, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", dsn, err)
+		}
+		return s, nil
+	default:
+		return nil, usageErrorf("db: %s: only sqlite:PATH is supported by this version", redact(dsn))
+	}
+}
+
+// newNode returns this process's identity: host, process id, a random
+// suffix (a restarted process is a new member) and the API address.
+func newNode(addr string) sundial.Node {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	suffix := make([]byte, 3)
+	_, _ = rand.Read(suffix)
+	return sundial.Node{
+		ID:      fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(suffix)),
+		Host:    host,
+		PID:     os.Getpid(),
+		Address: addr,
+	}
+}
+
+func newLogger(c logConfig, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(c.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// redact hides the password of a database URL.
+func redact(dsn string) string {
+	if i := strings.Index(dsn, "://"); i >= 0 {
+		rest := dsn[i+3:]
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
+				return dsn[:i+3] + rest[:colon] + ":***" + rest[at:]
+			}
+		}
+	}
+	return dsn
+}
