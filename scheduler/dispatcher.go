@@ -53,13 +53,15 @@ type dispatcher struct {
 	byID map[int64]*item
 	wake chan struct{}
 
-	admitQ []chan *item // per-task ordered admission lanes
+	admitQ  []chan *item // per-task ordered admission lanes
+	commitQ chan []*item // batches of fast runs to commit ahead
 }
 
 const admitLanes = 4
 
 func newDispatcher(s *Scheduler) *dispatcher {
-	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1)}
+	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
+		commitQ: make(chan []*item, 256)}
 	for range admitLanes {
 		d.admitQ = append(d.admitQ, make(chan *item, 4096))
 	}
@@ -142,15 +144,15 @@ func (d *dispatcher) loop(ctx context.Context) {
 	for _, q := range d.admitQ {
 		lanes.Go(func() { d.admitLane(laneCtx, q) })
 	}
-	defer func() {
-		stopLanes()
-		lanes.Wait()
-	}()
+	lanes.Go(func() { d.committer(laneCtx) })
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		if ctx.Err() != nil {
+			// Let a commit in progress land, then send what is committed.
+			stopLanes()
+			lanes.Wait()
 			d.finish()
 			return
 		}
@@ -193,7 +195,9 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: 1, trace: it.run.TraceID})
 	}
 	if len(commit) > 0 {
-		d.commit(ctx, commit)
+		// The commit waits for the database (whose single writer may be
+		// busy planning); the timer loop must not.
+		d.commitQ <- commit
 	}
 
 	d.mu.Lock()
@@ -203,6 +207,19 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 		return time.Hour
 	}
 	return max(time.Until(d.h[0].due), 0)
+}
+
+// committer commits the batches the timer loop hands it, in order.
+func (d *dispatcher) committer(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case batch := <-d.commitQ:
+			d.commit(ctx, batch)
+			d.poke()
+		}
+	}
 }
 
 // commit marks fast runs RUNNING in one transaction and puts those that

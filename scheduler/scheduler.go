@@ -179,8 +179,24 @@ func (s *Scheduler) planLoop(ctx context.Context) {
 		if s.healthy.Load() {
 			s.planOnce(ctx)
 		}
-		timer.Reset(jitter(s.cfg.PollInterval))
+		timer.Reset(s.nextPlanDelay(time.Now()))
 	}
+}
+
+// nextPlanDelay returns the wait before the next planner pass: one poll
+// interval, moved to the middle between two whole seconds when the interval
+// is a second or more (fires are densest on whole seconds, and the planner's
+// writes would compete with their deliveries), and jittered by up to ±10%
+// (at most ±100ms) so that nodes do not collide.
+func (s *Scheduler) nextPlanDelay(now time.Time) time.Duration {
+	poll := s.cfg.PollInterval
+	at := now.Add(poll)
+	if poll >= time.Second {
+		at = at.Truncate(time.Second).Add(500 * time.Millisecond)
+	}
+	spread := min(poll/10, 100*time.Millisecond)
+	at = at.Add(time.Duration(randN(int64(2*spread)+1)) - spread)
+	return max(at.Sub(now), poll/2)
 }
 
 // planOnce runs PlanDue until no due task is left within the lookahead.
@@ -301,10 +317,6 @@ func (s *Scheduler) purgeLoop(ctx context.Context) {
 	}
 }
 
-// jitter returns d changed by up to ±10%.
-func jitter(d time.Duration) time.Duration {
-	return d - d/10 + time.Duration(randN(int64(d/5)+1))
-}
 
 // Trigger makes a manual run of a task now, subject to the task's
 // concurrency policy, and returns it as recorded (SCHEDULED: it is admitted

@@ -21,8 +21,6 @@ type writer struct {
 	in chan result
 }
 
-const maxWriteBatch = 1000
-
 func newWriter(s *Scheduler) *writer {
 	return &writer{s: s, in: make(chan result, 1<<16)}
 }
@@ -32,10 +30,28 @@ func (w *writer) finish(r result) { w.in <- r }
 // close stops the writer once everything sent has been written.
 func (w *writer) close() { close(w.in) }
 
+// While outcomes keep arriving, the writer keeps collecting them, and
+// writes once none has come for burstQuiet (or burstMax has passed, or the
+// batch is full): the database work of a burst of fires then comes after the
+// burst instead of competing with its deliveries. A lone outcome is written
+// at once.
+const (
+	burstQuiet    = 5 * time.Millisecond
+	burstMax      = 250 * time.Millisecond
+	maxWriteBatch = 5000
+)
+
 func (w *writer) loop() {
 	batch := make([]result, 0, maxWriteBatch)
+	quiet := time.NewTimer(time.Hour)
+	defer quiet.Stop()
 	for r := range w.in {
 		batch = append(batch[:0], r)
+		if len(w.in) == 0 {
+			w.write(batch)
+			continue
+		}
+		deadline := time.Now().Add(burstMax)
 	fill:
 		for len(batch) < maxWriteBatch {
 			select {
@@ -44,7 +60,21 @@ func (w *writer) loop() {
 					break fill
 				}
 				batch = append(batch, r)
+				continue
 			default:
+			}
+			wait := min(burstQuiet, time.Until(deadline))
+			if wait <= 0 {
+				break
+			}
+			quiet.Reset(wait)
+			select {
+			case r, ok := <-w.in:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, r)
+			case <-quiet.C:
 				break fill
 			}
 		}
