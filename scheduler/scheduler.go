@@ -317,7 +317,6 @@ func (s *Scheduler) purgeLoop(ctx context.Context) {
 	}
 }
 
-
 // Trigger makes a manual run of a task now, subject to the task's
 // concurrency policy, and returns it as recorded (SCHEDULED: it is admitted
 // at once by this node).
