@@ -1,0 +1,66 @@
+// Package postgres implements sundial.Store on PostgreSQL: the database a
+// cluster of Sundial nodes shares. It owns the PostgreSQL schema and its
+// migrations (migrations/*.sql), the connection pool, and the SQL behind
+// every Store method. Its behaviour is the SQLite adapter's (store/sqlite),
+// checked by the same conformance suite (store/storetest); what differs is
+// how it stays correct while several nodes write at once.
+//
+// # Driver
+//
+// The Store talks to the server through a pgx v5 pool (pgxpool), not through
+// database/sql, because the hot paths are batches: pgx.Batch sends several
+// statements in one round trip (and, without BEGIN, in one implicit
+// transaction), Batch.BeginTx saves the round trip of BEGIN, Go slices bind
+// straight to PostgreSQL arrays for unnest, and the pool caches each
+// connection's prepared statements. database/sql appears only where the
+// shared migration runner (store/migrate) needs a *sql.DB: Migrate wraps the
+// same pool with stdlib.OpenDBFromPool.
+//
+// # Schema
+//
+// The schema is SQLite's: times are BIGINT microseconds since the Unix epoch
+// (UTC), live task names are unique through a partial index, due tasks are
+// found through a partial index on next_fire_at, and (task_id, fire_key) is
+// UNIQUE. Flags are BOOLEAN, and runs.response_body is BYTEA so that any
+// bytes a target answers with are kept as received.
+//
+// # Concurrency
+//
+// Transactions run at READ COMMITTED, so each statement sees what committed
+// before it began; where a decision depends on rows another node may be
+// changing, the statement that takes a lock comes first and the reads that
+// depend on it follow as separate statements.
+//
+//   - Migrate holds a session-level pg_advisory_lock with a fixed key
+//     (migrateLockKey) while it migrates, so nodes starting together apply
+//     each migration once; the others wait and then find it recorded.
+//   - PlanDue claims due tasks with SELECT ... FOR UPDATE SKIP LOCKED, most
+//     urgent first: planners on different nodes take disjoint tasks and never
+//     wait for each other. The runs are inserted in one statement from
+//     unnest(arrays) with ON CONFLICT (task_id, fire_key) DO NOTHING, and
+//     next_fire_at is advanced in one UPDATE ... FROM unnest.
+//   - RunAdmit locks the task row (SELECT ... FOR UPDATE) before it reads
+//     the run and the task's other runs, so admissions of one task are
+//     serialised across the cluster and max_concurrency is a cluster-wide
+//     limit. Its writes are guarded by the run's fence and status as well,
+//     because RunStart, RunCancel and RunFinish do not take the task lock.
+//   - RunStart and RunFinish are one UPDATE ... FROM unnest(arrays) each,
+//     guarded by id, fence and the allowed from-statuses, in one round trip.
+//     An ID listed twice goes into a second statement of the same batch, so
+//     the batch applies as if its items ran one after another.
+//   - RunInsert takes FOR SHARE on its task, so it and TaskDelete (which
+//     deletes the task's SCHEDULED runs) cannot interleave.
+//   - RunRelease and NodeReap lock the tasks whose runs they release before
+//     touching the runs; NodeReap claims dead nodes with FOR UPDATE SKIP
+//     LOCKED, so two reapers never release one node twice. RunPurge deletes
+//     with SKIP LOCKED too.
+//   - Node heartbeats, start times and the dead-node cutoff all come from the
+//     server's clock_timestamp(), so a node whose own clock is off cannot
+//     make a healthy node look dead.
+//
+// Locks are taken in one order: a node row, then task rows, then run rows,
+// and rows of one kind by ascending ID where one statement locks several.
+// The statements that take no callback (RunStart, RunFinish, RunRelease,
+// NodeReap, RunPurge) are retried a few times if PostgreSQL still reports a
+// deadlock or serialisation failure.
+package postgres
