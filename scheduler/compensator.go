@@ -1,0 +1,207 @@
+package scheduler
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// CompensatorConfig holds the numbers of seed 000's start-compensation
+// poller. Zero fields take the seed's values, in brackets.
+type CompensatorConfig struct {
+	Base      time.Duration // first interval, and the interval after a round that found work [10s]
+	Increment time.Duration // added after every round that found nothing [10s]
+	Max       time.Duration // the interval never grows past this [300s]
+	Threshold time.Duration // a run this late and still not started is stuck [30s]
+	Monitor   time.Duration // how often the status line is logged [60s]
+}
+
+func (c *CompensatorConfig) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Base, 10*time.Second)
+	def(&c.Increment, 10*time.Second)
+	def(&c.Max, 300*time.Second)
+	def(&c.Threshold, 30*time.Second)
+	def(&c.Monitor, 60*time.Second)
+}
+
+// CompensationStatus is the compensator's state, as GET
+// /api/v1/admin/compensation shows it.
+type CompensationStatus struct {
+	IntervalMS   int64     `json:"interval_ms"`
+	Multiplier   int       `json:"multiplier"`
+	QueueSize    int       `json:"queue_size"`
+	LastPoll     time.Time `json:"last_poll"`
+	NextPollInMS int64     `json:"next_poll_in_ms"`
+	Rounds       int64     `json:"rounds"`
+	Skipped      int64     `json:"skipped_rounds"`
+	Compensated  int64     `json:"compensated_runs"`
+}
+
+// compensator is seed 000's safety net: a poller that finds runs stuck
+// before start (due more than Threshold ago and still not started) that
+// this node holds but has lost track of, or that no live node holds, and
+// starts them through the normal start path. Its interval starts at Base,
+// grows by Increment after every round that finds nothing, up to Max, and
+// goes back to Base when a round finds work. A round is skipped while the
+// local start queue is not empty, so that it never races the normal path.
+type compensator struct {
+	cfg CompensatorConfig
+	log *slog.Logger
+
+	// queueSize reports the runs this node has due but not yet started.
+	queueSize func() int
+	// find returns stuck runs: due before dueBefore and not started.
+	find func(ctx context.Context, dueBefore time.Time) ([]*sundial.Run, error)
+	// start hands stuck runs to the normal start path and reports how many
+	// it took.
+	start func(ctx context.Context, runs []*sundial.Run) int
+
+	wake chan struct{}
+
+	mu          sync.Mutex
+	multiplier  int
+	lastPoll    time.Time // zero: poll at once
+	rounds      int64
+	skipped     int64
+	compensated int64
+}
+
+func newCompensator(cfg CompensatorConfig, log *slog.Logger) *compensator {
+	cfg.setDefaults()
+	return &compensator{cfg: cfg, log: log, multiplier: 1, wake: make(chan struct{}, 1), lastPoll: time.Now()}
+}
+
+// interval is seed 000's formula: Base + (multiplier-1) * Increment, at
+// most Max. Call with mu held.
+func (c *compensator) interval() time.Duration {
+	return min(c.cfg.Base+time.Duration(c.multiplier-1)*c.cfg.Increment, c.cfg.Max)
+}
+
+// increase grows the interval by one increment unless it is at Max.
+func (c *compensator) increase() {
+	if c.interval() < c.cfg.Max {
+		c.multiplier++
+	}
+}
+
+// Trigger forces a round now and resets the interval (seed 000's manual
+// trigger: lastPollTime = 0, resetInterval()).
+func (c *compensator) Trigger() {
+	c.log.Info("Manually triggering task start compensation")
+	c.mu.Lock()
+	c.lastPoll = time.Time{}
+	c.multiplier = 1
+	c.mu.Unlock()
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns the current state.
+func (c *compensator) Status() CompensationStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.statusLocked(time.Now())
+}
+
+func (c *compensator) statusLocked(now time.Time) CompensationStatus {
+	next := max(c.lastPoll.Add(c.interval()).Sub(now), 0)
+	return CompensationStatus{
+		IntervalMS:   c.interval().Milliseconds(),
+		Multiplier:   c.multiplier,
+		QueueSize:    c.queueSize(),
+		LastPoll:     c.lastPoll,
+		NextPollInMS: next.Milliseconds(),
+		Rounds:       c.rounds,
+		Skipped:      c.skipped,
+		Compensated:  c.compensated,
+	}
+}
+
+// Run polls until ctx is cancelled, and logs the status line every
+// Monitor period.
+func (c *compensator) Run(ctx context.Context) {
+	monitor := time.NewTicker(c.cfg.Monitor)
+	defer monitor.Stop()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		c.mu.Lock()
+		wait := c.lastPoll.Add(c.interval()).Sub(time.Now())
+		c.mu.Unlock()
+		timer.Reset(max(wait, 0))
+		select {
+		case <-ctx.Done():
+			return
+		case <-monitor.C:
+			c.logStatus()
+			continue
+		case <-c.wake:
+			continue
+		case <-timer.C:
+		}
+		c.round(ctx)
+	}
+}
+
+// logStatus writes seed 000's monitoring line.
+func (c *compensator) logStatus() {
+	c.mu.Lock()
+	st := c.statusLocked(time.Now())
+	c.mu.Unlock()
+	c.log.Info(fmt.Sprintf("Task compensation polling status: interval=%dms, multiplier=%d, queueSize=%d, lastPoll=%d, nextPollIn=%dms",
+		st.IntervalMS, st.Multiplier, st.QueueSize, st.LastPoll.UnixMilli(), st.NextPollInMS))
+}
+
+// round is one poll: skip if the local start queue has work, else look for
+// stuck runs, start them, and adapt the interval.
+func (c *compensator) round(ctx context.Context) {
+	now := time.Now()
+	c.mu.Lock()
+	c.lastPoll = now
+	c.rounds++
+	c.mu.Unlock()
+
+	if n := c.queueSize(); n > 0 {
+		c.log.Debug(fmt.Sprintf("Task start queue has %d pending tasks, skipping compensation", n))
+		c.mu.Lock()
+		c.skipped++
+		c.mu.Unlock()
+		return
+	}
+	stuck, err := c.find(ctx, now.Add(-c.cfg.Threshold))
+	if err != nil {
+		if ctx.Err() == nil {
+			c.log.Error("find runs stuck before start", "err", err)
+		}
+		return
+	}
+	if len(stuck) == 0 {
+		c.mu.Lock()
+		c.increase()
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Lock()
+	c.multiplier = 1
+	c.mu.Unlock()
+	c.log.Info(fmt.Sprintf("Found %d tasks need compensation", len(stuck)))
+	for _, r := range stuck {
+		c.log.Info(fmt.Sprintf("Compensating task start: taskId=%d, waitingTime=%dms", r.TaskID, now.Sub(r.ScheduledTime).Milliseconds()),
+			"run_id", r.ID, "node_id", r.NodeID)
+	}
+	n := c.start(ctx, stuck)
+	c.mu.Lock()
+	c.compensated += int64(n)
+	c.mu.Unlock()
+}
