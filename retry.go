@@ -1,0 +1,198 @@
+package sundial
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Jitter modes of a retry policy.
+const (
+	JitterFull  = "full"  // uniform in [0, backoff]
+	JitterEqual = "equal" // backoff/2 plus uniform in [0, backoff/2]
+	JitterNone  = "none"  // exactly the backoff
+)
+
+// Outcome classes a retry policy may retry.
+const (
+	RetryOnConnection = "connection_error" // no HTTP answer (refused, reset, DNS)
+	RetryOnTimeout    = "timeout"
+	RetryOn429        = "429"
+	RetryOn5xx        = "5xx"
+	RetryOn4xx        = "4xx" // any other 4xx: final unless listed
+)
+
+// Limits of a retry policy.
+const (
+	MaxRetryAttempts = 100
+	MaxRetryBackoff  = 24 * time.Hour
+)
+
+// RetryPolicy says how the deliveries of one fire are retried (seed 001's
+// retry_policy_json, seed 003's max retries). The zero value, and "{}",
+// deliver once.
+type RetryPolicy struct {
+	MaxAttempts    int           // deliveries of one fire, first included
+	InitialBackoff time.Duration // wait before the first retry
+	MaxBackoff     time.Duration // no wait is longer, Retry-After included
+	Multiplier     float64       // growth of the wait per retry
+	Jitter         string        // full, equal or none
+	RetryOn        []string      // outcome classes retried
+}
+
+// retryPolicyJSON is the wire form: durations as Go duration strings.
+type retryPolicyJSON struct {
+	MaxAttempts    *int     `json:"max_attempts,omitempty"`
+	InitialBackoff *string  `json:"initial_backoff,omitempty"`
+	MaxBackoff     *string  `json:"max_backoff,omitempty"`
+	Multiplier     *float64 `json:"multiplier,omitempty"`
+	Jitter         *string  `json:"jitter,omitempty"`
+	RetryOn        []string `json:"retry_on,omitempty"`
+}
+
+// DefaultRetryOn are the outcomes retried when a policy does not say:
+// connection errors, timeouts, 429 and 5xx. Any other 4xx is final.
+var DefaultRetryOn = []string{RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx}
+
+// ParseRetryPolicy reads and checks a task's retry_policy object, filling
+// defaults: max_attempts 1, initial_backoff 1s, max_backoff 5m, multiplier
+// 2, jitter full, retry_on DefaultRetryOn. Errors name the key.
+func ParseRetryPolicy(raw json.RawMessage) (RetryPolicy, error) {
+	p := RetryPolicy{MaxAttempts: 1, InitialBackoff: time.Second, MaxBackoff: 5 * time.Minute,
+		Multiplier: 2, Jitter: JitterFull, RetryOn: DefaultRetryOn}
+	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
+		return p, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var w retryPolicyJSON
+	if err := dec.Decode(&w); err != nil {
+		msg := err.Error()
+		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+			return p, &Error{Code: EInvalid, Field: "retry_policy", Token: strings.Trim(f, `"`),
+				Message: "unknown key (max_attempts, initial_backoff, max_backoff, multiplier, jitter, retry_on)"}
+		}
+		return p, Errorf(EInvalid, "retry_policy", "retry_policy must be a JSON object: %s", strings.TrimPrefix(msg, "json: "))
+	}
+	if w.MaxAttempts != nil {
+		if *w.MaxAttempts < 1 || *w.MaxAttempts > MaxRetryAttempts {
+			return p, &Error{Code: EInvalid, Field: "retry_policy.max_attempts", Token: fmt.Sprint(*w.MaxAttempts),
+				Message: fmt.Sprintf("must be from 1 to %d", MaxRetryAttempts)}
+		}
+		p.MaxAttempts = *w.MaxAttempts
+	}
+	dur := func(key string, s *string, dst *time.Duration) error {
+		if s == nil {
+			return nil
+		}
+		d, err := time.ParseDuration(*s)
+		if err != nil || d < 0 || d > MaxRetryBackoff {
+			return &Error{Code: EInvalid, Field: "retry_policy." + key, Token: *s,
+				Message: "must be a duration from 0s to 24h, such as 500ms, 10s or 2m"}
+		}
+		*dst = d
+		return nil
+	}
+	if err := dur("initial_backoff", w.InitialBackoff, &p.InitialBackoff); err != nil {
+		return p, err
+	}
+	if err := dur("max_backoff", w.MaxBackoff, &p.MaxBackoff); err != nil {
+		return p, err
+	}
+	if p.MaxBackoff < p.InitialBackoff {
+		return p, &Error{Code: EInvalid, Field: "retry_policy.max_backoff", Token: p.MaxBackoff.String(),
+			Message: "must not be shorter than initial_backoff (" + p.InitialBackoff.String() + ")"}
+	}
+	if w.Multiplier != nil {
+		if m := *w.Multiplier; m < 1 || m > 100 || math.IsNaN(m) {
+			return p, &Error{Code: EInvalid, Field: "retry_policy.multiplier", Token: fmt.Sprint(m),
+				Message: "must be from 1 to 100"}
+		}
+		p.Multiplier = *w.Multiplier
+	}
+	if w.Jitter != nil {
+		switch *w.Jitter {
+		case JitterFull, JitterEqual, JitterNone:
+			p.Jitter = *w.Jitter
+		default:
+			return p, &Error{Code: EInvalid, Field: "retry_policy.jitter", Token: *w.Jitter,
+				Message: "must be one of full, equal, none"}
+		}
+	}
+	if w.RetryOn != nil {
+		seen := map[string]bool{}
+		for _, c := range w.RetryOn {
+			switch c {
+			case RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx, RetryOn4xx:
+			default:
+				return p, &Error{Code: EInvalid, Field: "retry_policy.retry_on", Token: c,
+					Message: "must list connection_error, timeout, 429, 5xx or 4xx"}
+			}
+			seen[c] = true
+		}
+		p.RetryOn = nil
+		for _, c := range []string{RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx, RetryOn4xx} {
+			if seen[c] {
+				p.RetryOn = append(p.RetryOn, c)
+			}
+		}
+	}
+	return p, nil
+}
+
+// MarshalJSON writes the policy in its wire form, every key present.
+func (p RetryPolicy) MarshalJSON() ([]byte, error) {
+	ib, mb := p.InitialBackoff.String(), p.MaxBackoff.String()
+	return json.Marshal(retryPolicyJSON{MaxAttempts: &p.MaxAttempts, InitialBackoff: &ib, MaxBackoff: &mb,
+		Multiplier: &p.Multiplier, Jitter: &p.Jitter, RetryOn: p.RetryOn})
+}
+
+// Backoff returns the wait before retry number n (1 for the first retry):
+// InitialBackoff * Multiplier^(n-1), at most MaxBackoff, then jittered.
+// rnd(k) must return a uniform value in [0, k); retryAfter, a Retry-After
+// the target sent (0 if none), is honoured up to MaxBackoff.
+func (p RetryPolicy) Backoff(n int, retryAfter time.Duration, rnd func(int64) int64) time.Duration {
+	base := float64(p.InitialBackoff) * math.Pow(p.Multiplier, float64(max(n-1, 0)))
+	d := time.Duration(min(base, float64(p.MaxBackoff)))
+	switch p.Jitter {
+	case JitterFull:
+		d = time.Duration(rnd(int64(d) + 1))
+	case JitterEqual:
+		d = d/2 + time.Duration(rnd(int64(d-d/2)+1))
+	}
+	if retryAfter > 0 {
+		d = max(d, min(retryAfter, p.MaxBackoff))
+	}
+	return d
+}
+
+// Retryable reports whether a delivery that ended with status (and
+// httpStatus, 0 without an answer) may be retried under the policy.
+func (p RetryPolicy) Retryable(status RunStatus, httpStatus int) bool {
+	var class string
+	switch {
+	case status == RunTimeout:
+		class = RetryOnTimeout
+	case status != RunFailed:
+		return false // success, cancellation, skips: never retried
+	case httpStatus == 0:
+		class = RetryOnConnection
+	case httpStatus == 429:
+		class = RetryOn429
+	case httpStatus >= 500:
+		class = RetryOn5xx
+	case httpStatus >= 400:
+		class = RetryOn4xx
+	default:
+		return false
+	}
+	for _, c := range p.RetryOn {
+		if c == class {
+			return true
+		}
+	}
+	return false
+}
