@@ -35,6 +35,8 @@ type pool struct {
 	jobs chan job
 	wg   sync.WaitGroup
 
+	limit *startLimiter // per-host start spacing; nil when none is set
+
 	mu       sync.Mutex
 	inflight map[int64]*flight
 	closed   bool
@@ -46,7 +48,9 @@ type flight struct {
 }
 
 func newPool(s *Scheduler) *pool {
-	return &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight)}
+	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight)}
+	p.limit = newStartLimiter(s.cfg.StartIntervals, p.enqueue)
+	return p
 }
 
 func (p *pool) start() {
@@ -58,6 +62,14 @@ func (p *pool) start() {
 // submit queues a delivery. After drain has begun, the run is left RUNNING
 // for RunRelease to record as INTERRUPTED.
 func (p *pool) submit(j job) {
+	if p.limit.take(j) {
+		return
+	}
+	p.enqueue(j)
+}
+
+// enqueue hands a job to the workers.
+func (p *pool) enqueue(j job) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -66,6 +78,10 @@ func (p *pool) submit(j job) {
 	p.jobs <- j
 	p.s.m.queueDepth.Set(float64(len(p.jobs)))
 }
+
+// waiting counts the admitted runs not yet started: queued for a worker
+// or for their host's turn.
+func (p *pool) waiting() int { return len(p.jobs) + p.limit.queued() }
 
 func (p *pool) work() {
 	for j := range p.jobs {
@@ -167,6 +183,7 @@ func (p *pool) cancelAll(cause error) {
 // drain stops taking jobs, lets queued and in-flight deliveries finish for
 // up to timeout, then cuts off the rest.
 func (p *pool) drain(timeout time.Duration) {
+	p.limit.stop()
 	p.mu.Lock()
 	p.closed = true
 	close(p.jobs)

@@ -36,6 +36,10 @@ type Config struct {
 	DeadAfter         time.Duration // a node silent this long is dead [5s]
 	Retention         time.Duration // finished runs older than this are purged [7 days]
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
+	// StartIntervals spaces the starts of deliveries to a host (as written
+	// in the target URL, host[:port]): seed 000's start rate limit. A start
+	// that comes too soon waits its turn; none is dropped.
+	StartIntervals map[string]time.Duration
 }
 
 func (c *Config) setDefaults() {

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -67,6 +68,8 @@ func (tg *target) snapshot() []call {
 	return slices.Clone(tg.calls)
 }
 
+var taskSeq atomic.Int64
+
 // bundle is what a scheduler test needs.
 type bundle struct {
 	store  *sqlite.Store
@@ -114,7 +117,7 @@ func (b *bundle) stop(t *testing.T) {
 // addTask creates an enabled task firing on expr, changed by mod.
 func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *sundial.Task {
 	t.Helper()
-	tk := &sundial.Task{Name: fmt.Sprintf("task-%d", time.Now().UnixNano()), CronExpr: expr,
+	tk := &sundial.Task{Name: fmt.Sprintf("task-%d", taskSeq.Add(1)), CronExpr: expr,
 		HTTPMethod: "POST", TargetURL: "http://127.0.0.1:9/hook"}
 	if mod != nil {
 		mod(tk)
@@ -505,4 +508,41 @@ func TestCatchUp(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestStartRateLimit: starts to a rate-limited host are spaced by its
+// interval, first in first out, and none is dropped.
+func TestStartRateLimit(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{StartIntervals: map[string]time.Duration{"127.0.0.1:9": 5 * time.Second}})
+		b.start()
+		start := time.Now()
+		var tasks []*sundial.Task
+		for range 3 {
+			tasks = append(tasks, b.addTask(t, "1 0 0 * * *", nil)) // all fire at 00:00:01
+		}
+		other := b.addTask(t, "1 0 0 * * *", func(tk *sundial.Task) { tk.TargetURL = "http://127.0.0.2:9/hook" })
+		waitUntil(start.Add(20 * time.Second))
+		b.stop(t)
+		var limited, free []time.Duration
+		for _, c := range b.target.snapshot() {
+			if c.key == sundial.IdempotencyKeyFor(other.ID, sundial.ScheduledFireKey(c.scheduled)) {
+				free = append(free, c.at.Sub(start))
+			} else {
+				limited = append(limited, c.at.Sub(start))
+			}
+		}
+		if want := []time.Duration{time.Second, 6 * time.Second, 11 * time.Second}; !slices.Equal(limited, want) {
+			t.Errorf("starts to the limited host at %v, want %v", limited, want)
+		}
+		if want := []time.Duration{time.Second}; !slices.Equal(free, want) {
+			t.Errorf("starts to the other host at %v, want %v (not limited)", free, want)
+		}
+		for _, tk := range tasks {
+			if rs := b.runs(t, tk.ID); len(rs) != 1 || rs[0].Status != sundial.RunSuccess {
+				t.Errorf("task %d runs %v, want one SUCCESS", tk.ID, summarize(rs))
+			}
+		}
+	})
 }

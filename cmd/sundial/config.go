@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -34,8 +35,9 @@ type config struct {
 	} `yaml:"scheduler"`
 
 	Executor struct {
-		WorkerPoolSize int           `yaml:"worker_pool_size"`
-		RequestTimeout time.Duration `yaml:"request_timeout"`
+		WorkerPoolSize int                      `yaml:"worker_pool_size"`
+		RequestTimeout time.Duration            `yaml:"request_timeout"`
+		StartIntervals map[string]time.Duration `yaml:"start_intervals"`
 	} `yaml:"executor"`
 }
 
@@ -80,6 +82,7 @@ func (c *config) settings() []setting {
 		{"scheduler.retention", "finished runs older than this are purged", &c.Scheduler.Retention},
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
+		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
 	}
 }
 
@@ -104,6 +107,21 @@ func (s setting) set(text string) error {
 			return fmt.Errorf("want a duration such as 500ms, 1s or 2m, got %q", text)
 		}
 		*p = d
+	case *map[string]time.Duration:
+		m := map[string]time.Duration{}
+		for item := range strings.SplitSeq(text, ",") {
+			item = strings.TrimSpace(item)
+			if item == "" {
+				continue
+			}
+			host, dur, ok := strings.Cut(item, "=")
+			d, err := time.ParseDuration(strings.TrimSpace(dur))
+			if !ok || strings.TrimSpace(host) == "" || err != nil {
+				return fmt.Errorf("want host=duration pairs such as svc.internal=5s, got %q", item)
+			}
+			m[strings.TrimSpace(host)] = d
+		}
+		*p = m
 	}
 	return nil
 }
@@ -171,10 +189,21 @@ func (c *config) readFile(path string) error {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		if te, ok := errors.AsType[*yaml.TypeError](err); ok {
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				msgs[i] = unknownField.ReplaceAllString(m, `unknown key "$1"`)
+			}
+			return errors.New(strings.Join(msgs, "; "))
+		}
 		return err
 	}
 	return nil
 }
+
+// unknownField matches the YAML decoder's message for a key the config
+// does not have, which otherwise spells out a Go struct type.
+var unknownField = regexp.MustCompile(`field (\S+) not found in type .*`)
 
 // validate checks every setting and names the first one that is wrong.
 func (c *config) validate() error {
@@ -209,6 +238,11 @@ func (c *config) validate() error {
 		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
 	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:
 		return fmt.Errorf("executor.request_timeout: %s: want from 1s to 24h", ex.RequestTimeout)
+	}
+	for host, d := range ex.StartIntervals {
+		if host == "" || strings.ContainsAny(host, "/ ") || d <= 0 || d > time.Hour {
+			return fmt.Errorf("executor.start_intervals: %s=%s: want a host[:port] and a duration from 1ms to 1h", host, d)
+		}
 	}
 	return nil
 }

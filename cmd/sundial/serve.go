@@ -67,6 +67,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeadAfter:         cfg.Scheduler.DeadAfter,
 		Retention:         cfg.Scheduler.Retention,
 		DrainTimeout:      cfg.Scheduler.DrainTimeout,
+		StartIntervals:    cfg.Executor.StartIntervals,
 	}, store, exec, log, reg)
 	if err != nil {
 		return err
