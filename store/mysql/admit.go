@@ -1,0 +1,195 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
+const MaxSkipsSinceLast = 10
+
+// The admission queries name their index: a task with a long history has
+// many runs under runs_task, few under each (task_id, status).
+const (
+	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
+	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
+	// Arguments: task, run, task, at, at, run.
+	admitPendingSQL = `(SELECT ` + runCols + ` FROM runs FORCE INDEX (runs_task_status)
+		WHERE task_id = ? AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> ?)
+		UNION ALL
+		(SELECT ` + runCols + ` FROM runs FORCE INDEX (runs_task_status)
+		WHERE task_id = ? AND status = 'SCHEDULED' AND scheduled_at <= ?
+			AND (scheduled_at < ? OR id < ?))
+		ORDER BY scheduled_at, id`
+
+	// SkipsSinceLast: the first SKIPPED runs after (scheduled_at, id).
+	// Arguments: task, at, at, id, limit.
+	admitSkipsSQL = `SELECT ` + runCols + ` FROM runs FORCE INDEX (runs_task_status)
+		WHERE task_id = ? AND status = 'SKIPPED' AND scheduled_at >= ?
+			AND (scheduled_at > ? OR id > ?)
+		ORDER BY scheduled_at, id
+		LIMIT ?`
+)
+
+// lastStatuses are the effective statuses: all but SCHEDULED, QUEUED and
+// SKIPPED.
+var lastStatuses = []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback, sundial.RunSuccess,
+	sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunInterrupted}
+
+// admitLastSQL finds LastEffective: the latest run (by scheduled_at, id)
+// other than this one whose status is effective. It probes the index once
+// per effective status instead of walking back over the SCHEDULED runs
+// planned ahead and the history of skips. Arguments: (task, run) per status.
+var admitLastSQL = func() string {
+	var probes []string
+	for _, st := range lastStatuses {
+		probes = append(probes, `(SELECT `+runCols+` FROM runs FORCE INDEX (runs_task_status) WHERE task_id = ? AND status = '`+string(st)+
+			`' AND id <> ? ORDER BY scheduled_at DESC, id DESC LIMIT 1)`)
+	}
+	return strings.Join(probes, "\n\t\tUNION ALL ") + `
+		ORDER BY scheduled_at DESC, id DESC LIMIT 1`
+}()
+
+// RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
+// in one transaction holding the task's row lock: admissions of one task
+// wait for each other on every node, and each reads what the previous one
+// committed. Should the transaction be retried after a deadlock, decide is
+// called again with the state read then.
+func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
+	now = norm(now)
+	var out *sundial.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out = nil
+		var taskID int64
+		err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, id).Scan(&taskID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+		}
+		if err != nil {
+			return err
+		}
+		task, err := scanTask(tx.QueryRowContext(ctx,
+			`SELECT `+taskCols+` FROM tasks WHERE id = ? AND deleted = 0 FOR UPDATE`, taskID))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("", "task %d of run %d not found", taskID, id)
+		}
+		if err != nil {
+			return err
+		}
+		// Read under the task's lock, and locked: RunStart, RunFinish and
+		// RunCancel change runs without the task's lock.
+		run, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs
+			WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED') FOR UPDATE`, id, fence))
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+		}
+		if err != nil {
+			return err
+		}
+		state, err := admitState(ctx, tx, task, run)
+		if err != nil {
+			return err
+		}
+		from := run.Status
+		d := decide(state)
+
+		switch d.Status {
+		case sundial.RunRunning, sundial.RunQueued, sundial.RunSkipped:
+		default:
+			return conflict("status", "admission of run %d must be RUNNING, QUEUED or SKIPPED, not %q", id, d.Status)
+		}
+		// A QUEUED run that must keep waiting stays QUEUED: no status change.
+		if !sundial.CanTransition(from, d.Status) && !(from == sundial.RunQueued && d.Status == sundial.RunQueued) {
+			return conflict("status", "run %d cannot go from %s to %s", id, from, d.Status)
+		}
+		for _, cid := range d.Cancel {
+			if cid == id {
+				continue
+			}
+			c, err := getRun(ctx, tx, cid, true)
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // gone: nothing left to cancel
+			}
+			if err != nil {
+				return err
+			}
+			if c.TaskID != taskID || c.Status.Final() {
+				continue
+			}
+			if _, err := cancelRun(ctx, tx, c, now); err != nil {
+				return err
+			}
+		}
+		at := micros(now)
+		switch d.Status {
+		case sundial.RunRunning:
+			_, err = tx.ExecContext(ctx, `UPDATE runs
+				SET status = 'RUNNING', attempt = ?, started_at = ?, deliveries = deliveries + 1,
+					trace_id = ?, updated_at = ?
+				WHERE id = ?`, d.Attempt, at, d.TraceID, at, id)
+		case sundial.RunQueued:
+			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'QUEUED', attempt = ?, updated_at = ?
+				WHERE id = ?`, d.Attempt, at, id)
+		case sundial.RunSkipped:
+			_, err = tx.ExecContext(ctx, `UPDATE runs
+				SET status = 'SKIPPED', skip_reason = ?, attempt = ?, finished_at = ?, updated_at = ?
+				WHERE id = ?`, string(d.SkipReason), d.Attempt, at, at, id)
+		}
+		if err != nil {
+			return err
+		}
+		out, err = getRun(ctx, tx, id, false)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "admit run %d", id)
+	}
+	return out, nil
+}
+
+// admitState reads what the policies look at, inside the admission's
+// transaction.
+func admitState(ctx context.Context, tx *sql.Tx, task *sundial.Task, run *sundial.Run) (sundial.AdmitState, error) {
+	state := sundial.AdmitState{Task: task, Run: run}
+	sched := micros(run.ScheduledTime)
+	var err error
+	state.Pending, err = scanRuns(tx.QueryContext(ctx, admitPendingSQL,
+		run.TaskID, run.ID, run.TaskID, sched, sched, run.ID))
+	if err != nil {
+		return state, fmt.Errorf("read pending runs: %w", err)
+	}
+	for _, p := range state.Pending {
+		switch {
+		case p.Status.Active():
+			state.Active++
+		case p.Status == sundial.RunQueued:
+			state.Queued++
+		}
+	}
+	args := make([]any, 0, 2*len(lastStatuses))
+	for range lastStatuses {
+		args = append(args, run.TaskID, run.ID)
+	}
+	last, err := scanRuns(tx.QueryContext(ctx, admitLastSQL, args...))
+	if err != nil {
+		return state, fmt.Errorf("read last effective run: %w", err)
+	}
+	afterAt, afterID := int64(math.MinInt64), int64(0)
+	if len(last) > 0 {
+		state.LastEffective = last[0]
+		afterAt, afterID = micros(last[0].ScheduledTime), last[0].ID
+	}
+	state.SkipsSinceLast, err = scanRuns(tx.QueryContext(ctx, admitSkipsSQL,
+		run.TaskID, afterAt, afterAt, afterID, MaxSkipsSinceLast))
+	if err != nil {
+		return state, fmt.Errorf("read skips: %w", err)
+	}
+	return state, nil
+}

@@ -1,0 +1,65 @@
+// Package mysql implements sundial.Store on MySQL 8 (8.0.1 or later) and
+// MariaDB (10.6 or later) with InnoDB: the database a cluster of Sundial
+// nodes shares. It owns the MySQL schema and its migrations
+// (migrations/*.sql), the connection set-up, and the SQL behind every Store
+// method. It behaves as store/sqlite does; the conformance suite in
+// store/storetest holds both to it.
+//
+// # Connections
+//
+// Open takes a go-sql-driver DSN (user:pass@tcp(host:3306)/db?params) and
+// overrides what the SQL here relies on: parseTime off (times are BIGINT
+// microseconds), interpolateParams on (a statement is one round trip),
+// clientFoundRows on (RowsAffected counts the rows a WHERE matched, not the
+// rows whose values changed), multiStatements off, strict SQL mode, and
+// READ COMMITTED isolation on every connection.
+//
+// READ COMMITTED is what makes the locking below sufficient: every
+// statement reads the latest committed rows, so a transaction that waited
+// for a lock sees what the holder committed, and a locking read that finds a
+// row no longer matching its WHERE releases it at once.
+//
+// # Concurrency
+//
+// Several nodes run every method at once. Each point where they could
+// interfere is settled by InnoDB row locks, taken in one order: task rows,
+// then run rows (NodeReap takes the dead nodes' rows before both), so that
+// waits do not form cycles in the usual case. The deadlocks (1213) and lock
+// wait timeouts (1205) left roll the transaction back and run it again, a
+// few times (see write); PlanDue's plan and RunAdmit's decide may then be
+// called again, with what the database holds by then.
+//
+//   - PlanDue reads the due task IDs in urgency order without locking (a
+//     covering range scan of tasks_due), then locks those rows by primary key
+//     with FOR UPDATE SKIP LOCKED, re-checking that each is still due. A task
+//     another planner holds is skipped, never waited for, and the next
+//     candidates are read until limit tasks are held. A single
+//     ORDER BY ... LIMIT ... FOR UPDATE SKIP LOCKED would lock every due row
+//     the sort reads, not only the limit it returns, and leave a concurrent
+//     planner nothing.
+//   - Run rows are inserted only by a transaction that holds their task's
+//     row: PlanDue (FOR UPDATE) and RunInsert (LOCK IN SHARE MODE). So
+//     PlanDue can read which (task_id, fire_key) exist, insert the others in
+//     multi-row INSERTs, and read their IDs back by key.
+//   - RunAdmit locks the task row FOR UPDATE before it reads the run's
+//     status and the task's other runs, so admissions of one task are
+//     serialised across the cluster and max_concurrency is a cluster-wide
+//     limit. (RunStart, for runs the scheduler admits without policies,
+//     does not take the task's lock.)
+//   - RunStart and RunFinish lock the batch's runs by primary key
+//     (SELECT ... FOR UPDATE), decide in Go which rows apply (fence and
+//     status), and update those in one UPDATE joined to the batch's values,
+//     still guarded by fence and status. A run is changed only under its
+//     row lock, so a late write with an old fence is refused.
+//   - TaskUpdate, TaskDelete, RunRelease and NodeReap lock the task rows
+//     they change before the runs they delete, and NodeReap locks the node
+//     rows it declares dead, so two reapers do not release one node twice.
+//   - Migrate holds GET_LOCK on one connection for the whole run (see
+//     Migrate).
+//
+// # Clock
+//
+// "The database's clock" is the server's: node heartbeats and start times,
+// the reaper's cutoff, and the creation time of a run inserted without one
+// are read from UTC_TIMESTAMP(6).
+package mysql

@@ -1,0 +1,564 @@
+package mysql
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"go.uber.org/goleak"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// testDSN returns the server the tests use, from SUNDIAL_TEST_MYSQL. Without
+// it the tests are skipped, except in CI, where they must run.
+func testDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv("SUNDIAL_TEST_MYSQL")
+	if dsn == "" {
+		const msg = "set SUNDIAL_TEST_MYSQL=user@tcp(host:3306)/db to run the MySQL tests"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return dsn
+}
+
+// createDB creates a database of its own for t, dropped at its end, and
+// returns the DSN that names it.
+func createDB(t testing.TB) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(testDSN(t))
+	if err != nil {
+		t.Fatalf("SUNDIAL_TEST_MYSQL: %v", err)
+	}
+	admin, err := sql.Open("mysql", cfg.FormatDSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	name := "sundial_test_" + hex.EncodeToString(b)
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+name); err != nil {
+		admin.Close()
+		t.Fatalf("create database: %v", err)
+	}
+	t.Cleanup(func() {
+		defer admin.Close()
+		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE "+name); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	cfg.DBName = name
+	return cfg.FormatDSN()
+}
+
+// open returns a store on a fresh database, closed and dropped at the end
+// of t.
+func open(t testing.TB) *Store {
+	t.Helper()
+	return openDSN(t, createDB(t))
+}
+
+func openDSN(t testing.TB, dsn string) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn, Options{MaxConns: 8})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	testDSN(t)
+	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t) })
+}
+
+func TestOpenBadDSN(t *testing.T) {
+	t.Parallel()
+	for _, dsn := range []string{"not a dsn", "root@tcp(127.0.0.1:3306)/"} {
+		if s, err := Open(t.Context(), dsn, Options{}); err == nil {
+			s.Close()
+			t.Errorf("Open(%q): no error", dsn)
+		}
+	}
+}
+
+// TestMigrateConcurrent starts several nodes on one new database at once:
+// every one succeeds, and each migration is applied exactly once.
+func TestMigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	dsn := createDB(t)
+	ctx := t.Context()
+	const nodes = 4
+	var (
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+		mu      sync.Mutex
+		applied []int64
+		errs    = make([]error, nodes)
+	)
+	for i := range nodes {
+		s, err := connect(ctx, dsn, Options{})
+		if err != nil {
+			t.Fatalf("connect: %v", err)
+		}
+		defer s.Close()
+		wg.Go(func() {
+			<-start
+			v, err := s.migrate(ctx)
+			errs[i] = err
+			mu.Lock()
+			applied = append(applied, v...)
+			mu.Unlock()
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("migrator %d: %v", i, err)
+		}
+	}
+	slices.Sort(applied)
+	if fmt.Sprint(applied) != "[1]" {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1]", nodes, applied)
+	}
+	s := openDSN(t, dsn) // migrates again: nothing to do
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 1 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 1", n, err)
+	}
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
+		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes')`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("tables = %d, %v; want 3", n, err)
+	}
+}
+
+// TestPlanDueConcurrent runs two planners (two stores, as two nodes would)
+// over 200 due tasks at once: every fire is planned exactly once.
+func TestPlanDueConcurrent(t *testing.T) {
+	t.Parallel()
+	dsn := createDB(t)
+	ctx := t.Context()
+	a, b := openDSN(t, dsn), openDSN(t, dsn)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 200
+	for i := range n {
+		tk := &sundial.Task{Name: fmt.Sprintf("t%03d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com",
+			Priority: i % 5}
+		if err := tk.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		next := t0.Add(time.Duration(i%7) * time.Second)
+		tk.NextFireTime = &next
+		if err := a.TaskCreate(ctx, tk, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	until := t0.Add(time.Minute)
+	plan := func(tk *sundial.Task) sundial.Plan {
+		at := *tk.NextFireTime
+		next := at.Add(time.Hour) // planned past until: not due again
+		return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}, Next: &next}
+	}
+	var (
+		wg    sync.WaitGroup
+		start = make(chan struct{})
+		got   [2][]*sundial.Run
+		errs  [2]error
+	)
+	for i, s := range []*Store{a, b} {
+		wg.Go(func() {
+			<-start
+			for {
+				runs, err := s.PlanDue(ctx, until, 7, fmt.Sprintf("node-%d", i), t0, plan)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if len(runs) == 0 {
+					return
+				}
+				got[i] = append(got[i], runs...)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("planner %d: %v", i, err)
+		}
+	}
+	t.Logf("planner 0 planned %d fires, planner 1 %d", len(got[0]), len(got[1]))
+	seen := map[int64]bool{}
+	for _, runs := range got {
+		for _, r := range runs {
+			if seen[r.TaskID] {
+				t.Fatalf("task %d planned twice", r.TaskID)
+			}
+			seen[r.TaskID] = true
+		}
+	}
+	if len(seen) != n {
+		t.Fatalf("%d tasks planned, want %d", len(seen), n)
+	}
+	var rows, due int
+	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`).Scan(&rows); err != nil || rows != n {
+		t.Fatalf("runs rows = %d, %v; want %d", rows, err, n)
+	}
+	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE next_fire_at <= ?`, micros(until)).Scan(&due); err != nil || due != 0 {
+		t.Fatalf("tasks still due = %d, %v; want 0", due, err)
+	}
+}
+
+// TestPlanDueSkipsLocked holds one planner inside its transaction while
+// another plans: the second skips the first one's tasks without waiting for
+// them, and takes all the others.
+func TestPlanDueSkipsLocked(t *testing.T) {
+	t.Parallel()
+	dsn := createDB(t)
+	ctx := t.Context()
+	a, b := openDSN(t, dsn), openDSN(t, dsn)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 50
+	for i := range n {
+		tk := &sundial.Task{Name: fmt.Sprintf("t%02d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+		if err := tk.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		tk.NextFireTime = ptr(t0.Add(time.Duration(i) * time.Second))
+		if err := a.TaskCreate(ctx, tk, t0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := func(tk *sundial.Task) sundial.Plan {
+		at := *tk.NextFireTime
+		return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
+			Next: ptr(at.Add(time.Hour))}
+	}
+	until := t0.Add(time.Minute)
+	holding, release := make(chan struct{}), make(chan struct{})
+	var (
+		wg    sync.WaitGroup
+		aRuns []*sundial.Run
+		aErr  error
+	)
+	wg.Go(func() {
+		first := true
+		aRuns, aErr = a.PlanDue(ctx, until, 5, "node-a", t0, func(tk *sundial.Task) sundial.Plan {
+			if first { // the five most urgent tasks are locked now
+				first = false
+				close(holding)
+				<-release
+			}
+			return plan(tk)
+		})
+	})
+	<-holding
+	// A planner that waited for a's locks would wait until a's lock wait
+	// timeout; this one must finish well before.
+	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	bRuns, err := b.PlanDue(bctx, until, 100, "node-b", t0, plan)
+	cancel()
+	close(release)
+	wg.Wait()
+	if err != nil {
+		t.Fatalf("second planner: %v", err)
+	}
+	if aErr != nil {
+		t.Fatalf("first planner: %v", aErr)
+	}
+	if len(aRuns) != 5 || len(bRuns) != n-5 {
+		t.Fatalf("planners planned %d and %d fires, want 5 and %d", len(aRuns), len(bRuns), n-5)
+	}
+	for _, r := range aRuns {
+		if r.ScheduledTime.After(t0.Add(4 * time.Second)) {
+			t.Fatalf("first planner planned %v, not one of the five most urgent", r.ScheduledTime)
+		}
+	}
+}
+
+// TestBytes: a response body is kept byte for byte, UTF-8 or not; an error
+// message, stored as utf8mb4 text, has invalid bytes replaced.
+func TestBytes(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := t.Context()
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: time.Now()}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
+		t.Fatalf("RunStart: %v %v", ok, err)
+	}
+	body := "\x00\xff\xfe'\\ \u00e9\U0001F600 \xc3"
+	ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		FinishedAt: time.Now(), ResponseBody: body, Error: "bad \xff byte"}})
+	if err != nil || !ok[0] {
+		t.Fatalf("RunFinish: %v %v", ok, err)
+	}
+	got, err := s.RunGet(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.ResponseBody != body || got.Error != "bad \uFFFD byte" {
+		t.Fatalf("body %q, error %q; want %q, %q", got.ResponseBody, got.Error, body, "bad \uFFFD byte")
+	}
+}
+
+// TestQueryPlans keeps the hot queries on their indexes: a full scan of
+// tasks or runs would make their cost grow with the table.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := t.Context()
+	// Enough rows, in every status, for the optimizer's statistics to mean
+	// something.
+	var tasks []int64
+	for i := range 20 {
+		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+		if err := tk.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 0 {
+			tk.NextFireTime = ptr(time.Unix(int64(i), 0))
+		}
+		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, tk.ID)
+	}
+	var args []any
+	const runs = 2000
+	for i := range runs {
+		r := &sundial.Run{TaskID: tasks[i%len(tasks)], FireKey: fmt.Sprintf("s:%d", i), ScheduledTime: time.Unix(int64(i), 0),
+			NodeID: fmt.Sprintf("node-%d", i%3)}
+		if err := prepareNew(r, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		r.Status = allStatuses[i%len(allStatuses)]
+		args = runInsertArgs(args, r)
+	}
+	if _, err := s.db.ExecContext(ctx, runInsertSQL(runs), args...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes`); err != nil {
+		t.Fatal(err)
+	}
+	lastArgs := make([]any, 2*len(lastStatuses))
+	for i := range lastArgs {
+		lastArgs[i] = 1
+	}
+	for _, tc := range []struct {
+		name string
+		sql  string
+		args []any
+	}{
+		{"PlanDue candidates", fmt.Sprintf(planCandidatesSQL, planAfterSQL), []any{1, 2, 2, 3, 3, 4, 10}},
+		{"PlanDue lock", fmt.Sprintf(planLockSQL, "1, 2, 3"), []any{1}},
+		{"runs by key", `SELECT id FROM runs WHERE (task_id, fire_key) IN ((1, 'a'), (2, 'b'))`, nil},
+		{"admit pending", admitPendingSQL, []any{1, 2, 1, 3, 3, 2}},
+		{"admit last effective", admitLastSQL, lastArgs},
+		{"admit skips", admitSkipsSQL, []any{1, 2, 2, 3, 4}},
+		{"RunStart", runStartSQL(2), []any{1, 1, 1, 1, "t", 2, 1, 1, 1, "t"}},
+		{"RunFinish", runFinishSQL(2), []any{1, 1, "SUCCESS", "RUNNING", "RUNNING", 1, 1, 200, []byte("x"), "", 1,
+			2, 1, "SUCCESS", "RUNNING", "RUNNING", 1, 1, 200, []byte("x"), "", 1}},
+		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
+		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
+			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
+		{"RunsOwned", `SELECT id FROM runs WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = 'node-1'`, nil},
+		{"RunPurge", `DELETE FROM runs WHERE created_at < 5 AND status IN ('SUCCESS', 'SKIPPED')
+			ORDER BY created_at, id LIMIT 10`, nil},
+		{"release rewind", `UPDATE ` + joinValues("tasks", "t", []string{"id", "rewind_at"}, 2) + `
+			SET t.next_fire_at = v.rewind_at`, []any{1, 2, 3, 4}},
+	} {
+		q := tc.sql
+		if i := strings.Index(q, "FOR UPDATE"); i >= 0 {
+			q = q[:i]
+		}
+		rows, err := s.db.QueryContext(ctx, "EXPLAIN "+q, tc.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		cols, _ := rows.Columns()
+		var plan []string
+		for rows.Next() {
+			vals := make([]sql.NullString, len(cols))
+			ptrs := make([]any, len(cols))
+			for i := range vals {
+				ptrs[i] = &vals[i]
+			}
+			if err := rows.Scan(ptrs...); err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			row := map[string]string{}
+			for i, c := range cols {
+				row[c] = vals[i].String
+			}
+			plan = append(plan, fmt.Sprint(row))
+			if (row["table"] == "tasks" || row["table"] == "runs" || row["table"] == "r" || row["table"] == "t" ||
+				row["table"] == "nodes") && row["type"] == "ALL" {
+				t.Errorf("%s scans a table: %v", tc.name, row)
+			}
+		}
+		rows.Close()
+		t.Logf("%s:\n%s", tc.name, strings.Join(plan, "\n"))
+	}
+}
+
+var allStatuses = []sundial.RunStatus{
+	sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
+	sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
+	sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted,
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestSplitStatements(t *testing.T) {
+	t.Parallel()
+	got := splitStatements("-- a comment; still\nCREATE TABLE a (x TEXT DEFAULT 'a;b'); # another;\n" +
+		"/* block; */ INSERT INTO a VALUES ('it''s; \\' ok');\n\n;  ")
+	want := []string{"CREATE TABLE a (x TEXT DEFAULT 'a;b')", "INSERT INTO a VALUES ('it''s; \\' ok')"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("splitStatements = %q, want %q", got, want)
+	}
+}
+
+func TestChunks(t *testing.T) {
+	t.Parallel()
+	ids := []int64{1, 2, 1, 3, 2, 2}
+	got := chunks(len(ids), nil, func(i int) int64 { return ids[i] })
+	if fmt.Sprint(got) != "[[0 1] [2 3 4] [5]]" {
+		t.Fatalf("chunks = %v", got)
+	}
+	if got := chunks(batchRows+1, nil, nil); len(got) != 2 || len(got[0]) != batchRows {
+		t.Fatalf("chunks of %d = %d chunks", batchRows+1, len(got))
+	}
+}
+
+// BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
+func BenchmarkPlanDue(b *testing.B) {
+	ctx := context.Background()
+	s := open(b)
+	const n = 1000
+	for i := range n {
+		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+		if err := tk.Normalize(); err != nil {
+			b.Fatal(err)
+		}
+		next := time.Unix(0, 0)
+		tk.NextFireTime = &next
+		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	until := time.Unix(1_900_000_000, 0)
+	plan := func(tk *sundial.Task) sundial.Plan {
+		at := *tk.NextFireTime
+		next := at.Add(time.Second)
+		return sundial.Plan{
+			Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
+			Next: &next,
+		}
+	}
+	for b.Loop() {
+		runs, err := s.PlanDue(ctx, until, n, "node", time.Now(), plan)
+		if err != nil || len(runs) != n {
+			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// BenchmarkRunFinish records 1,000 outcomes in one batch per operation.
+func BenchmarkRunFinish(b *testing.B) {
+	ctx := context.Background()
+	s := open(b)
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(); err != nil {
+		b.Fatal(err)
+	}
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	const n = 1000
+	batch := 0
+	// setup plans and starts n runs, outside the timer.
+	setup := func() []sundial.RunFinish {
+		b.StopTimer()
+		defer b.StartTimer()
+		if _, err := s.db.ExecContext(ctx, `UPDATE tasks SET next_fire_at = ? WHERE id = ?`,
+			micros(time.Unix(int64(batch*n), 0)), tk.ID); err != nil {
+			b.Fatal(err)
+		}
+		left := n
+		var runs []*sundial.Run
+		for left > 0 {
+			rs, err := s.PlanDue(ctx, time.Unix(1_900_000_000, 0), 1, "node", time.Now(), func(t *sundial.Task) sundial.Plan {
+				var p sundial.Plan
+				at := *t.NextFireTime
+				for range left {
+					p.Runs = append(p.Runs, &sundial.Run{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at})
+					at = at.Add(time.Second)
+				}
+				p.Next = &at
+				return p
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			runs = append(runs, rs...)
+			left -= len(rs)
+		}
+		starts := make([]sundial.RunStart, n)
+		fins := make([]sundial.RunFinish, n)
+		for i, r := range runs {
+			starts[i] = sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
+			fins[i] = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
+				FinishedAt: time.Now(), HTTPStatus: 200, ResponseBody: `{"ok":true}`}
+		}
+		if _, err := s.RunStart(ctx, starts); err != nil {
+			b.Fatal(err)
+		}
+		batch++
+		return fins
+	}
+	for b.Loop() {
+		fins := setup()
+		ok, err := s.RunFinish(ctx, fins)
+		if err != nil || !ok[n-1] {
+			b.Fatalf("RunFinish: %v", err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}

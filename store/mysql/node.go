@@ -1,0 +1,132 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
+// and HeartbeatAt from the database's clock.
+func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
+	if n.ID == "" {
+		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
+	}
+	var now int64
+	if err := s.db.QueryRowContext(ctx, `SELECT `+nowSQL).Scan(&now); err != nil {
+		return fmt.Errorf("register node %s: %w", n.ID, err)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
+		VALUES (?, ?, ?, ?, 'ALIVE', ?, ?)
+		ON DUPLICATE KEY UPDATE host = ?, pid = ?, address = ?, state = 'ALIVE', started_at = ?, heartbeat_at = ?`,
+		n.ID, n.Host, n.PID, n.Address, now, now,
+		n.Host, n.PID, n.Address, now, now)
+	if err != nil {
+		return fmt.Errorf("register node %s: %w", n.ID, err)
+	}
+	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, fromMicros(now), fromMicros(now)
+	return nil
+}
+
+// NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
+// ENotFound.
+func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = `+nowSQL+` WHERE id = ? AND state = 'ALIVE'`, id)
+	if err != nil {
+		return fmt.Errorf("heartbeat node %s: %w", id, err)
+	}
+	// clientFoundRows: a heartbeat in the same microsecond still counts.
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("heartbeat node %s: %w", id, err)
+	} else if n == 0 {
+		return notFound("", "node %s is not alive: it was declared dead or left", id)
+	}
+	return nil
+}
+
+// NodeLeave marks a node LEFT; an unknown node is ENotFound.
+func (s *Store) NodeLeave(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("leave node %s: %w", id, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("leave node %s: %w", id, err)
+	} else if n == 0 {
+		return notFound("", "node %s not found", id)
+	}
+	return nil
+}
+
+// NodeList returns every node, newest (by start time) first.
+func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
+		FROM nodes ORDER BY started_at DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []*sundial.Node
+	for rows.Next() {
+		var (
+			n           sundial.Node
+			started, hb int64
+		)
+		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(hb)
+		out = append(out, &n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// NodeReap declares DEAD every ALIVE node whose heartbeat is older than
+// deadAfter by the database's clock, releases their runs as RunRelease
+// does, and returns their IDs in order. The dead nodes' rows stay locked
+// until the release commits: a concurrent reaper waits, then finds them
+// DEAD, and a late heartbeat finds them no longer ALIVE.
+func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error) {
+	var dead []string
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		dead = nil
+		rows, err := tx.QueryContext(ctx, `SELECT id FROM nodes
+			WHERE state = 'ALIVE' AND heartbeat_at < `+nowSQL+` - (?) ORDER BY id FOR UPDATE`,
+			deadAfter.Microseconds())
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			dead = append(dead, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range dead {
+			if _, err := tx.ExecContext(ctx, `UPDATE nodes SET state = 'DEAD' WHERE id = ?`, id); err != nil {
+				return err
+			}
+			reason := fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter)
+			if err := release(ctx, tx, id, reason, now); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reap nodes: %w", err)
+	}
+	return dead, nil
+}

@@ -1,0 +1,241 @@
+package mysql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// planCandidatesSQL reads the most urgent due tasks without locking them:
+// a range scan of tasks_due, which covers the query, so the sort reads the
+// index alone and its cost grows with the due tasks only. The optional
+// keyset condition (%s) continues after the previous round's last
+// candidate.
+const planCandidatesSQL = `SELECT id, priority, next_fire_at FROM tasks FORCE INDEX (tasks_due)
+	WHERE status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?%s
+	ORDER BY priority DESC, next_fire_at, id
+	LIMIT ?`
+
+const planAfterSQL = ` AND (priority < ? OR (priority = ? AND (next_fire_at > ? OR (next_fire_at = ? AND id > ?))))`
+
+// planLockSQL locks the candidates still due by primary key, skipping those
+// another planner holds. By primary key, so that only these rows are locked.
+const planLockSQL = `SELECT ` + taskCols + ` FROM tasks FORCE INDEX (PRIMARY)
+	WHERE id IN (%s) AND status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?
+	FOR UPDATE SKIP LOCKED`
+
+// planRounds caps how often PlanDue reads further candidates when other
+// planners hold the first ones.
+const planRounds = 4
+
+// PlanDue claims up to limit due tasks, most urgent first, and inserts the
+// runs plan makes of each, all in one transaction. Each task's next_fire_at
+// becomes Plan.Next; its version and updated_at do not change. Concurrent
+// planners skip each other's tasks instead of waiting (see the package
+// documentation). Should the transaction be retried after a deadlock, plan
+// is called again for the tasks claimed then.
+func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
+	plan sundial.PlanFunc) ([]*sundial.Run, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now = norm(now)
+	var out []*sundial.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out = nil
+		tasks, err := claimDue(ctx, tx, micros(until), limit)
+		if err != nil {
+			return err
+		}
+		var (
+			runs  []*sundial.Run
+			seen  = map[runKey]bool{}
+			nexts = make([]any, 0, 2*len(tasks))
+		)
+		for _, t := range tasks {
+			p := plan(t)
+			for _, r := range p.Runs {
+				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
+				r.CreatedAt, r.UpdatedAt = now, now
+				if err := prepareNew(r, now); err != nil {
+					return fmt.Errorf("plan task %d: %w", t.ID, err)
+				}
+				// A fire listed twice is one run.
+				if k := (runKey{t.ID, r.FireKey}); !seen[k] {
+					seen[k] = true
+					runs = append(runs, r)
+				}
+			}
+			nexts = append(nexts, t.ID, nullMicros(p.Next))
+		}
+		if out, err = insertPlanned(ctx, tx, runs); err != nil {
+			return err
+		}
+		for _, part := range chunks(len(tasks), nil, nil) {
+			args := nexts[2*part[0] : 2*(part[len(part)-1]+1)]
+			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "next_at"}, len(part))+`
+				SET t.next_fire_at = v.next_at`, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("plan due tasks: %w", err)
+	}
+	return out, nil
+}
+
+// claimDue locks up to limit due tasks, most urgent first.
+func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundial.Task, error) {
+	var (
+		tasks []*sundial.Task
+		after []any // the keyset of the last candidate read
+	)
+	for round := 0; round < planRounds && len(tasks) < limit; round++ {
+		want := limit - len(tasks)
+		cond := ""
+		args := []any{until}
+		if after != nil {
+			cond = planAfterSQL
+			args = append(args, after...)
+		}
+		args = append(args, want)
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(planCandidatesSQL, cond), args...)
+		if err != nil {
+			return nil, err
+		}
+		var ids []any
+		for rows.Next() {
+			var id, prio, next int64
+			if err := rows.Scan(&id, &prio, &next); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			ids = append(ids, id)
+			after = []any{prio, prio, next, next, id}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		rows, err = tx.QueryContext(ctx, fmt.Sprintf(planLockSQL, placeholders(len(ids))), append(ids, until)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			t, err := scanTask(rows)
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			tasks = append(tasks, t)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+		if len(ids) < want {
+			break // no more due tasks
+		}
+	}
+	slices.SortFunc(tasks, func(a, b *sundial.Task) int {
+		return cmp.Or(cmp.Compare(b.Priority, a.Priority),
+			cmp.Compare(micros(*a.NextFireTime), micros(*b.NextFireTime)),
+			cmp.Compare(a.ID, b.ID))
+	})
+	return tasks, nil
+}
+
+// insertPlanned inserts the runs whose (task, fire key) does not exist yet
+// and returns them, in order, with their IDs. The caller holds the locks of
+// their tasks, and every insert of a run holds its task's lock, so no other
+// transaction inserts these keys meanwhile.
+func insertPlanned(ctx context.Context, tx *sql.Tx, runs []*sundial.Run) ([]*sundial.Run, error) {
+	if len(runs) == 0 {
+		return nil, nil
+	}
+	existing, err := runIDsByKey(ctx, tx, runs)
+	if err != nil {
+		return nil, err
+	}
+	var fresh []*sundial.Run
+	for _, r := range runs {
+		if _, ok := existing[runKey{r.TaskID, r.FireKey}]; !ok {
+			fresh = append(fresh, r)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil, nil
+	}
+	for _, part := range chunks(len(fresh), func(i int) int { return len(fresh[i].ResponseBody) + len(fresh[i].Error) }, nil) {
+		args := make([]any, 0, runInsertWidth*len(part))
+		for _, i := range part {
+			args = runInsertArgs(args, fresh[i])
+		}
+		if _, err := tx.ExecContext(ctx, runInsertSQL(len(part)), args...); err != nil {
+			if isDup(err) {
+				return nil, fmt.Errorf("insert planned runs: %v: %w", err, errRetry)
+			}
+			return nil, err
+		}
+	}
+	ids, err := runIDsByKey(ctx, tx, fresh)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range fresh {
+		id, ok := ids[runKey{r.TaskID, r.FireKey}]
+		if !ok {
+			return nil, fmt.Errorf("planned run of task %d with fire key %q not found after insert", r.TaskID, r.FireKey)
+		}
+		r.ID = id
+	}
+	return fresh, nil
+}
+
+type runKey struct {
+	task int64
+	key  string
+}
+
+// runIDsByKey returns the IDs of the runs that exist with the (task, fire
+// key) of runs.
+func runIDsByKey(ctx context.Context, tx *sql.Tx, runs []*sundial.Run) (map[runKey]int64, error) {
+	out := make(map[runKey]int64, len(runs))
+	for _, part := range chunks(len(runs), func(i int) int { return len(runs[i].FireKey) }, nil) {
+		args := make([]any, 0, 2*len(part))
+		for _, i := range part {
+			args = append(args, runs[i].TaskID, runs[i].FireKey)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT id, task_id, fire_key FROM runs
+			WHERE (task_id, fire_key) IN (`+tuples(len(part), 2)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var (
+				id int64
+				k  runKey
+			)
+			if err := rows.Scan(&id, &k.task, &k.key); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[k] = id
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

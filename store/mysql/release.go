@@ -1,0 +1,124 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// RunRelease gives up nodeID's runs on shutdown.
+func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
+	err := s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
+	return wrap(err, "release runs of node %s", nodeID)
+}
+
+// release gives up nodeID's runs inside tx:
+//   - planned SCHEDULED runs are deleted and their tasks' next_fire_at
+//     rewound to the earliest of them, so that a planner plans them again;
+//   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
+//     as SKIPPED (MISFIRE) with the reason;
+//   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
+//     late write from the old owner is refused.
+//
+// QUEUED runs stay: the queue is the task's, drained by whichever node frees
+// a slot (RunQueuedNext).
+//
+// The tasks to rewind are locked first, in ID order, then their runs: the
+// lock order of PlanDue and RunAdmit. A run admitted or started meanwhile is
+// no longer SCHEDULED when its lock is granted, and stays.
+func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Time) error {
+	at := micros(now)
+	reason = text(reason)
+	taskIDs, err := int64s(tx.QueryContext(ctx, `SELECT DISTINCT task_id FROM runs
+		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' ORDER BY task_id`, nodeID))
+	if err != nil {
+		return err
+	}
+	for _, part := range chunks(len(taskIDs), nil, nil) {
+		args := make([]any, len(part))
+		for j, i := range part {
+			args[j] = taskIDs[i]
+		}
+		if _, err := int64s(tx.QueryContext(ctx, `SELECT id FROM tasks
+			WHERE id IN (`+placeholders(len(args))+`) ORDER BY id FOR UPDATE`, args...)); err != nil {
+			return err
+		}
+	}
+
+	// The runs to delete, read under their locks.
+	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, scheduled_at FROM runs
+		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' FOR UPDATE`, nodeID)
+	if err != nil {
+		return err
+	}
+	var (
+		ids    []int64
+		rewind = map[int64]int64{} // task ID -> earliest scheduled_at
+		order  []int64
+	)
+	for rows.Next() {
+		var id, task, sched int64
+		if err := rows.Scan(&id, &task, &sched); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+		if cur, seen := rewind[task]; !seen {
+			rewind[task] = sched
+			order = append(order, task)
+		} else if sched < cur {
+			rewind[task] = sched
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, part := range chunks(len(ids), nil, nil) {
+		args := make([]any, len(part))
+		for j, i := range part {
+			args[j] = ids[i]
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(args))+`)`, args...); err != nil {
+			return err
+		}
+	}
+	for _, part := range chunks(len(order), nil, nil) {
+		args := make([]any, 0, 2*len(part))
+		for _, i := range part {
+			args = append(args, order[i], rewind[order[i]])
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "rewind_at"}, len(part))+`
+			SET t.next_fire_at = LEAST(COALESCE(t.next_fire_at, v.rewind_at), v.rewind_at)`, args...); err != nil {
+			return err
+		}
+	}
+
+	if _, err := tx.ExecContext(ctx, `UPDATE runs
+		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = ?,
+			finished_at = ?, updated_at = ?
+		WHERE status = 'SCHEDULED' AND node_id = ?`, reason, at, at, nodeID); err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE runs
+		SET status = 'INTERRUPTED', error = ?, finished_at = ?, updated_at = ?, fence = fence + 1
+		WHERE status = 'RUNNING' AND node_id = ?`, reason, at, at, nodeID)
+	return err
+}
+
+// int64s reads a one-column result of integers.
+func int64s(rows *sql.Rows, err error) ([]int64, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}

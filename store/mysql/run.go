@@ -1,0 +1,552 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sundialhq/sundial"
+)
+
+const runCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
+	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+
+func scanRun(sc scanner) (*sundial.Run, error) {
+	var (
+		r                       sundial.Run
+		trigger, status, reason string
+		scheduled, created, upd int64
+		started, finished       sql.NullInt64
+		cancelRequested         int64
+	)
+	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
+		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
+		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd)
+	if err != nil {
+		return nil, err
+	}
+	r.Trigger = sundial.Trigger(trigger)
+	r.Status = sundial.RunStatus(status)
+	r.SkipReason = sundial.SkipReason(reason)
+	r.ScheduledTime = fromMicros(scheduled)
+	r.StartedAt = timePtr(started)
+	r.FinishedAt = timePtr(finished)
+	r.CancelRequested = cancelRequested != 0
+	r.CreatedAt = fromMicros(created)
+	r.UpdatedAt = fromMicros(upd)
+	return &r, nil
+}
+
+func scanRuns(rows *sql.Rows, err error) ([]*sundial.Run, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sundial.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// getRun reads run id inside tx, locking it when lock is set.
+func getRun(ctx context.Context, tx *sql.Tx, id int64, lock bool) (*sundial.Run, error) {
+	q := `SELECT ` + runCols + ` FROM runs WHERE id = ?`
+	if lock {
+		q += ` FOR UPDATE`
+	}
+	return scanRun(tx.QueryRowContext(ctx, q, id))
+}
+
+const runInsertCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
+	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+
+const runInsertWidth = 21
+
+// runInsertSQL inserts n runs.
+func runInsertSQL(n int) string {
+	return `INSERT INTO runs (` + runInsertCols + `) VALUES ` + tuples(n, runInsertWidth)
+}
+
+// checkNew refuses a run that cannot be inserted.
+func checkNew(r *sundial.Run) error {
+	if r.Status != "" && r.Status != sundial.RunScheduled && r.Status != sundial.RunSkipped {
+		return sundial.Errorf(sundial.EInvalid, "status", "a new run is SCHEDULED or SKIPPED, not %s", r.Status)
+	}
+	if r.FireKey == "" {
+		return sundial.Errorf(sundial.EInvalid, "fire_key", "a run needs a fire key")
+	}
+	return nil
+}
+
+// prepareNew fills the defaults of a run about to be inserted and
+// normalises its times to what the database gives back. A new run is
+// SCHEDULED, or SKIPPED as a record of a fire that will not run.
+func prepareNew(r *sundial.Run, now time.Time) error {
+	if err := checkNew(r); err != nil {
+		return err
+	}
+	if r.Status == "" {
+		r.Status = sundial.RunScheduled
+	}
+	if r.Trigger == "" {
+		r.Trigger = sundial.TriggerSchedule
+	}
+	if r.IdempotencyKey == "" {
+		r.IdempotencyKey = sundial.IdempotencyKeyFor(r.TaskID, r.FireKey)
+	}
+	if r.Fence == 0 {
+		r.Fence = 1
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	if r.Status == sundial.RunSkipped && r.FinishedAt == nil {
+		f := r.CreatedAt
+		r.FinishedAt = &f
+	}
+	r.ResponseBody = cutBody(r.ResponseBody)
+	r.Error = text(r.Error)
+	r.ScheduledTime = norm(r.ScheduledTime)
+	r.StartedAt = normPtr(r.StartedAt)
+	r.FinishedAt = normPtr(r.FinishedAt)
+	r.CreatedAt = norm(r.CreatedAt)
+	r.UpdatedAt = norm(r.UpdatedAt)
+	return nil
+}
+
+func runInsertArgs(args []any, r *sundial.Run) []any {
+	return append(args, r.TaskID, r.FireKey, string(r.Trigger), micros(r.ScheduledTime), string(r.Status),
+		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
+		nullMicros(r.StartedAt), nullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
+		r.TraceID, r.IdempotencyKey, r.CancelRequested, micros(r.CreatedAt), micros(r.UpdatedAt))
+}
+
+// bin passes s as a binary string (_binary'...'): response bodies are the
+// target's bytes, not necessarily UTF-8.
+func bin(s string) []byte {
+	if s == "" {
+		return []byte{}
+	}
+	return []byte(s)
+}
+
+// text makes s storable in a utf8mb4 column, which refuses invalid UTF-8
+// in strict mode: invalid bytes become U+FFFD.
+func text(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// cutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
+// UTF-8 sequence.
+func cutBody(b string) string {
+	if len(b) <= sundial.MaxResponseBody {
+		return b
+	}
+	n := sundial.MaxResponseBody
+	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
+}
+
+// RunInsert inserts a run (a manual trigger) of a live task. An existing
+// (TaskID, FireKey) is EConflict; a missing task ENotFound. A run without a
+// CreatedAt is created at the database's clock.
+func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
+	if err := checkNew(r); err != nil {
+		return err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		// The shared lock on the task keeps TaskDelete (and PlanDue) from
+		// changing the task's runs until this one is in.
+		var now int64
+		err := tx.QueryRowContext(ctx, `SELECT `+nowSQL+` FROM tasks
+			WHERE id = ? AND deleted = 0 LOCK IN SHARE MODE`, r.TaskID).Scan(&now)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("task_id", "task %d not found", r.TaskID)
+		}
+		if err != nil {
+			return err
+		}
+		if err := prepareNew(r, fromMicros(now)); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, runInsertSQL(1), runInsertArgs(nil, r)...)
+		if isDup(err) {
+			return conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
+		}
+		if err != nil {
+			return err
+		}
+		r.ID, err = res.LastInsertId()
+		return err
+	})
+	return wrap(err, "insert run")
+}
+
+// RunGet returns a run, or ENotFound.
+func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, notFound("", "run %d not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunList returns runs newest first (by ID).
+func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	if f.TaskID != 0 {
+		where = append(where, `task_id = ?`)
+		args = append(args, f.TaskID)
+	}
+	if f.Status != "" {
+		where = append(where, `status = ?`)
+		args = append(args, string(f.Status))
+	}
+	if !f.From.IsZero() {
+		where = append(where, `scheduled_at >= ?`)
+		args = append(args, micros(f.From))
+	}
+	if !f.To.IsZero() {
+		where = append(where, `scheduled_at < ?`)
+		args = append(args, micros(f.To))
+	}
+	if f.BeforeID > 0 {
+		where = append(where, `id < ?`)
+		args = append(args, f.BeforeID)
+	}
+	q := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	q += ` ORDER BY id DESC LIMIT ?`
+	args = append(args, clampLimit(f.Limit))
+	out, err := scanRuns(s.db.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("list runs: %w", err)
+	}
+	return out, nil
+}
+
+// runState is what RunStart and RunFinish check before changing a run.
+type runState struct {
+	fence  int64
+	status sundial.RunStatus
+}
+
+// lockRuns locks the runs ids by primary key and returns their fence and
+// status; missing runs are absent from the map.
+func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]runState, error) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, fence, status FROM runs
+		WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[int64]runState, len(ids))
+	for rows.Next() {
+		var (
+			id     int64
+			st     runState
+			status string
+		)
+		if err := rows.Scan(&id, &st.fence, &status); err != nil {
+			return nil, err
+		}
+		st.status = sundial.RunStatus(status)
+		out[id] = st
+	}
+	return out, rows.Err()
+}
+
+// applyBatch runs one UPDATE that joins runs to a derived table of the
+// rows to change and checks that it matched each of them.
+func applyBatch(ctx context.Context, tx *sql.Tx, query string, want int, args []any) error {
+	res, err := tx.ExecContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n != int64(want) {
+		// Impossible under the row locks; run the transaction again.
+		return fmt.Errorf("batch update matched %d of %d locked runs: %w", n, want, errRetry)
+	}
+	return nil
+}
+
+var runStartCols = []string{"id", "fence", "attempt", "started_at", "trace_id"}
+
+func runStartSQL(n int) string {
+	return `UPDATE ` + joinValues("runs", "r", runStartCols, n) + `
+	SET r.status = 'RUNNING', r.attempt = v.attempt, r.started_at = v.started_at, r.trace_id = v.trace_id,
+		r.deliveries = r.deliveries + 1, r.updated_at = v.started_at
+	WHERE r.fence = v.fence AND r.status = 'SCHEDULED'`
+}
+
+// RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
+// matches: it locks the batch's runs, picks those that may start, and
+// starts them in one UPDATE per chunk.
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool, error) {
+	ok := make([]bool, len(starts))
+	if len(starts) == 0 {
+		return ok, nil
+	}
+	parts := chunks(len(starts), nil, func(i int) int64 { return starts[i].ID })
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		clear(ok)
+		for _, part := range parts {
+			ids := make([]int64, len(part))
+			for j, i := range part {
+				ids[j] = starts[i].ID
+			}
+			cur, err := lockRuns(ctx, tx, ids)
+			if err != nil {
+				return err
+			}
+			var (
+				args  []any
+				apply []int
+			)
+			for _, i := range part {
+				st := starts[i]
+				if c, found := cur[st.ID]; !found || c.fence != st.Fence || c.status != sundial.RunScheduled {
+					continue
+				}
+				apply = append(apply, i)
+				args = append(args, st.ID, st.Fence, st.Attempt, micros(st.StartedAt), st.TraceID)
+			}
+			if len(apply) == 0 {
+				continue
+			}
+			if err := applyBatch(ctx, tx, runStartSQL(len(apply)), len(apply), args); err != nil {
+				return err
+			}
+			for _, i := range apply {
+				ok[i] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start runs: %w", err)
+	}
+	return ok, nil
+}
+
+// finishFrom lists, for each status RunFinish may record, the active
+// statuses it may be reached from. Any other target is refused.
+var finishFrom = func() map[sundial.RunStatus][]sundial.RunStatus {
+	m := map[sundial.RunStatus][]sundial.RunStatus{}
+	for _, to := range []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
+		sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunWaitingCallback, sundial.RunInterrupted} {
+		for _, f := range []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback} {
+			if sundial.CanTransition(f, to) {
+				m[to] = append(m[to], f)
+			}
+		}
+	}
+	return m
+}()
+
+var runFinishCols = []string{"id", "fence", "status", "from1", "from2", "started_at", "finished_at",
+	"http_status", "response_body", "error", "updated_at"}
+
+// runFinishSQL records n outcomes; updated_at falls back to the server's
+// clock for an outcome without a finish time.
+func runFinishSQL(n int) string {
+	return `UPDATE ` + joinValues("runs", "r", runFinishCols, n) + `
+	SET r.status = v.status, r.started_at = COALESCE(v.started_at, r.started_at),
+		r.finished_at = v.finished_at, r.http_status = v.http_status, r.response_body = v.response_body,
+		r.error = v.error, r.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)
+	WHERE r.fence = v.fence AND r.status IN (v.from1, v.from2)`
+}
+
+// RunFinish records outcomes of active runs, each only if its fence matches
+// and its status may move to the outcome's. An outcome no active run may
+// reach (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
+// Like RunStart, it locks the batch's runs and updates those that apply in
+// one UPDATE per chunk; a run listed twice is finished in order.
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
+	ok := make([]bool, len(finishes))
+	if len(finishes) == 0 {
+		return ok, nil
+	}
+	for _, f := range finishes {
+		if _, legal := finishFrom[f.Status]; !legal {
+			return nil, conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		}
+	}
+	parts := chunks(len(finishes),
+		func(i int) int {
+			return 2*min(len(finishes[i].ResponseBody), sundial.MaxResponseBody) + 2*len(finishes[i].Error)
+		},
+		func(i int) int64 { return finishes[i].ID })
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		clear(ok)
+		for _, part := range parts {
+			ids := make([]int64, len(part))
+			for j, i := range part {
+				ids[j] = finishes[i].ID
+			}
+			cur, err := lockRuns(ctx, tx, ids)
+			if err != nil {
+				return err
+			}
+			var (
+				args  []any
+				apply []int
+			)
+			for _, i := range part {
+				f := finishes[i]
+				from := finishFrom[f.Status]
+				c, found := cur[f.ID]
+				if !found || c.fence != f.Fence || !slices.Contains(from, c.status) {
+					continue
+				}
+				var started, finished *time.Time
+				if !f.StartedAt.IsZero() {
+					started = &f.StartedAt
+				}
+				if !f.FinishedAt.IsZero() {
+					finished = &f.FinishedAt
+				}
+				apply = append(apply, i)
+				args = append(args, f.ID, f.Fence, string(f.Status), string(from[0]), string(from[len(from)-1]),
+					nullMicros(started), nullMicros(finished), f.HTTPStatus, bin(cutBody(f.ResponseBody)),
+					text(f.Error), nullMicros(finished))
+			}
+			if len(apply) == 0 {
+				continue
+			}
+			if err := applyBatch(ctx, tx, runFinishSQL(len(apply)), len(apply), args); err != nil {
+				return err
+			}
+			for _, i := range apply {
+				ok[i] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish runs: %w", err)
+	}
+	return ok, nil
+}
+
+// RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
+// WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
+// run is EConflict.
+func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
+	var out *sundial.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, id, true)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("", "run %d not found", id)
+		}
+		if err != nil {
+			return err
+		}
+		if r.Status.Final() {
+			return conflict("status", "run %d is already %s", id, r.Status)
+		}
+		out, err = cancelRun(ctx, tx, r, now)
+		return err
+	})
+	if err != nil {
+		return nil, wrap(err, "cancel run %d", id)
+	}
+	return out, nil
+}
+
+// cancelRun cancels the unfinished run r, locked by tx, and returns it
+// updated.
+func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (*sundial.Run, error) {
+	at := micros(now)
+	var err error
+	if sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active() {
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', finished_at = ?, updated_at = ?
+			WHERE id = ?`, at, at, r.ID)
+	} else {
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, at, r.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return getRun(ctx, tx, r.ID, false)
+}
+
+// RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
+// of a task, or nil.
+func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
+	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs FORCE INDEX (runs_task_status)
+		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get next queued run of task %d: %w", taskID, err)
+	}
+	return r, nil
+}
+
+// RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
+// by scheduled time.
+func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
+	out, err := scanRuns(s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
+		ORDER BY scheduled_at, id`, nodeID))
+	if err != nil {
+		return nil, fmt.Errorf("list runs of node %s: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// RunPurge deletes up to limit final runs created before before, oldest
+// first.
+func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM runs
+			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')
+			ORDER BY created_at, id LIMIT ?`, micros(before), limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge runs: %w", err)
+	}
+	return int(n), nil
+}

@@ -1,0 +1,303 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/sundialhq/sundial"
+)
+
+// DefaultMaxConns caps the connection pool when Options.MaxConns is zero.
+const DefaultMaxConns = 16
+
+// Options configure Open.
+type Options struct {
+	Logger   *slog.Logger // nil: discard
+	MaxConns int          // open connections at most; zero: DefaultMaxConns
+}
+
+// Store is a sundial.Store on one MySQL or MariaDB database.
+type Store struct {
+	db  *sql.DB
+	log *slog.Logger
+}
+
+var _ sundial.Store = (*Store)(nil)
+
+// Open connects to the database dsn names (go-sql-driver form,
+// user:pass@tcp(host:3306)/db?params), checks that the server is MySQL 8.0.1
+// or MariaDB 10.6 or later, and migrates the database.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	s, err := connect(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// connect opens the pool and checks the server, without migrating.
+func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxConns <= 0 {
+		opts.MaxConns = DefaultMaxConns
+	}
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	if cfg.DBName == "" {
+		return nil, errors.New("open mysql: the DSN names no database (user@tcp(host:3306)/db)")
+	}
+	cfg.ParseTime = false
+	cfg.InterpolateParams = true
+	cfg.ClientFoundRows = true
+	cfg.MultiStatements = false
+	if cfg.Params == nil {
+		cfg.Params = map[string]string{}
+	}
+	cfg.Params["sql_mode"] = "'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION'"
+
+	// The isolation variable is transaction_isolation on MySQL and
+	// tx_isolation on MariaDB before 11.1: ask the server which it is.
+	mariadb, err := probe(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if mariadb {
+		cfg.Params["tx_isolation"] = "'READ-COMMITTED'"
+	} else {
+		cfg.Params["transaction_isolation"] = "'READ-COMMITTED'"
+	}
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	s := &Store{db: db, log: opts.Logger}
+	var iso string
+	if err := db.QueryRowContext(ctx, `SELECT @@`+isolationVar(mariadb)).Scan(&iso); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open mysql %s: %w", cfg.Addr, err)
+	}
+	if iso != "READ-COMMITTED" {
+		db.Close()
+		return nil, fmt.Errorf("open mysql %s: isolation is %s, not READ-COMMITTED", cfg.Addr, iso)
+	}
+	return s, nil
+}
+
+func isolationVar(mariadb bool) string {
+	if mariadb {
+		return "tx_isolation"
+	}
+	return "transaction_isolation"
+}
+
+// probe reports whether the server is MariaDB, and refuses servers without
+// SKIP LOCKED.
+func probe(ctx context.Context, cfg *mysql.Config) (mariadb bool, err error) {
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return false, fmt.Errorf("open mysql: %w", err)
+	}
+	db := sql.OpenDB(conn)
+	defer db.Close()
+	var version string
+	if err := db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		return false, fmt.Errorf("open mysql %s: %w", cfg.Addr, err)
+	}
+	mariadb = strings.Contains(strings.ToLower(version), "mariadb")
+	major, minor, patch := parseVersion(version)
+	switch {
+	case mariadb && (major < 10 || major == 10 && minor < 6):
+		return false, fmt.Errorf("open mysql %s: MariaDB %s has no SKIP LOCKED; Sundial needs 10.6 or later", cfg.Addr, version)
+	case !mariadb && (major < 8 || major == 8 && minor == 0 && patch < 1):
+		return false, fmt.Errorf("open mysql %s: MySQL %s has no SKIP LOCKED; Sundial needs 8.0.1 or later", cfg.Addr, version)
+	}
+	return mariadb, nil
+}
+
+// parseVersion reads the leading major.minor.patch of a server version such
+// as "8.0.36" or "10.11.6-MariaDB-0+deb12u1".
+func parseVersion(v string) (major, minor, patch int) {
+	v, _, _ = strings.Cut(v, "-")
+	parts := strings.SplitN(v, ".", 3)
+	nums := []*int{&major, &minor, &patch}
+	for i, p := range parts {
+		n, _ := strconv.Atoi(p)
+		*nums[i] = n
+	}
+	return major, minor, patch
+}
+
+// Close releases the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close mysql: %w", err)
+	}
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.db.PingContext(ctx); err != nil {
+		return fmt.Errorf("ping mysql: %w", err)
+	}
+	return nil
+}
+
+// maxAttempts is how often write runs a transaction that hits a deadlock or
+// a lock wait timeout.
+const maxAttempts = 5
+
+// write runs fn in one transaction, committing if fn returns nil. A
+// deadlock or lock wait timeout rolls the transaction back and runs fn again
+// (up to maxAttempts times, after a short random pause), so fn must set its
+// results afresh on every call.
+func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := s.writeOnce(ctx, fn)
+		if err == nil || !retryable(err) || attempt == maxAttempts {
+			return err
+		}
+		s.log.Debug("retrying transaction", "attempt", attempt, "err", err)
+		pause := time.Duration(attempt)*5*time.Millisecond + rand.N(5*time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(pause):
+		}
+	}
+}
+
+func (s *Store) writeOnce(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// MySQL error numbers.
+const (
+	errDupEntry        = 1062
+	errLockWaitTimeout = 1205
+	errDeadlock        = 1213
+)
+
+// errRetry asks write to run the transaction again.
+var errRetry = errors.New("concurrent change: retry")
+
+func errNumber(err error) uint16 {
+	if e, ok := errors.AsType[*mysql.MySQLError](err); ok {
+		return e.Number
+	}
+	return 0
+}
+
+func retryable(err error) bool {
+	if errors.Is(err, errRetry) {
+		return true
+	}
+	switch errNumber(err) {
+	case errDeadlock, errLockWaitTimeout:
+		return true
+	}
+	return false
+}
+
+func isDup(err error) bool { return errNumber(err) == errDupEntry }
+
+// wrap returns a *sundial.Error as it is, for the client, and wraps any
+// other error with what was being done.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*sundial.Error](err); ok {
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+func notFound(field, format string, args ...any) *sundial.Error {
+	return sundial.Errorf(sundial.ENotFound, field, format, args...)
+}
+
+func conflict(field, format string, args ...any) *sundial.Error {
+	return sundial.Errorf(sundial.EConflict, field, format, args...)
+}
+
+// nowSQL is the server's clock in microseconds since the Unix epoch,
+// independent of the session's time zone.
+const nowSQL = `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))`
+
+// Time columns hold microseconds since the Unix epoch.
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+// norm is t as the database gives it back: UTC, microseconds.
+func norm(t time.Time) time.Time { return fromMicros(micros(t)) }
+
+func normPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := norm(*t)
+	return &n
+}
+
+func nullMicros(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: micros(*t), Valid: true}
+}
+
+func timePtr(v sql.NullInt64) *time.Time {
+	if !v.Valid {
+		return nil
+	}
+	t := fromMicros(v.Int64)
+	return &t
+}
+
+// clampLimit applies the list limits: 50 by default, at most 1000.
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 1000:
+		return 1000
+	}
+	return n
+}
+
+type scanner interface{ Scan(dest ...any) error }
