@@ -45,9 +45,12 @@
 //     limit. Its writes are guarded by the run's fence and status as well,
 //     because RunStart, RunCancel and RunFinish do not take the task lock.
 //   - RunStart and RunFinish are one UPDATE ... FROM unnest(arrays) each,
-//     guarded by id, fence and the allowed from-statuses, in one round trip.
-//     An ID listed twice goes into a second statement of the same batch, so
-//     the batch applies as if its items ran one after another.
+//     guarded by id, fence and the allowed from-statuses, in one round trip
+//     and one implicit transaction. An ID listed twice goes into a second
+//     statement of the same batch, so the batch applies as if its items ran
+//     one after another. They are planned for each batch (plan_cache_mode
+//     force_custom_plan for the transaction): a generic plan, made for an
+//     array of unknown length, can be quadratic in a batch of thousands.
 //   - RunInsert takes FOR SHARE on its task, so it and TaskDelete (which
 //     deletes the task's SCHEDULED runs) cannot interleave.
 //   - RunRelease and NodeReap lock the tasks whose runs they release before
@@ -58,9 +61,15 @@
 //     server's clock_timestamp(), so a node whose own clock is off cannot
 //     make a healthy node look dead.
 //
-// Locks are taken in one order: a node row, then task rows, then run rows,
-// and rows of one kind by ascending ID where one statement locks several.
-// The statements that take no callback (RunStart, RunFinish, RunRelease,
-// NodeReap, RunPurge) are retried a few times if PostgreSQL still reports a
-// deadlock or serialisation failure.
+// Locks are taken in one order: a node row, then task rows, then run rows.
+// Where one statement locks several rows of a kind it takes them in ID
+// order (ORDER BY id FOR UPDATE), except RunStart and RunFinish, whose
+// order follows the plan (their input is sorted by ID). PlanDue cannot
+// deadlock: it never waits for a task lock, and it inserts runs only for
+// the tasks it holds. The statements that take no callback (RunStart,
+// RunFinish, RunRelease, NodeReap, RunPurge) are retried a few times if
+// PostgreSQL reports a deadlock or serialisation failure; RunAdmit is not,
+// because that would call decide again, so the rare deadlock between a
+// CANCEL_PREV admission and a RunFinish of the runs it cancels reaches its
+// caller as an internal error.
 package postgres

@@ -1,0 +1,128 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sundialhq/sundial"
+)
+
+// NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
+// and HeartbeatAt from the server's clock.
+func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
+	if n.ID == "" {
+		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
+	}
+	var started int64
+	err := s.pool.QueryRow(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
+		SELECT $1, $2, $3, $4, 'ALIVE', c.now, c.now FROM (SELECT `+dbNow+` AS now) AS c
+		ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, address = excluded.address,
+			state = 'ALIVE', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
+		RETURNING started_at`,
+		n.ID, cleanText(n.Host), n.PID, cleanText(n.Address)).Scan(&started)
+	if err != nil {
+		return wrap(badTextOr(err), "register node %s", n.ID)
+	}
+	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, fromMicros(started), fromMicros(started)
+	return nil
+}
+
+// NodeHeartbeat renews an ALIVE node's heartbeat with the server's clock;
+// any other node is ENotFound.
+func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
+	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET heartbeat_at = `+dbNow+` WHERE id = $1 AND state = 'ALIVE'`, id)
+	if err != nil {
+		return wrap(badTextOr(err), "heartbeat node %s", id)
+	}
+	if ct.RowsAffected() == 0 {
+		return notFound("", "node %s is not alive: it was declared dead or left", id)
+	}
+	return nil
+}
+
+// NodeLeave marks a node LEFT; an unknown node is ENotFound.
+func (s *Store) NodeLeave(ctx context.Context, id string) error {
+	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = $1`, id)
+	if err != nil {
+		return wrap(badTextOr(err), "leave node %s", id)
+	}
+	if ct.RowsAffected() == 0 {
+		return notFound("", "node %s not found", id)
+	}
+	return nil
+}
+
+// NodeList returns every node, newest (by start time) first.
+func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
+		FROM nodes ORDER BY started_at DESC, id DESC`)
+	if err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	defer rows.Close()
+	var out []*sundial.Node
+	for rows.Next() {
+		var (
+			n           sundial.Node
+			started, hb int64
+		)
+		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
+			return nil, fmt.Errorf("list nodes: %w", err)
+		}
+		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(hb)
+		out = append(out, &n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list nodes: %w", err)
+	}
+	return out, nil
+}
+
+// nodeReapSQL declares dead the ALIVE nodes whose heartbeat is older than
+// $1 microseconds by the server's clock. SKIP LOCKED passes over a node
+// another reaper is declaring dead (or that is renewing its heartbeat right
+// now), so two reapers never release one node's runs twice.
+const nodeReapSQL = `UPDATE nodes SET state = 'DEAD' WHERE id = ANY (ARRAY(
+		SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < ` + dbNow + ` - $1
+		ORDER BY id FOR UPDATE SKIP LOCKED))
+	RETURNING id`
+
+// NodeReap declares DEAD every ALIVE node whose heartbeat is older than
+// deadAfter by the server's clock, releases their runs as RunRelease does,
+// and returns their IDs in order, all in one transaction.
+func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error) {
+	var dead []string
+	err := retry(ctx, func() error {
+		dead = dead[:0]
+		b := beginBatch()
+		b.Queue(nodeReapSQL, deadAfter.Microseconds()).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return err
+				}
+				dead = append(dead, id)
+			}
+			return rows.Err()
+		})
+		return s.inTx(ctx, b, func(tx pgx.Tx) error {
+			if len(dead) == 0 {
+				return nil
+			}
+			slices.Sort(dead)
+			rb := &pgx.Batch{}
+			for _, id := range dead {
+				queueRelease(rb, id, fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter), now)
+			}
+			return sendBatch(ctx, tx, rb)
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reap nodes: %w", err)
+	}
+	return dead, nil
+}

@@ -1,0 +1,120 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sundialhq/sundial"
+)
+
+// planDueSQL claims due tasks. The literal status and deleted terms match
+// the partial index tasks_due, so the scan covers the due tasks only. FOR
+// UPDATE SKIP LOCKED passes over tasks another transaction holds (another
+// node's planner, an admission, an update), so planners on several nodes
+// claim disjoint tasks and never wait for each other; a task passed over is
+// still due at the next pass.
+const planDueSQL = `SELECT ` + taskCols + ` FROM tasks
+	WHERE status = 'ENABLED' AND NOT deleted AND next_fire_at <= $1
+	ORDER BY priority DESC, next_fire_at, id
+	LIMIT $2
+	FOR UPDATE SKIP LOCKED`
+
+// planNextSQL advances the claimed tasks' next_fire_at in one statement.
+const planNextSQL = `UPDATE tasks SET next_fire_at = u.next
+	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, next)
+	WHERE tasks.id = u.id`
+
+// planInsertChunk caps the runs one INSERT carries.
+const planInsertChunk = 2000
+
+// PlanDue claims up to limit due tasks, most urgent first, and inserts the
+// runs plan makes of each, in one transaction and three round trips: BEGIN
+// with the claim, the inserts with the advance of next_fire_at, COMMIT.
+// Each task's next_fire_at becomes Plan.Next; its version and updated_at do
+// not change.
+func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
+	plan sundial.PlanFunc) ([]*sundial.Run, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	now = norm(now)
+	var (
+		tasks []*sundial.Task
+		out   []*sundial.Run
+	)
+	b := beginBatch()
+	b.Queue(customPlans)
+	b.Queue(planDueSQL, micros(until), limit).Query(func(rows pgx.Rows) error {
+		var err error
+		tasks, err = scanTasks(rows)
+		return err
+	})
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		if len(tasks) == 0 {
+			return nil
+		}
+		type fire struct {
+			task int64
+			key  string
+		}
+		var (
+			runs     []*sundial.Run
+			seen     = map[fire]bool{}
+			ids      = make([]int64, len(tasks))
+			nexts    = make([]*int64, len(tasks))
+			inserted = map[fire]int64{}
+		)
+		for i, t := range tasks {
+			p := plan(t)
+			for _, r := range p.Runs {
+				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
+				r.CreatedAt, r.UpdatedAt = now, now
+				if err := prepareNew(r, now); err != nil {
+					return fmt.Errorf("plan task %d: %w", t.ID, err)
+				}
+				// A fire listed twice is inserted once, as the first.
+				if f := (fire{r.TaskID, r.FireKey}); !seen[f] {
+					seen[f] = true
+					runs = append(runs, r)
+				}
+			}
+			ids[i], nexts[i] = t.ID, nullMicros(p.Next)
+		}
+		nb := &pgx.Batch{}
+		for start := 0; start < len(runs); start += planInsertChunk {
+			var a runArrays
+			for _, r := range runs[start:min(start+planInsertChunk, len(runs))] {
+				a.add(r)
+			}
+			nb.Queue(runsInsertSQL, a.args()...).Query(func(rows pgx.Rows) error {
+				for rows.Next() {
+					var f fire
+					var id int64
+					if err := rows.Scan(&id, &f.task, &f.key); err != nil {
+						return err
+					}
+					inserted[f] = id
+				}
+				return rows.Err()
+			})
+		}
+		nb.Queue(planNextSQL, ids, nexts)
+		if err := sendBatch(ctx, tx, nb); err != nil {
+			return err
+		}
+		for _, r := range runs {
+			if id, ok := inserted[fire{r.TaskID, r.FireKey}]; ok {
+				r.ID = id
+				out = append(out, r)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, wrap(badTextOr(err), "plan due tasks")
+	}
+	return out, nil
+}

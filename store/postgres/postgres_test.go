@@ -1,0 +1,783 @@
+package postgres
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"go.uber.org/goleak"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/migrate"
+	"github.com/sundialhq/sundial/store/storetest"
+)
+
+// envDSN names the variable that points the tests at a PostgreSQL server,
+// for example postgres://root@127.0.0.1:5432/test?sslmode=disable. Each
+// test works in a schema of its own, dropped when it ends.
+const envDSN = "SUNDIAL_TEST_POSTGRES"
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// serverDSN returns the test server's DSN. Without one the test is
+// skipped, except in CI, where the PostgreSQL tests must run.
+func serverDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(envDSN)
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: CI must run the PostgreSQL tests", envDSN)
+		}
+		t.Skipf("set %s=postgres://... to run the PostgreSQL tests", envDSN)
+	}
+	return dsn
+}
+
+// newSchema creates an empty schema, dropped at the end of t, and returns
+// a DSN whose connections work in it.
+func newSchema(t testing.TB) string {
+	t.Helper()
+	dsn := serverDSN(t)
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := "sundial_test_" + hex.EncodeToString(b[:])
+	admin := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	ident := pgx.Identifier{name}.Sanitize()
+	if err := admin(t.Context(), `CREATE SCHEMA `+ident); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := admin(ctx, `DROP SCHEMA `+ident+` CASCADE`); err != nil {
+			t.Errorf("drop schema %s: %v", name, err)
+		}
+	})
+	return withParam(t, dsn, "search_path", name)
+}
+
+// withParam sets a connection parameter (a plain word) in a URL or
+// key=value DSN.
+func withParam(t testing.TB, dsn, key, value string) string {
+	t.Helper()
+	if !strings.HasPrefix(dsn, "postgres://") && !strings.HasPrefix(dsn, "postgresql://") {
+		return dsn + " " + key + "=" + value
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatalf("%s is not a URL", envDSN)
+	}
+	q := u.Query()
+	q.Set(key, value)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// open opens a store on dsn, closed at the end of t.
+func open(t testing.TB, dsn string) *Store {
+	t.Helper()
+	s, err := Open(t.Context(), dsn, Options{MaxConns: 4})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+func TestStore(t *testing.T) {
+	t.Parallel()
+	serverDSN(t)
+	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t, newSchema(t)) })
+}
+
+// ledger returns schema_migrations as "version@applied_at ...".
+func ledger(t *testing.T, s *Store) string {
+	t.Helper()
+	rows, err := s.pool.Query(t.Context(), `SELECT version, applied_at FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	var b strings.Builder
+	for rows.Next() {
+		var v, at int64
+		if err := rows.Scan(&v, &at); err != nil {
+			t.Fatalf("read schema_migrations: %v", err)
+		}
+		fmt.Fprintf(&b, "%d@%d ", v, at)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	return b.String()
+}
+
+func migrationVersions(t *testing.T) []int64 {
+	t.Helper()
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	migs, err := migrate.Load(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []int64
+	for _, m := range migs {
+		vs = append(vs, m.Version)
+	}
+	return vs
+}
+
+// TestMigrateConcurrent starts several nodes on one empty schema at once:
+// every Open succeeds and each migration is applied once.
+func TestMigrateConcurrent(t *testing.T) {
+	t.Parallel()
+	dsn := newSchema(t)
+	const nodes = 4
+	stores := make([]*Store, nodes)
+	errs := make([]error, nodes)
+	var wg sync.WaitGroup
+	for i := range nodes {
+		wg.Go(func() { stores[i], errs[i] = Open(t.Context(), dsn, Options{MaxConns: 2}) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("Open %d: %v", i, err)
+			continue
+		}
+		t.Cleanup(func() { stores[i].Close() })
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	s := stores[0]
+	var got []int64
+	rows, err := s.pool.Query(t.Context(), `SELECT version FROM schema_migrations ORDER BY version`)
+	if err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	got, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatalf("read schema_migrations: %v", err)
+	}
+	if want := migrationVersions(t); !slices.Equal(got, want) {
+		t.Fatalf("schema_migrations = %v, want each of %v once", got, want)
+	}
+	before := ledger(t, s)
+	for _, st := range stores {
+		if err := st.Migrate(t.Context()); err != nil {
+			t.Fatalf("Migrate again: %v", err)
+		}
+	}
+	if after := ledger(t, s); after != before {
+		t.Fatalf("schema_migrations changed by migrating again: %q, was %q", after, before)
+	}
+}
+
+// TestMigrateWaitsForLock holds the migration lock from another session:
+// Open waits for it, and migrates once it is released.
+func TestMigrateWaitsForLock(t *testing.T) {
+	t.Parallel()
+	dsn := newSchema(t)
+	ctx := t.Context()
+	holder, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer holder.Close(context.Background())
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
+		t.Fatalf("lock: %v", err)
+	}
+	locked := true
+	defer func() {
+		if locked {
+			holder.Exec(context.Background(), `SELECT pg_advisory_unlock($1)`, migrateLockKey)
+		}
+	}()
+
+	type result struct {
+		s   *Store
+		err error
+	}
+	done := make(chan result, 1)
+	app := "sundial-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	appDSN := withParam(t, dsn, "application_name", app)
+	go func() {
+		s, err := Open(ctx, appDSN, Options{MaxConns: 2})
+		done <- result{s, err}
+	}()
+
+	// Wait until the server shows Open's session waiting for the lock
+	// (other tests' sessions may be waiting for it too).
+	waiting := func() bool {
+		var n int
+		err := holder.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'advisory' AND NOT l.granted AND l.classid::bigint = $1
+				AND l.objid::bigint = $2 AND l.objsubid = 1 AND a.application_name = $3`,
+			migrateLockKey>>32, migrateLockKey&0xffffffff, app).Scan(&n)
+		return err == nil && n > 0
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
+	for !waiting() {
+		select {
+		case r := <-done:
+			if r.s != nil {
+				r.s.Close()
+			}
+			t.Fatalf("Open returned while another session held the migration lock: %v", r.err)
+		case <-deadline:
+			t.Fatal("Open never waited for the migration lock")
+		case <-tick.C:
+		}
+	}
+	var tables int
+	if err := holder.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()`).Scan(&tables); err != nil || tables != 0 {
+		t.Fatalf("tables created while the lock was held: %d, %v", tables, err)
+	}
+	if _, err := holder.Exec(ctx, `SELECT pg_advisory_unlock($1)`, migrateLockKey); err != nil {
+		t.Fatalf("unlock: %v", err)
+	}
+	locked = false
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("Open: %v", r.err)
+		}
+		defer r.s.Close()
+		if got := ledger(t, r.s); got == "" {
+			t.Fatal("nothing migrated")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Open did not finish after the lock was released")
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	if s, err := Open(ctx, "postgres://user:s3cret@%zz/db", Options{}); err == nil {
+		s.Close()
+		t.Fatal("Open with a malformed DSN: no error")
+	} else if strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("the error reveals the password: %v", err)
+	}
+	// Nothing listens on port 1.
+	if s, err := Open(ctx, "postgres://nobody@127.0.0.1:1/db?connect_timeout=5", Options{}); err == nil {
+		s.Close()
+		t.Fatal("Open without a server: no error")
+	}
+}
+
+// newTask returns a valid task named name, due at next.
+func newTask(t testing.TB, name string, next time.Time) *sundial.Task {
+	t.Helper()
+	tk := &sundial.Task{Name: name, CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	tk.NextFireTime = &next
+	return tk
+}
+
+// TestPlanDueConcurrent runs planners of two nodes on one database.
+func TestPlanDueConcurrent(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	const tasks = 200
+
+	// setup returns two stores (two nodes) on one schema with the tasks,
+	// due at t0.
+	setup := func(t *testing.T) (a, b *Store, ids []int64) {
+		dsn := newSchema(t)
+		a, b = open(t, dsn), open(t, dsn)
+		for i := range tasks {
+			tk := newTask(t, fmt.Sprintf("t%03d", i), t0)
+			if err := a.TaskCreate(t.Context(), tk, t0); err != nil {
+				t.Fatalf("TaskCreate: %v", err)
+			}
+			ids = append(ids, tk.ID)
+		}
+		return a, b, ids
+	}
+	// once plans the task's next fire and leaves it nothing more to plan.
+	once := func(tk *sundial.Task) sundial.Plan {
+		at := *tk.NextFireTime
+		return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}}
+	}
+	taskIDs := func(runs []*sundial.Run) []int64 {
+		var ids []int64
+		for _, r := range runs {
+			ids = append(ids, r.TaskID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+
+	t.Run("DisjointWithoutWaiting", func(t *testing.T) {
+		t.Parallel()
+		a, b, ids := setup(t)
+		ctx := t.Context()
+		// Node a claims 100 tasks and holds them until node b has planned:
+		// b must neither wait for a's locks nor plan a's tasks.
+		holding := make(chan struct{})
+		var holdOnce sync.Once
+		hold := func() { holdOnce.Do(func() { close(holding) }) }
+		defer hold() // lets node b's goroutine end if node a fails first
+		bDone := make(chan []*sundial.Run, 1)
+		go func() {
+			<-holding
+			runs, err := b.PlanDue(ctx, t0, tasks, "node-b", t0, once)
+			if err != nil {
+				t.Errorf("node b: PlanDue: %v", err)
+			}
+			bDone <- runs
+		}()
+		var bRuns []*sundial.Run
+		first := true
+		aRuns, err := a.PlanDue(ctx, t0, tasks/2, "node-a", t0, func(tk *sundial.Task) sundial.Plan {
+			if first {
+				first = false
+				hold()
+				select {
+				case bRuns = <-bDone:
+				case <-time.After(30 * time.Second):
+					t.Error("node b's PlanDue waited for node a's claimed tasks")
+				}
+			}
+			return once(tk)
+		})
+		if err != nil {
+			t.Fatalf("node a: PlanDue: %v", err)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		if len(aRuns) != tasks/2 || len(bRuns) != tasks/2 {
+			t.Fatalf("node a planned %d runs and node b %d, want %d each", len(aRuns), len(bRuns), tasks/2)
+		}
+		all := append(taskIDs(aRuns), taskIDs(bRuns)...)
+		slices.Sort(all)
+		if !slices.Equal(all, ids) {
+			t.Fatalf("the nodes planned tasks %v, want each of %v once", all, ids)
+		}
+		if runs, err := a.PlanDue(ctx, t0, tasks, "node-a", t0, once); err != nil || len(runs) != 0 {
+			t.Fatalf("PlanDue after both: %d runs, %v; want none", len(runs), err)
+		}
+	})
+
+	t.Run("EachFireOnce", func(t *testing.T) {
+		t.Parallel()
+		a, b, ids := setup(t)
+		ctx := t.Context()
+		const fires = 10 // t0 .. t0+9s, one pass per fire
+		until := t0.Add((fires - 1) * time.Second)
+		type fire struct {
+			task int64
+			at   time.Time
+		}
+		var (
+			mu      sync.Mutex
+			planned = map[fire]int{}
+			runIDs  = map[int64]bool{}
+		)
+		every := func(tk *sundial.Task) sundial.Plan {
+			at := *tk.NextFireTime
+			mu.Lock()
+			planned[fire{tk.ID, at}]++
+			mu.Unlock()
+			next := at.Add(time.Second)
+			return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}, Next: &next}
+		}
+		var wg sync.WaitGroup
+		for i, s := range []*Store{a, b, a, b} {
+			node := fmt.Sprintf("node-%d", i)
+			wg.Go(func() {
+				for {
+					runs, err := s.PlanDue(ctx, until, 17, node, t0, every)
+					if err != nil {
+						t.Errorf("%s: PlanDue: %v", node, err)
+						return
+					}
+					if len(runs) == 0 {
+						return
+					}
+					mu.Lock()
+					for _, r := range runs {
+						if runIDs[r.ID] {
+							t.Errorf("run %d returned twice", r.ID)
+						}
+						runIDs[r.ID] = true
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		for _, id := range ids {
+			for k := range fires {
+				if n := planned[fire{id, t0.Add(time.Duration(k) * time.Second)}]; n != 1 {
+					t.Fatalf("task %d's fire %d was planned %d times, want once", id, k, n)
+				}
+			}
+		}
+		if len(planned) != tasks*fires || len(runIDs) != tasks*fires {
+			t.Fatalf("%d fires planned and %d runs inserted, want %d", len(planned), len(runIDs), tasks*fires)
+		}
+		var n int
+		if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&n); err != nil || n != tasks*fires {
+			t.Fatalf("%d runs in the database (%v), want %d", n, err, tasks*fires)
+		}
+	})
+}
+
+// TestRunFinishBatchInOrder lists one run twice in a batch: the items apply
+// as if one after another, as in SQLite.
+func TestRunFinishBatchInOrder(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	now := time.Now()
+	tk := newTask(t, "a", now)
+	if err := s.TaskCreate(ctx, tk, now); err != nil {
+		t.Fatalf("TaskCreate: %v", err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: now}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatalf("RunInsert: %v", err)
+	}
+	ok, err := s.RunStart(ctx, []sundial.RunStart{
+		{ID: r.ID, Fence: r.Fence + 1, Attempt: 1, StartedAt: now}, // fenced off
+		{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now},     // starts
+		{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now},     // already started
+	})
+	if err != nil || fmt.Sprint(ok) != "[false true false]" {
+		t.Fatalf("RunStart = %v, %v; want [false true false]", ok, err)
+	}
+	ok, err = s.RunFinish(ctx, []sundial.RunFinish{
+		{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback, FinishedAt: now},
+		{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, FinishedAt: now},
+		{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: now},
+	})
+	if err != nil || fmt.Sprint(ok) != "[true true false]" {
+		t.Fatalf("RunFinish = %v, %v; want [true true false]", ok, err)
+	}
+	if got, err := s.RunGet(ctx, r.ID); err != nil || got.Status != sundial.RunSuccess {
+		t.Fatalf("run after the batch: %v, %v; want SUCCESS", got, err)
+	}
+}
+
+// TestBytesAndText: a response body keeps any bytes; text PostgreSQL
+// cannot store is EInvalid in a task and cleaned in an error message.
+func TestBytesAndText(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	now := time.Now()
+
+	bad := newTask(t, "nul\x00name", now)
+	if err := s.TaskCreate(ctx, bad, now); sundial.ErrorCode(err) != sundial.EInvalid {
+		t.Fatalf("TaskCreate with a NUL in the name: %v, want %s", err, sundial.EInvalid)
+	}
+
+	tk := newTask(t, "a", now)
+	if err := s.TaskCreate(ctx, tk, now); err != nil {
+		t.Fatalf("TaskCreate: %v", err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: now}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatalf("RunInsert: %v", err)
+	}
+	if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now}}); err != nil || !ok[0] {
+		t.Fatalf("RunStart: %v %v", ok, err)
+	}
+	body := "bin\x00\xff\xfe\x01ary"
+	ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		FinishedAt: now, HTTPStatus: 500, ResponseBody: body, Error: "bad \x00 byte \xff"}})
+	if err != nil || !ok[0] {
+		t.Fatalf("RunFinish: %v %v", ok, err)
+	}
+	got, err := s.RunGet(ctx, r.ID)
+	if err != nil {
+		t.Fatalf("RunGet: %v", err)
+	}
+	if got.ResponseBody != body {
+		t.Fatalf("ResponseBody = %q, want %q", got.ResponseBody, body)
+	}
+	if got.Error != "bad \uFFFD byte \uFFFD" {
+		t.Fatalf("Error = %q", got.Error)
+	}
+}
+
+// TestNodeClock: node times come from the server's clock, and a heartbeat
+// moves on by it.
+func TestNodeClock(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	n := &sundial.Node{ID: "n1"}
+	if err := s.NodeRegister(ctx, n); err != nil {
+		t.Fatalf("NodeRegister: %v", err)
+	}
+	var server int64
+	if err := s.pool.QueryRow(ctx, `SELECT `+dbNow).Scan(&server); err != nil {
+		t.Fatal(err)
+	}
+	if d := fromMicros(server).Sub(n.StartedAt); d < 0 || d > time.Minute {
+		t.Fatalf("StartedAt %v is %v before the server's clock", n.StartedAt, d)
+	}
+	if err := s.NodeHeartbeat(ctx, n.ID); err != nil {
+		t.Fatalf("NodeHeartbeat: %v", err)
+	}
+	nodes, err := s.NodeList(ctx)
+	if err != nil || len(nodes) != 1 || !nodes[0].HeartbeatAt.After(nodes[0].StartedAt) {
+		t.Fatalf("NodeList = %+v, %v; want a heartbeat after the start", nodes, err)
+	}
+	// A deadline of an hour by the server's clock keeps the node alive.
+	if dead, err := s.NodeReap(ctx, time.Hour, time.Unix(0, 0)); err != nil || len(dead) != 0 {
+		t.Fatalf("NodeReap(1h) = %v, %v; want none", dead, err)
+	}
+}
+
+// TestQueryPlans keeps the hot queries on their indexes, on tables with
+// some history and fresh statistics: a plan that scans tasks or runs, or
+// reaches a batch's runs through the status index, costs more as the
+// tables grow, not as the work does.
+func TestQueryPlans(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	// 5,000 tasks and 50,000 runs: a tenth each SCHEDULED, RUNNING,
+	// SKIPPED and QUEUED, the rest SUCCESS.
+	_, err := s.pool.Exec(ctx, `
+		INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
+			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
+			callback_method, status, version, created_at, updated_at, next_fire_at)
+		SELECT 't' || g, '* * * * * *', 'UTC', 'SYNC', 'POST', 'https://example.com', 0, 'QUEUE', 100,
+			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0, g::bigint * 1000000
+		FROM generate_series(1, 5000) AS g;
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status, node_id, idempotency_key,
+			created_at, updated_at)
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, CASE g % 10 WHEN 0 THEN 'SCHEDULED' WHEN 1 THEN 'RUNNING'
+			WHEN 2 THEN 'SKIPPED' WHEN 3 THEN 'QUEUED' ELSE 'SUCCESS' END, 'node-' || g % 3, 'k', g, g
+		FROM generate_series(1, 50000) AS g;
+		ANALYZE tasks, runs, nodes`)
+	if err != nil {
+		t.Fatalf("fill tables: %v", err)
+	}
+	const n = 1000 // a batch
+	var (
+		ids, fences, times []int64
+		ints               []int32
+		texts, finals      []string
+		nulls              []*int64
+		bodies             [][]byte
+	)
+	for i := range int64(n) {
+		ids, fences, times = append(ids, 1+i*10), append(fences, 1), append(times, i)
+		ints, texts, finals = append(ints, 1), append(texts, ""), append(finals, "SUCCESS")
+		nulls, bodies = append(nulls, nil), append(bodies, nil)
+	}
+	for _, tc := range []struct {
+		name  string
+		sql   string
+		args  []any
+		use   string // an index the plan must use
+		avoid string // an index it must not use, if not empty
+	}{
+		{"PlanDue", planDueSQL, []any{100_000_000, 1000}, "tasks_due", ""},
+		{"admit lock", admitLockSQL, []any{10}, "tasks_pkey", ""},
+		{"admit pending", admitPendingSQL, []any{10}, "runs_task_status", "runs_status_node"},
+		{"admit last effective", admitLastSQL, []any{10}, "runs_task_status", "runs_status_node"},
+		{"admit skips", admitSkipsSQL, []any{10, 10}, "runs_task_status", "runs_status_node"},
+		{"admit cancel", admitCancelSQL, []any{1, ids[:3], 10}, "runs_", "runs_status_node"},
+		// A batch's runs by primary key, never through the status index.
+		{"RunStart", runStartSQL, []any{ids, fences, ints, times, texts}, "runs_pkey", "runs_status_node"},
+		{"RunFinish", runFinishSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies, texts, times},
+			"runs_pkey", "runs_status_node"},
+		{"RunPurge", runPurgeSQL, []any{40_000, 500}, "runs_created", ""},
+		{"release lock", releaseLockSQL, []any{"node-1"}, "tasks_pkey", ""},
+		{"release running", releaseRunningSQL, []any{"node-1", "", 1}, "runs_pkey", ""},
+	} {
+		// The sixth execution of a prepared statement may switch to a
+		// generic plan: look at both.
+		for i := range 7 {
+			rows, err := s.pool.Query(ctx, "EXPLAIN "+tc.sql, tc.args...)
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatalf("%s: %v", tc.name, err)
+			}
+			if i != 0 && i != 6 {
+				continue
+			}
+			plan := strings.Join(lines, "\n")
+			if strings.Contains(plan, "Seq Scan on tasks") || strings.Contains(plan, "Seq Scan on runs") ||
+				!strings.Contains(plan, tc.use) || (tc.avoid != "" && strings.Contains(plan, tc.avoid)) {
+				t.Errorf("%s: want %s without a sequential scan or %q:\n%s", tc.name, tc.use, tc.avoid, plan)
+			}
+		}
+	}
+}
+
+// TestCustomPlans: the batch statements, prepared once per connection, are
+// planned for each batch's arguments, never with a generic plan.
+func TestCustomPlans(t *testing.T) {
+	t.Parallel()
+	dsn := newSchema(t)
+	s, err := Open(t.Context(), dsn, Options{MaxConns: 1}) // one session to look at
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.TaskCreate(ctx, newTask(t, "a", time.Unix(0, 0)), time.Now()); err != nil {
+		t.Fatalf("TaskCreate: %v", err)
+	}
+	for i := range 8 { // a generic plan may be chosen from the sixth execution
+		runs, err := s.PlanDue(ctx, time.Unix(100, 0), 10, "n", time.Now(), func(tk *sundial.Task) sundial.Plan {
+			at := *tk.NextFireTime
+			next := at.Add(time.Second)
+			return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}, Next: &next}
+		})
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("PlanDue %d: %d runs, %v", i, len(runs), err)
+		}
+		r := runs[0]
+		if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at0(i)}}); err != nil || !ok[0] {
+			t.Fatalf("RunStart: %v %v", ok, err)
+		}
+		if ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+			FinishedAt: at0(i)}}); err != nil || !ok[0] {
+			t.Fatalf("RunFinish: %v %v", ok, err)
+		}
+	}
+	// The setting ends with each transaction.
+	var mode string
+	if err := s.pool.QueryRow(ctx, `SHOW plan_cache_mode`).Scan(&mode); err != nil || mode != "auto" {
+		t.Fatalf("plan_cache_mode after the batches = %q, %v; want auto", mode, err)
+	}
+	for _, sql := range []string{planDueSQL, planNextSQL, runStartSQL, runFinishSQL} {
+		var custom, generic int64
+		if err := s.pool.QueryRow(ctx, `SELECT custom_plans, generic_plans FROM pg_prepared_statements
+			WHERE statement = $1`, sql).Scan(&custom, &generic); err != nil {
+			t.Fatalf("pg_prepared_statements: %v\n%s", err, sql)
+		}
+		if generic != 0 || custom < 8 {
+			t.Fatalf("%d custom and %d generic plans, want only custom ones, for\n%s", custom, generic, sql)
+		}
+	}
+}
+
+func at0(sec int) time.Time { return time.Unix(int64(sec), 0) }
+
+// BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
+func BenchmarkPlanDue(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, newSchema(b))
+	const n = 1000
+	for i := range n {
+		if err := s.TaskCreate(ctx, newTask(b, fmt.Sprintf("t%d", i), time.Unix(0, 0)), time.Now()); err != nil {
+			b.Fatal(err)
+		}
+	}
+	until := time.Unix(1_900_000_000, 0)
+	plan := func(tk *sundial.Task) sundial.Plan {
+		at := *tk.NextFireTime
+		next := at.Add(time.Second)
+		return sundial.Plan{
+			Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
+			Next: &next,
+		}
+	}
+	for b.Loop() {
+		runs, err := s.PlanDue(ctx, until, n, "node", time.Now(), plan)
+		if err != nil || len(runs) != n {
+			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// BenchmarkRunFinish records 1,000 outcomes in one batch per operation.
+func BenchmarkRunFinish(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, newSchema(b))
+	tk := newTask(b, "t", time.Now())
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		b.Fatal(err)
+	}
+	const n = 1000
+	batch := 0
+	// setup plans and starts n runs, outside the timer.
+	setup := func() []sundial.RunFinish {
+		b.StopTimer()
+		defer b.StartTimer()
+		_, err := s.pool.Exec(ctx, `UPDATE tasks SET next_fire_at = 0 WHERE id = $1`, tk.ID)
+		if err != nil {
+			b.Fatal(err)
+		}
+		runs, err := s.PlanDue(ctx, time.Unix(1, 0), 1, "node", time.Now(), func(t *sundial.Task) sundial.Plan {
+			var p sundial.Plan
+			for i := range n {
+				p.Runs = append(p.Runs, &sundial.Run{FireKey: fmt.Sprintf("b%d:%d", batch, i), ScheduledTime: time.Now()})
+			}
+			return p
+		})
+		if err != nil || len(runs) != n {
+			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
+		}
+		starts := make([]sundial.RunStart, n)
+		fins := make([]sundial.RunFinish, n)
+		for i, r := range runs {
+			starts[i] = sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
+			fins[i] = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
+				FinishedAt: time.Now(), HTTPStatus: 200, ResponseBody: `{"ok":true}`}
+		}
+		if ok, err := s.RunStart(ctx, starts); err != nil || !ok[n-1] {
+			b.Fatalf("RunStart: %v", err)
+		}
+		batch++
+		return fins
+	}
+	for b.Loop() {
+		fins := setup()
+		ok, err := s.RunFinish(ctx, fins)
+		if err != nil || !ok[n-1] {
+			b.Fatalf("RunFinish: %v", err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}

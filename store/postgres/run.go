@@ -1,0 +1,624 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sundialhq/sundial"
+)
+
+const runCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
+	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+
+func scanRun(row pgx.Row) (*sundial.Run, error) {
+	var (
+		r                       sundial.Run
+		trigger, status, reason string
+		scheduled, created, upd int64
+		started, finished       *int64
+		body                    []byte
+	)
+	err := row.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
+		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
+		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &r.CancelRequested, &created, &upd)
+	if err != nil {
+		return nil, err
+	}
+	r.Trigger = sundial.Trigger(trigger)
+	r.Status = sundial.RunStatus(status)
+	r.SkipReason = sundial.SkipReason(reason)
+	r.ScheduledTime = fromMicros(scheduled)
+	r.StartedAt = timePtr(started)
+	r.FinishedAt = timePtr(finished)
+	r.ResponseBody = string(body)
+	r.CreatedAt = fromMicros(created)
+	r.UpdatedAt = fromMicros(upd)
+	return &r, nil
+}
+
+func scanRuns(rows pgx.Rows) ([]*sundial.Run, error) {
+	defer rows.Close()
+	var out []*sundial.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Status lists, from the domain's definitions.
+var (
+	finalStatuses = sqlList(filter(allStatuses, sundial.RunStatus.Final)...)
+	// cancelAtOnce are the statuses RunCancel ends (CANCELED) instead of
+	// flagging for the owner: those that may become CANCELED and hold no
+	// delivery in flight.
+	cancelAtOnce = sqlList(filter(allStatuses, func(s sundial.RunStatus) bool {
+		return sundial.CanTransition(s, sundial.RunCanceled) && !s.Active()
+	})...)
+)
+
+var allStatuses = []sundial.RunStatus{
+	sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
+	sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
+	sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted,
+}
+
+func filter[T any](items []T, keep func(T) bool) []T {
+	var out []T
+	for _, it := range items {
+		if keep(it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// runWriteCols are the columns a new run is inserted with, in the order of
+// runArrays.args.
+const runWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
+	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+
+// runUnnest turns the arrays of runArrays.args into rows.
+const runUnnest = `unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
+	$7::integer[], $8::integer[], $9::integer[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
+	$14::integer[], $15::bytea[], $16::text[], $17::text[], $18::text[], $19::boolean[], $20::bigint[],
+	$21::bigint[])`
+
+// runsInsertSQL inserts the runs of runArrays in one statement, leaving
+// alone every (task, fire key) that exists, and returns those it inserted.
+const runsInsertSQL = `INSERT INTO runs (` + runWriteCols + `)
+	SELECT * FROM ` + runUnnest + `
+	ON CONFLICT (task_id, fire_key) DO NOTHING
+	RETURNING id, task_id, fire_key`
+
+// runInsertSQL inserts one run of a live task, holding FOR SHARE on the
+// task so that a concurrent TaskDelete waits for it (and then deletes the
+// run if it is SCHEDULED) or goes first (and the insert finds no task). It
+// returns whether the task is live and the new run's ID, NULL if the fire
+// key is taken.
+const runInsertSQL = `WITH task AS (
+		SELECT id FROM tasks WHERE id = $22 AND NOT deleted FOR SHARE
+	), ins AS (
+		INSERT INTO runs (` + runWriteCols + `)
+		SELECT * FROM ` + runUnnest + ` WHERE EXISTS (SELECT 1 FROM task)
+		ON CONFLICT (task_id, fire_key) DO NOTHING
+		RETURNING id
+	)
+	SELECT EXISTS (SELECT 1 FROM task), (SELECT id FROM ins)`
+
+// runArrays holds new runs column by column, to bind to unnest.
+type runArrays struct {
+	taskID, scheduled, fence, created, updated []int64
+	fireKey, trigger, status, skipReason       []string
+	nodeID, errText, traceID, idemKey          []string
+	missed, attempt, deliveries, httpStatus    []int32
+	started, finished                          []*int64
+	body                                       [][]byte
+	cancel                                     []bool
+}
+
+func (a *runArrays) add(r *sundial.Run) {
+	a.taskID = append(a.taskID, r.TaskID)
+	a.fireKey = append(a.fireKey, r.FireKey)
+	a.trigger = append(a.trigger, string(r.Trigger))
+	a.scheduled = append(a.scheduled, micros(r.ScheduledTime))
+	a.status = append(a.status, string(r.Status))
+	a.skipReason = append(a.skipReason, string(r.SkipReason))
+	a.missed = append(a.missed, int32(r.MissedCount))
+	a.attempt = append(a.attempt, int32(r.Attempt))
+	a.deliveries = append(a.deliveries, int32(r.Deliveries))
+	a.nodeID = append(a.nodeID, r.NodeID)
+	a.fence = append(a.fence, r.Fence)
+	a.started = append(a.started, nullMicros(r.StartedAt))
+	a.finished = append(a.finished, nullMicros(r.FinishedAt))
+	a.httpStatus = append(a.httpStatus, int32(r.HTTPStatus))
+	a.body = append(a.body, []byte(r.ResponseBody))
+	a.errText = append(a.errText, r.Error)
+	a.traceID = append(a.traceID, r.TraceID)
+	a.idemKey = append(a.idemKey, r.IdempotencyKey)
+	a.cancel = append(a.cancel, r.CancelRequested)
+	a.created = append(a.created, micros(r.CreatedAt))
+	a.updated = append(a.updated, micros(r.UpdatedAt))
+}
+
+func (a *runArrays) len() int { return len(a.taskID) }
+
+func (a *runArrays) args() []any {
+	return []any{a.taskID, a.fireKey, a.trigger, a.scheduled, a.status, a.skipReason, a.missed,
+		a.attempt, a.deliveries, a.nodeID, a.fence, a.started, a.finished, a.httpStatus, a.body,
+		a.errText, a.traceID, a.idemKey, a.cancel, a.created, a.updated}
+}
+
+// prepareNew fills the defaults of a run about to be inserted and
+// normalises its times to what the database gives back. A new run is
+// SCHEDULED, or SKIPPED as a record of a fire that will not run.
+func prepareNew(r *sundial.Run, now time.Time) error {
+	if r.Status == "" {
+		r.Status = sundial.RunScheduled
+	}
+	if r.Status != sundial.RunScheduled && r.Status != sundial.RunSkipped {
+		return sundial.Errorf(sundial.EInvalid, "status", "a new run is SCHEDULED or SKIPPED, not %s", r.Status)
+	}
+	if r.FireKey == "" {
+		return sundial.Errorf(sundial.EInvalid, "fire_key", "a run needs a fire key")
+	}
+	if r.Trigger == "" {
+		r.Trigger = sundial.TriggerSchedule
+	}
+	if r.IdempotencyKey == "" {
+		r.IdempotencyKey = sundial.IdempotencyKeyFor(r.TaskID, r.FireKey)
+	}
+	if r.Fence == 0 {
+		r.Fence = 1
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	if r.Status == sundial.RunSkipped && r.FinishedAt == nil {
+		f := r.CreatedAt
+		r.FinishedAt = &f
+	}
+	r.ResponseBody = cutBody(r.ResponseBody)
+	r.ScheduledTime = norm(r.ScheduledTime)
+	r.StartedAt = normPtr(r.StartedAt)
+	r.FinishedAt = normPtr(r.FinishedAt)
+	r.CreatedAt = norm(r.CreatedAt)
+	r.UpdatedAt = norm(r.UpdatedAt)
+	return nil
+}
+
+// cutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
+// UTF-8 sequence.
+func cutBody(b string) string {
+	if len(b) <= sundial.MaxResponseBody {
+		return b
+	}
+	n := sundial.MaxResponseBody
+	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
+}
+
+// RunInsert inserts a run (a manual trigger) of a live task. An existing
+// (TaskID, FireKey) is EConflict; a missing task ENotFound.
+func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
+	if err := prepareNew(r, s.clock()); err != nil {
+		return err
+	}
+	var a runArrays
+	a.add(r)
+	var (
+		live bool
+		id   *int64
+	)
+	err := s.pool.QueryRow(ctx, runInsertSQL, append(a.args(), r.TaskID)...).Scan(&live, &id)
+	switch {
+	case err != nil:
+		return wrap(badTextOr(err), "insert run")
+	case !live:
+		return notFound("task_id", "task %d not found", r.TaskID)
+	case id == nil:
+		return conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
+	}
+	r.ID = *id
+	return nil
+}
+
+// RunGet returns a run, or ENotFound.
+func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, notFound("", "run %d not found", id)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunList returns runs newest first (by ID).
+func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
+	var (
+		where []string
+		args  []any
+	)
+	add := func(cond string, arg any) {
+		args = append(args, arg)
+		where = append(where, cond+` $`+strconv.Itoa(len(args)))
+	}
+	if f.TaskID != 0 {
+		add(`task_id =`, f.TaskID)
+	}
+	if f.Status != "" {
+		add(`status =`, string(f.Status))
+	}
+	if !f.From.IsZero() {
+		add(`scheduled_at >=`, micros(f.From))
+	}
+	if !f.To.IsZero() {
+		add(`scheduled_at <`, micros(f.To))
+	}
+	if f.BeforeID > 0 {
+		add(`id <`, f.BeforeID)
+	}
+	q := `SELECT ` + runCols + ` FROM runs`
+	if len(where) > 0 {
+		q += ` WHERE ` + strings.Join(where, ` AND `)
+	}
+	args = append(args, clampLimit(f.Limit))
+	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrap(badTextOr(err), "list runs")
+	}
+	out, err := scanRuns(rows)
+	if err != nil {
+		return nil, wrap(badTextOr(err), "list runs")
+	}
+	return out, nil
+}
+
+// rounds splits a batch by ID: round k holds the indexes of the k-th item
+// of each ID, ordered by ID. Applying the rounds one after another applies
+// the batch as if its items ran in order, while each round is one
+// statement that locks its rows in ascending ID order.
+func rounds(ids []int64) [][]int {
+	var out [][]int
+	seen := make(map[int64]int, len(ids))
+	for i, id := range ids {
+		k := seen[id]
+		seen[id] = k + 1
+		if k == len(out) {
+			out = append(out, nil)
+		}
+		out[k] = append(out[k], i)
+	}
+	for _, r := range out {
+		slices.SortFunc(r, func(a, b int) int { return cmp.Compare(ids[a], ids[b]) })
+	}
+	return out
+}
+
+// applied returns a callback that marks ok[i] for the items of round whose
+// IDs the statement returned.
+func applied(ok []bool, ids []int64, round []int) func(pgx.Rows) error {
+	return func(rows pgx.Rows) error {
+		at := make(map[int64]int, len(round))
+		for _, i := range round {
+			at[ids[i]] = i
+		}
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ok[at[id]] = true
+		}
+		return rows.Err()
+	}
+}
+
+// The batch statements offer the planner the primary key (id = ANY($1)) to
+// find their runs, so that their cost grows with the batch, not with the
+// runs in a status; TestQueryPlans holds them to it. Their arrays are
+// sorted by ID, which makes the usual plans lock the rows in ID order.
+
+const runStartSQL = `UPDATE runs
+	SET status = 'RUNNING', attempt = u.attempt, started_at = u.started_at, trace_id = u.trace_id,
+		deliveries = runs.deliveries + 1, updated_at = u.started_at
+	FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::bigint[], $5::text[])
+		AS u (id, fence, attempt, started_at, trace_id)
+	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence AND runs.status = 'SCHEDULED'
+	RETURNING runs.id`
+
+// RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
+// matches, in one statement (one per repeat of an ID) and one round trip.
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool, error) {
+	ok := make([]bool, len(starts))
+	if len(starts) == 0 {
+		return ok, nil
+	}
+	ids := make([]int64, len(starts))
+	for i, st := range starts {
+		ids[i] = st.ID
+	}
+	var stmts []stmt
+	for _, round := range rounds(ids) {
+		var (
+			id, fence, started []int64
+			attempt            []int32
+			trace              []string
+		)
+		for _, i := range round {
+			st := starts[i]
+			id = append(id, st.ID)
+			fence = append(fence, st.Fence)
+			attempt = append(attempt, int32(st.Attempt))
+			started = append(started, micros(st.StartedAt))
+			trace = append(trace, cleanText(st.TraceID))
+		}
+		stmts = append(stmts, stmt{runStartSQL, []any{id, fence, attempt, started, trace}, applied(ok, ids, round)})
+	}
+	err := retry(ctx, func() error {
+		clear(ok)
+		return sendBatch(ctx, s.pool, batchOf(stmts))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start runs: %w", err)
+	}
+	return ok, nil
+}
+
+// finishEdges are the status changes RunFinish may make, from an active
+// status to an outcome, as an SQL list of (from, to) pairs; finishTargets
+// the outcomes among them.
+var finishEdges, finishTargets = func() (string, map[sundial.RunStatus]bool) {
+	var pairs []string
+	targets := map[sundial.RunStatus]bool{}
+	for _, from := range []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback} {
+		for _, to := range []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
+			sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunWaitingCallback, sundial.RunInterrupted} {
+			if sundial.CanTransition(from, to) {
+				pairs = append(pairs, fmt.Sprintf("('%s', '%s')", from, to))
+				targets[to] = true
+			}
+		}
+	}
+	return "(" + strings.Join(pairs, ", ") + ")", targets
+}()
+
+var runFinishSQL = `UPDATE runs
+	SET status = u.status, started_at = COALESCE(u.started_at, runs.started_at), finished_at = u.finished_at,
+		http_status = u.http_status, response_body = u.response_body, error = u.error, updated_at = u.updated_at
+	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::integer[],
+		$7::bytea[], $8::text[], $9::bigint[])
+		AS u (id, fence, status, started_at, finished_at, http_status, response_body, error, updated_at)
+	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
+		AND (runs.status, u.status) IN ` + finishEdges + `
+	RETURNING runs.id`
+
+// RunFinish records outcomes of active runs, each only if its fence matches
+// and its status may move to the outcome's, in one statement (one per
+// repeat of an ID) and one round trip. An outcome no active run may reach
+// (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
+	ok := make([]bool, len(finishes))
+	if len(finishes) == 0 {
+		return ok, nil
+	}
+	ids := make([]int64, len(finishes))
+	for i, f := range finishes {
+		if !finishTargets[f.Status] {
+			return nil, conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		}
+		ids[i] = f.ID
+	}
+	now := micros(s.clock())
+	var stmts []stmt
+	for _, round := range rounds(ids) {
+		var (
+			id, fence, updated []int64
+			status, errText    []string
+			started, finished  []*int64
+			httpStatus         []int32
+			body               [][]byte
+		)
+		for _, i := range round {
+			f := finishes[i]
+			var st, fin *int64
+			if !f.StartedAt.IsZero() {
+				st = nullMicros(&f.StartedAt)
+			}
+			upd := now
+			if !f.FinishedAt.IsZero() {
+				fin = nullMicros(&f.FinishedAt)
+				upd = *fin
+			}
+			id = append(id, f.ID)
+			fence = append(fence, f.Fence)
+			status = append(status, string(f.Status))
+			started = append(started, st)
+			finished = append(finished, fin)
+			httpStatus = append(httpStatus, int32(f.HTTPStatus))
+			body = append(body, []byte(cutBody(f.ResponseBody)))
+			errText = append(errText, cleanText(f.Error))
+			updated = append(updated, upd)
+		}
+		stmts = append(stmts, stmt{runFinishSQL,
+			[]any{id, fence, status, started, finished, httpStatus, body, errText, updated}, applied(ok, ids, round)})
+	}
+	err := retry(ctx, func() error {
+		clear(ok)
+		return sendBatch(ctx, s.pool, batchOf(stmts))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("finish runs: %w", err)
+	}
+	return ok, nil
+}
+
+// cancelSet is the SET clause that cancels an unfinished run at $1 (a time):
+// SCHEDULED and QUEUED ones end CANCELED, the others (RUNNING,
+// WAITING_CALLBACK, INTERRUPTED) are flagged for their owner.
+var cancelSet = `status = CASE WHEN status IN ` + cancelAtOnce + ` THEN 'CANCELED' ELSE status END,
+	finished_at = CASE WHEN status IN ` + cancelAtOnce + ` THEN $1 ELSE finished_at END,
+	cancel_requested = cancel_requested OR status NOT IN ` + cancelAtOnce + `,
+	updated_at = $1`
+
+var runCancelSQL = `UPDATE runs SET ` + cancelSet + `
+	WHERE id = $2 AND status NOT IN ` + finalStatuses + `
+	RETURNING ` + runCols
+
+// RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
+// WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
+// run is EConflict. It is one statement: the row lock it takes orders it
+// with any other change of the run.
+func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, runCancelSQL, micros(now), id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Missing, or final (a final run stays final).
+		var status string
+		err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, id).Scan(&status)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, notFound("", "run %d not found", id)
+		}
+		if err == nil {
+			return nil, conflict("status", "run %d is already %s", id, status)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cancel run %d: %w", id, err)
+	}
+	return r, nil
+}
+
+// RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
+// of a task, or nil.
+func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs
+		WHERE task_id = $1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get next queued run of task %d: %w", taskID, err)
+	}
+	return r, nil
+}
+
+// RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
+// by scheduled time.
+func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
+	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
+		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = $1
+		ORDER BY scheduled_at, id`, nodeID)
+	if err == nil {
+		var out []*sundial.Run
+		if out, err = scanRuns(rows); err == nil {
+			return out, nil
+		}
+	}
+	return nil, wrap(badTextOr(err), "list runs of node %s", nodeID)
+}
+
+// RunRelease gives up nodeID's runs on shutdown, in one round trip and one
+// transaction.
+func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
+	err := retry(ctx, func() error {
+		b := &pgx.Batch{}
+		queueRelease(b, nodeID, reason, now)
+		return sendBatch(ctx, s.pool, b)
+	})
+	return wrap(badTextOr(err), "release runs of node %s", nodeID)
+}
+
+// The statements of a release, each taking the node's ID as $1.
+const (
+	// releaseLockSQL locks the tasks of the node's SCHEDULED and RUNNING
+	// runs, in ID order.
+	releaseLockSQL = `SELECT id FROM tasks WHERE id = ANY (ARRAY(
+			SELECT DISTINCT task_id FROM runs WHERE status IN ('SCHEDULED', 'RUNNING') AND node_id = $1))
+		ORDER BY id FOR UPDATE`
+	// releasePlannedSQL deletes the node's planned SCHEDULED runs and
+	// rewinds their tasks. LEAST ignores NULL: a task with no next fire gets
+	// the earliest.
+	releasePlannedSQL = `WITH gone AS (
+			DELETE FROM runs WHERE status = 'SCHEDULED' AND node_id = $1 AND trigger_type <> 'MANUAL'
+			RETURNING task_id, scheduled_at
+		)
+		UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
+		FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
+		WHERE tasks.id = e.task_id`
+	releaseManualSQL = `UPDATE runs
+		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = $2,
+			finished_at = $3, updated_at = $3
+		WHERE status = 'SCHEDULED' AND node_id = $1`
+	releaseRunningSQL = `UPDATE runs
+		SET status = 'INTERRUPTED', error = $2, finished_at = $3, updated_at = $3, fence = fence + 1
+		WHERE status = 'RUNNING' AND node_id = $1 AND id = ANY (ARRAY(
+			SELECT id FROM runs WHERE status = 'RUNNING' AND node_id = $1 ORDER BY id FOR UPDATE))`
+)
+
+// queueRelease queues onto b the statements that give up nodeID's runs:
+//   - the tasks of its SCHEDULED and RUNNING runs are locked first, in ID
+//     order, so that no admission or planning of them is under way;
+//   - planned SCHEDULED runs are deleted and their tasks' next_fire_at
+//     rewound to the earliest of them, so that a planner plans them again;
+//   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
+//     as SKIPPED (MISFIRE) with the reason;
+//   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
+//     late write from the old owner is refused.
+//
+// QUEUED runs stay: the queue is the task's, drained by whichever node frees
+// a slot (RunQueuedNext).
+func queueRelease(b *pgx.Batch, nodeID, reason string, now time.Time) {
+	reason = cleanText(reason)
+	b.Queue(releaseLockSQL, nodeID)
+	b.Queue(releasePlannedSQL, nodeID)
+	b.Queue(releaseManualSQL, nodeID, reason, micros(now))
+	b.Queue(releaseRunningSQL, nodeID, reason, micros(now))
+}
+
+// runPurgeSQL collects the IDs first (ARRAY(...) is evaluated once), so
+// the DELETE finds its rows by primary key.
+var runPurgeSQL = `DELETE FROM runs WHERE id = ANY (ARRAY(
+	SELECT id FROM runs WHERE created_at < $1 AND status IN ` + finalStatuses + `
+	ORDER BY created_at, id LIMIT $2
+	FOR UPDATE SKIP LOCKED))`
+
+// RunPurge deletes up to limit final runs created before before, oldest
+// first. Purgers on several nodes take disjoint runs.
+func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var ct pgconn.CommandTag
+	err := retry(ctx, func() error {
+		var err error
+		ct, err = s.pool.Exec(ctx, runPurgeSQL, micros(before), limit)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("purge runs: %w", err)
+	}
+	return int(ct.RowsAffected()), nil
+}

@@ -1,0 +1,339 @@
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/migrate"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// migrateLockKey is the pg_advisory_lock key Migrate holds: "Sundial" in
+// ASCII. It is one key for the whole database, whatever the schema.
+const migrateLockKey int64 = 0x53756e6469616c
+
+// Options configure Open.
+type Options struct {
+	Logger *slog.Logger // nil: discard
+	// MaxConns caps the connection pool; zero keeps the DSN's
+	// pool_max_conns, or pgxpool's default (the larger of 4 and the number
+	// of CPUs).
+	MaxConns int
+}
+
+// Store is a sundial.Store on a PostgreSQL database.
+type Store struct {
+	pool  *pgxpool.Pool
+	log   *slog.Logger
+	clock func() time.Time // the process's clock, for times the caller does not give
+}
+
+var _ sundial.Store = (*Store)(nil)
+
+// Open connects to the database dsn names (a postgres:// URL or key=value
+// string; pgx's pool settings and runtime parameters such as search_path
+// are accepted), checks that it answers, and migrates it.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// The parser's message may quote the DSN, password included.
+		return nil, errors.New("open postgres: the DSN is not a valid connection string")
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = int32(min(opts.MaxConns, 1<<30))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres: %w", err)
+	}
+	s := &Store{pool: pool, log: opts.Logger, clock: time.Now}
+	if err := s.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Migrate applies the migrations the database has not had yet, holding an
+// advisory lock so that nodes starting at once apply each migration once.
+// It is idempotent; Open calls it, and so does `sundial migrate`.
+func (s *Store) Migrate(ctx context.Context) error {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	d := migrate.Dialect{
+		Lock:        lockMigrations,
+		Placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
+	}
+	if _, err := migrate.Up(ctx, db, sub, d, s.log); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// lockMigrations holds the migration lock on conn until unlock. A session
+// lock outlives the migrations' own transactions; it goes with the session
+// if the connection breaks.
+func lockMigrations(ctx context.Context, conn *sql.Conn) (func(context.Context) error, error) {
+	// A session that may hold the lock but will not unlock it (a wait
+	// cancelled just as the lock was granted, a failed unlock) must not go
+	// back to the pool: closing it releases the lock.
+	discard := func() {
+		_ = conn.Raw(func(c any) error { return c.(*stdlib.Conn).Conn().Close(context.WithoutCancel(ctx)) })
+	}
+	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
+		discard()
+		return nil, err
+	}
+	return func(ctx context.Context) error {
+		var released bool
+		if err := conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock($1)`, migrateLockKey).Scan(&released); err != nil {
+			discard()
+			return err
+		}
+		if !released {
+			return errors.New("the migration lock was not held")
+		}
+		return nil
+	}, nil
+}
+
+// Close releases the pool.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// Ping reports whether the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return fmt.Errorf("ping postgres: %w", err)
+	}
+	return nil
+}
+
+// beginBatch returns a batch whose first statement begins a transaction,
+// for inTx.
+func beginBatch() *pgx.Batch {
+	b := &pgx.Batch{}
+	b.BeginTx(pgx.TxOptions{}) // READ COMMITTED, the server's default
+	return b
+}
+
+// inTx sends b (made by beginBatch) in one round trip, runs fn in the
+// transaction it began, and commits if both succeed.
+func (s *Store) inTx(ctx context.Context, b *pgx.Batch, fn func(tx pgx.Tx) error) error {
+	br := s.pool.SendBatch(ctx, b)
+	tx := br.Tx()
+	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit; releases the connection
+	if err := br.Close(); err != nil {
+		return err
+	}
+	if fn != nil {
+		if err := fn(tx); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// sendBatch sends b in one round trip and one implicit transaction, and
+// runs its callbacks.
+func sendBatch(ctx context.Context, q interface {
+	SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+}, b *pgx.Batch) error {
+	return q.SendBatch(ctx, b).Close()
+}
+
+// customPlans makes the rest of the transaction plan each statement for its
+// arguments. The batch statements join unnest(arrays) of one to thousands
+// of elements; a generic plan assumes a few, and may rescan the unnest once
+// per row it joins, quadratic in the batch. (The setting ends with the
+// transaction, an implicit one included.)
+const customPlans = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
+
+// stmt is one statement of a batch that may be sent more than once (a
+// pgx.Batch may not): its SQL, arguments, and what to do with its rows.
+type stmt struct {
+	sql  string
+	args []any
+	rows func(pgx.Rows) error
+}
+
+// batchOf returns a new batch of stmts, planned for their arguments
+// (customPlans).
+func batchOf(stmts []stmt) *pgx.Batch {
+	b := &pgx.Batch{}
+	b.Queue(customPlans)
+	for _, st := range stmts {
+		q := b.Queue(st.sql, st.args...)
+		if st.rows != nil {
+			q.Query(st.rows)
+		}
+	}
+	return b
+}
+
+// maxRetries is how often retry runs fn in all.
+const maxRetries = 4
+
+// retry runs fn again (up to maxRetries times in all) while it fails with
+// a deadlock or serialisation failure: the server rolled the transaction
+// back, so running it again is safe for fn without side effects.
+func retry(ctx context.Context, fn func() error) error {
+	var err error
+	for range maxRetries {
+		if err = fn(); !isRetryable(err) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// PostgreSQL error codes (SQLSTATE) the adapter acts on.
+const (
+	codeUniqueViolation      = "23505"
+	codeSerializationFailure = "40001"
+	codeDeadlockDetected     = "40P01"
+	codeNotInRepertoire      = "22021" // a NUL or invalid UTF-8 in text
+	codeUntranslatable       = "22P05"
+)
+
+func pgCode(err error) string {
+	if e, ok := errors.AsType[*pgconn.PgError](err); ok {
+		return e.Code
+	}
+	return ""
+}
+
+func isRetryable(err error) bool {
+	c := pgCode(err)
+	return c == codeDeadlockDetected || c == codeSerializationFailure
+}
+
+// badText returns EInvalid for an error the server gives when a text value
+// holds a NUL or invalid UTF-8, which SQLite stores but PostgreSQL refuses,
+// and nil for any other error.
+func badText(err error) *sundial.Error {
+	if c := pgCode(err); c == codeNotInRepertoire || c == codeUntranslatable {
+		return sundial.Errorf(sundial.EInvalid, "", "text contains a NUL character or invalid UTF-8")
+	}
+	return nil
+}
+
+// cleanText makes a diagnostic text (an error message, a reason) storable:
+// NUL and invalid UTF-8 become U+FFFD.
+func cleanText(s string) string {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
+// wrap returns a *sundial.Error as it is, for the client, and wraps any
+// other error with what was being done.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errors.AsType[*sundial.Error](err); ok {
+		return err
+	}
+	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+func notFound(field, format string, args ...any) *sundial.Error {
+	return sundial.Errorf(sundial.ENotFound, field, format, args...)
+}
+
+func conflict(field, format string, args ...any) *sundial.Error {
+	return sundial.Errorf(sundial.EConflict, field, format, args...)
+}
+
+// dbNow is the server's clock in microseconds since the Unix epoch: the
+// "database's clock" of node heartbeats. clock_timestamp() moves on within
+// a transaction, unlike now().
+const dbNow = `(extract(epoch from clock_timestamp()) * 1e6)::bigint`
+
+// Time columns hold microseconds since the Unix epoch.
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+// norm is t as the database gives it back: UTC, microseconds.
+func norm(t time.Time) time.Time { return fromMicros(micros(t)) }
+
+func normPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	n := norm(*t)
+	return &n
+}
+
+func nullMicros(t *time.Time) *int64 {
+	if t == nil {
+		return nil
+	}
+	v := micros(*t)
+	return &v
+}
+
+func timePtr(v *int64) *time.Time {
+	if v == nil {
+		return nil
+	}
+	t := fromMicros(*v)
+	return &t
+}
+
+// clampLimit applies the list limits: 50 by default, at most 1000.
+func clampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return 50
+	case n > 1000:
+		return 1000
+	}
+	return n
+}
+
+// sqlList renders statuses as an SQL list of literals: ('A', 'B').
+func sqlList[S ~string](items ...S) string {
+	q := make([]string, len(items))
+	for i, s := range items {
+		q[i] = "'" + strings.ReplaceAll(string(s), "'", "''") + "'"
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
