@@ -191,6 +191,12 @@ func (t *Task) Normalize() error {
 }
 
 func (t *Task) validate() error {
+	for field, v := range map[string]string{"name": t.Name, "description": t.Description, "cron_expr": t.CronExpr,
+		"timezone": t.Timezone, "target_url": t.TargetURL, "body_template": t.BodyTemplate} {
+		if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
+			return Errorf(EInvalid, field, "%s contains a NUL byte or invalid UTF-8", field)
+		}
+	}
 	switch {
 	case t.Name == "":
 		return Errorf(EInvalid, "name", "name is required")

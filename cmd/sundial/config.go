@@ -70,7 +70,7 @@ type setting struct {
 func (c *config) settings() []setting {
 	return []setting{
 		{"listen", "address of the REST API", &c.Listen},
-		{"db", "database: sqlite:PATH (postgres:// and mysql:// come with clustering)", &c.DB},
+		{"db", "database: sqlite:PATH, postgres://user@host:5432/db or mysql://user:pass@host:3306/db", &c.DB},
 		{"log.level", "debug, info, warn or error", &c.Log.Level},
 		{"log.format", "text or json", &c.Log.Format},
 		{"scheduler.poll_interval", "how often the planner claims due tasks", &c.Scheduler.PollInterval},

@@ -101,3 +101,25 @@ func TestConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestMySQLDSN(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, want string }{
+		{"mysql://root@127.0.0.1:3306/test", "root@tcp(127.0.0.1:3306)/test"},
+		{"mysql://user:p%40ss@db.internal/sundial?tls=true", "user:p@ss@tcp(db.internal:3306)/sundial?tls=true"},
+	}
+	for _, tc := range tests {
+		got, err := mysqlDSN(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("mysqlDSN(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"mysql://root@127.0.0.1", "mysql:///test"} {
+		if _, err := mysqlDSN(bad); err == nil {
+			t.Errorf("mysqlDSN(%q) accepted", bad)
+		}
+	}
+	if got := redact("postgres://app:secret@db:5432/x"); got != "postgres://app:***@db:5432/x" {
+		t.Errorf("redact = %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -23,6 +24,8 @@ import (
 	"github.com/sundialhq/sundial/api"
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/store/mysql"
+	"github.com/sundialhq/sundial/store/postgres"
 	"github.com/sundialhq/sundial/store/sqlite"
 )
 
@@ -152,9 +155,51 @@ func openStore(ctx context.Context, dsn string, log *slog.Logger) (sundial.Store
 			return nil, fmt.Errorf("open %s: %w", dsn, err)
 		}
 		return s, nil
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		s, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", redact(dsn), err)
+		}
+		return s, nil
+	case strings.HasPrefix(dsn, "mysql://"):
+		driverDSN, err := mysqlDSN(dsn)
+		if err != nil {
+			return nil, usageErrorf("db: %v", err)
+		}
+		s, err := mysql.Open(ctx, driverDSN, mysql.Options{Logger: log})
+		if err != nil {
+			return nil, fmt.Errorf("open %s: %w", redact(dsn), err)
+		}
+		return s, nil
 	default:
-		return nil, usageErrorf("db: %s: only sqlite:PATH is supported by this version", redact(dsn))
+		return nil, usageErrorf("db: %s: want sqlite:PATH, postgres://... or mysql://...", redact(dsn))
 	}
+}
+
+// mysqlDSN turns mysql://user:password@host:port/database?params into the
+// driver's user:password@tcp(host:port)/database?params.
+func mysqlDSN(dsn string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+		return "", fmt.Errorf("%s: want mysql://user:password@host:port/database", redact(dsn))
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host += ":3306"
+	}
+	var b strings.Builder
+	if u.User != nil {
+		b.WriteString(u.User.Username())
+		if pw, ok := u.User.Password(); ok {
+			b.WriteString(":" + pw)
+		}
+		b.WriteString("@")
+	}
+	b.WriteString("tcp(" + host + ")/" + strings.Trim(u.Path, "/"))
+	if u.RawQuery != "" {
+		b.WriteString("?" + u.RawQuery)
+	}
+	return b.String(), nil
 }
 
 // newNode returns this process's identity: host, process id, a random
