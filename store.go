@@ -36,9 +36,11 @@ type Store interface {
 	// PlanDue claims up to limit enabled tasks whose NextFireTime is at or
 	// before until, most urgent first (priority descending, then
 	// NextFireTime), and calls plan for each inside one transaction. The
-	// runs plan returns are inserted (a fire already planned is left alone),
-	// owned by nodeID with fence 1, and the task's NextFireTime becomes
-	// Plan.Next. It returns the runs it inserted, with their IDs.
+	// runs plan returns are inserted (a fire already planned is left alone)
+	// with fence 1, owned by nodeID, or by no node when nodeID is empty (any
+	// node then claims them with RunClaimDue), and the task's NextFireTime
+	// becomes Plan.Next. Concurrent calls never plan the same task. It
+	// returns the runs it inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
 	// RunInsert inserts a run (a manual trigger). An existing (TaskID,
@@ -77,6 +79,37 @@ type Store interface {
 	// RunPurge deletes up to limit final runs created before before, and
 	// reports how many it deleted.
 	RunPurge(ctx context.Context, before time.Time, limit int) (int, error)
+
+	// RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
+	// holds and that are due at or before until, most urgent first (their
+	// task's priority descending, then scheduled time, then ID): it sets
+	// their node and bumps their fence. Concurrent claims never take the
+	// same run and do not wait for each other. It returns the claimed runs,
+	// and their tasks by ID.
+	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*Run, map[int64]*Task, error)
+	// RunClaim takes over the given SCHEDULED or QUEUED runs for nodeID,
+	// each only if its fence still matches: it sets their node and bumps
+	// their fence. It returns the runs it took, and their tasks by ID.
+	RunClaim(ctx context.Context, nodeID string, refs []RunRef) ([]*Run, map[int64]*Task, error)
+	// RunUnplan deletes the given SCHEDULED runs held by nodeID (each only if
+	// its fence matches) and rewinds each task's NextFireTime to its
+	// earliest deleted run when that is earlier, so that the planner plans
+	// those fires again: used for runs found too late to fire, which then
+	// follow the task's catch-up mode.
+	RunUnplan(ctx context.Context, nodeID string, refs []RunRef) error
+	// RunRedeliver takes up to limit INTERRUPTED runs, oldest first: each
+	// that has had fewer than maxDeliveries deliveries and whose task is
+	// live becomes SCHEDULED again, held by nodeID with a bumped fence, and
+	// is returned (with its task) to be delivered again; the others become
+	// FAILED (finished now, with the reason in Error).
+	RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*Run, map[int64]*Task, error)
+	// RunFindStuck returns up to limit SCHEDULED runs due before dueBefore
+	// that nodeID holds, that no node holds, or whose node is not ALIVE,
+	// oldest first: the compensator's query.
+	RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*Run, error)
+	// RunCancelRequested returns the IDs of RUNNING and WAITING_CALLBACK
+	// runs held by nodeID whose cancellation was requested.
+	RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error)
 
 	// NodeRegister inserts or revives a node as ALIVE, its heartbeat and
 	// start time taken from the database's clock.
@@ -170,6 +203,11 @@ type Admission struct {
 	// Cancel lists runs to cancel first (CANCEL_PREV): RunAdmit treats each
 	// as RunCancel does.
 	Cancel []int64
+}
+
+// RunRef names a run as its holder knows it: ID and fence.
+type RunRef struct {
+	ID, Fence int64
 }
 
 // RunStart starts one run (RunStart): fields set on the run.

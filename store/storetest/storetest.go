@@ -1,5 +1,5 @@
 // Package storetest is the conformance suite of sundial.Store: every
-// database adapter (store/sqlite, and later PostgreSQL and MySQL) passes Run,
+// database adapter (store/sqlite, store/postgres, store/mysql) passes Run,
 // which holds each Store method to its contract in store.go, one subtest per
 // method and behaviour, each on a fresh store.
 package storetest
@@ -41,6 +41,12 @@ func Run(t *testing.T, open Opener) {
 		{"RunsOwned", testRunsOwned},
 		{"RunRelease", testRunRelease},
 		{"RunPurge", testRunPurge},
+		{"RunClaimDue", testRunClaimDue},
+		{"RunClaim", testRunClaim},
+		{"RunUnplan", testRunUnplan},
+		{"RunRedeliver", testRunRedeliver},
+		{"RunFindStuck", testRunFindStuck},
+		{"RunCancelRequested", testRunCancelRequested},
 		{"Node", testNode},
 		{"Transitions", testTransitions},
 	} {
