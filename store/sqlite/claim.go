@@ -1,0 +1,300 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Claims. SQLite has one writer, so a claim inside a write transaction is
+// atomic by itself: concurrent claimers queue for the writer and each sees
+// the runs the previous one took.
+
+// RunClaimDue claims unowned SCHEDULED runs due by until for nodeID.
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, nil, nil
+	}
+	// Every node asks many times a second; most often nothing is due. Look
+	// on a reader first so that an idle claim does not take the writer.
+	var one int
+	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM runs INDEXED BY runs_unclaimed
+		WHERE status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ? LIMIT 1`, micros(until)).Scan(&one)
+	if err == sql.ErrNoRows {
+		return nil, nil, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim due runs for node %s: %w", nodeID, err)
+	}
+	var (
+		runs  []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		ids, err := queryIDs(ctx, tx, `SELECT r.id FROM runs r INDEXED BY runs_unclaimed
+			JOIN tasks t ON t.id = r.task_id
+			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= ?
+			ORDER BY t.priority DESC, r.scheduled_at, r.id LIMIT ?`, micros(until), limit)
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		if err := s.setHolder(ctx, tx, nodeID, ids); err != nil {
+			return err
+		}
+		runs, tasks, err = runsAndTasks(ctx, tx, ids)
+		return err
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "claim due runs for node %s", nodeID)
+	}
+	return runs, tasks, nil
+}
+
+// RunClaim takes over the given SCHEDULED or QUEUED runs whose fence still
+// matches.
+func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	var (
+		runs  []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var ids []int64
+		for _, ref := range refs {
+			res, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
+				WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED')`,
+				nodeID, micros(s.clock()), ref.ID, ref.Fence)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 1 {
+				ids = append(ids, ref.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		var err error
+		runs, tasks, err = runsAndTasks(ctx, tx, ids)
+		return err
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "claim runs for node %s", nodeID)
+	}
+	return runs, tasks, nil
+}
+
+// RunUnplan deletes SCHEDULED runs held by nodeID and rewinds their tasks.
+func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		earliest := map[int64]int64{}
+		for _, ref := range refs {
+			var task, at int64
+			err := tx.QueryRowContext(ctx, `DELETE FROM runs
+				WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED'
+				RETURNING task_id, scheduled_at`, ref.ID, ref.Fence, nodeID).Scan(&task, &at)
+			if err == sql.ErrNoRows {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if cur, ok := earliest[task]; !ok || at < cur {
+				earliest[task] = at
+			}
+		}
+		for task, at := range earliest {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET next_fire_at = min(COALESCE(next_fire_at, ?1), ?1)
+				WHERE id = ?2`, at, task); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(err, "unplan runs of node %s", nodeID)
+}
+
+// RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
+// that cannot be delivered again.
+func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, nil, nil
+	}
+	var (
+		runs  []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.deliveries, r.error, t.deleted FROM runs r
+			JOIN tasks t ON t.id = r.task_id
+			WHERE r.status = 'INTERRUPTED' ORDER BY r.scheduled_at, r.id LIMIT ?`, clampLimit(limit*4))
+		if err != nil {
+			return err
+		}
+		type cand struct {
+			id, deliveries int64
+			reason         string
+			deleted        bool
+		}
+		var cands []cand
+		for rows.Next() {
+			var c cand
+			if err := rows.Scan(&c.id, &c.deliveries, &c.reason, &c.deleted); err != nil {
+				rows.Close()
+				return err
+			}
+			cands = append(cands, c)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		var ids []int64
+		for _, c := range cands {
+			var why string
+			switch {
+			case c.deleted:
+				why = "its task was deleted"
+			case c.deliveries >= int64(maxDeliveries):
+				why = fmt.Sprintf("no delivery left (%d of %d made)", c.deliveries, maxDeliveries)
+			}
+			if why != "" {
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'FAILED', error = ?1,
+					finished_at = ?2, updated_at = ?2 WHERE id = ?3`,
+					strings.TrimPrefix(c.reason+"; "+why, "; "), micros(now), c.id); err != nil {
+					return err
+				}
+				continue
+			}
+			if len(ids) == limit {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SCHEDULED', node_id = ?1,
+				fence = fence + 1, finished_at = NULL, updated_at = ?2 WHERE id = ?3`,
+				nodeID, micros(now), c.id); err != nil {
+				return err
+			}
+			ids = append(ids, c.id)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		runs, tasks, err = runsAndTasks(ctx, tx, ids)
+		return err
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "redeliver interrupted runs for node %s", nodeID)
+	}
+	return runs, tasks, nil
+}
+
+// RunFindStuck returns SCHEDULED runs due before dueBefore held by nodeID,
+// by no node, or by a node that is not ALIVE.
+func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
+	runs, err := scanRuns(s.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+		WHERE status = 'SCHEDULED' AND scheduled_at < ?
+		AND (node_id = ? OR node_id = '' OR node_id NOT IN (SELECT id FROM nodes WHERE state = 'ALIVE'))
+		ORDER BY scheduled_at, id LIMIT ?`, micros(dueBefore), nodeID, clampLimit(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("find stuck runs: %w", err)
+	}
+	return runs, nil
+}
+
+// RunCancelRequested returns the active runs of nodeID asked to cancel.
+func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs
+		WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = ? AND cancel_requested = 1`, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("find runs to cancel: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("find runs to cancel: %w", err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// setHolder gives the runs to nodeID with a new fence.
+func (s *Store) setHolder(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64) error {
+	q, args := inList(ids)
+	_, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
+		WHERE id IN (`+q+`)`, append([]any{nodeID, micros(s.clock())}, args...)...)
+	return err
+}
+
+// runsAndTasks loads runs by ID, in the given order, and their tasks.
+func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	q, args := inList(ids)
+	got, err := scanRuns(tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id IN (`+q+`)`, args...))
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := make(map[int64]*sundial.Run, len(got))
+	taskSet := map[int64]bool{}
+	for _, r := range got {
+		byID[r.ID] = r
+		taskSet[r.TaskID] = true
+	}
+	runs := make([]*sundial.Run, 0, len(ids))
+	for _, id := range ids {
+		if r := byID[id]; r != nil {
+			runs = append(runs, r)
+		}
+	}
+	taskIDs := make([]int64, 0, len(taskSet))
+	for id := range taskSet {
+		taskIDs = append(taskIDs, id)
+	}
+	q, args = inList(taskIDs)
+	rows, err := tx.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE id IN (`+q+`)`, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	tasks := make(map[int64]*sundial.Task, len(taskIDs))
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return nil, nil, err
+		}
+		tasks[t.ID] = t
+	}
+	return runs, tasks, rows.Err()
+}
+
+func queryIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// inList returns "?, ?, ..." for ids and the ids as arguments.
+func inList(ids []int64) (string, []any) {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
+}
