@@ -54,6 +54,31 @@
 //   - TaskUpdate, TaskDelete, RunRelease and NodeReap lock the task rows
 //     they change before the runs they delete, and NodeReap locks the node
 //     rows it declares dead, so two reapers do not release one node twice.
+//   - RunClaimDue, every node's hot path, works as PlanDue does, on runs:
+//     it reads the most urgent unowned due runs without locking (a range
+//     scan of runs_claim (status, node_id, scheduled_at, task_id) joined to
+//     the task's priority by primary key; the first read happens before the
+//     transaction, so an idle call is one statement that reads no row),
+//     locks them by primary key with FOR UPDATE SKIP LOCKED, re-checking
+//     that each is still SCHEDULED, unowned and due, gives those it holds to
+//     the node (node_id, fence + 1) in one UPDATE by primary key, and reads
+//     their tasks. Runs another claimer holds are skipped and the next
+//     candidates read, at most claimRounds times. It takes no task lock and
+//     never waits: concurrent claimers neither wait for each other nor take
+//     one run twice.
+//   - RunClaim and RunUnplan read which tasks their runs belong to, lock
+//     those task rows in ID order (RunClaim shared, RunUnplan exclusively:
+//     it rewinds next_fire_at), then lock the runs by primary key, waiting,
+//     and decide in Go which apply (status, holder, fence) before one
+//     UPDATE or DELETE by primary key.
+//   - RunRedeliver reads INTERRUPTED candidates oldest first without
+//     locking, locks their live tasks shared in ID order (a task cannot be
+//     deleted while its run becomes SCHEDULED again), then the runs by
+//     primary key with SKIP LOCKED, so two redeliverers do not wait for
+//     each other.
+//   - RunFindStuck and RunCancelRequested only read. A run's holder is
+//     "not ALIVE" when no ALIVE row of nodes has its ID, which includes an
+//     ID nodes does not hold.
 //   - Migrate holds GET_LOCK on one connection for the whole run (see
 //     Migrate).
 //

@@ -1,6 +1,7 @@
 package mysql
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -142,13 +143,13 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	if fmt.Sprint(applied) != "[1]" {
-		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1]", nodes, applied)
+	if fmt.Sprint(applied) != "[1 2]" {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2]", nodes, applied)
 	}
 	s := openDSN(t, dsn) // migrates again: nothing to do
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 1 {
-		t.Fatalf("schema_migrations rows = %d, %v; want 1", n, err)
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 2", n, err)
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes')`).Scan(&n); err != nil || n != 3 {
@@ -401,6 +402,14 @@ func TestQueryPlans(t *testing.T) {
 			ORDER BY created_at, id LIMIT 10`, nil},
 		{"release rewind", `UPDATE ` + joinValues("tasks", "t", []string{"id", "rewind_at"}, 2) + `
 			SET t.next_fire_at = v.rewind_at`, []any{1, 2, 3, 4}},
+		{"RunClaimDue candidates (idle)", fmt.Sprintf(claimCandidatesSQL, ""), []any{int64(1) << 60, 1000}},
+		{"RunClaimDue candidates (next round)", fmt.Sprintf(claimCandidatesSQL, claimAfterSQL),
+			[]any{int64(1) << 60, 5, 5, 3, 3, 4, 1000}},
+		{"RunClaimDue lock", fmt.Sprintf(claimLockSQL, "1, 2, 3"), []any{1}},
+		{"RunClaimDue set", fmt.Sprintf(claimSetSQL, "1, 2, 3", `status = 'SCHEDULED' AND node_id = ''`), []any{"n", 1}},
+		{"RunRedeliver candidates", fmt.Sprintf(redeliverCandidatesSQL, redeliverAfterSQL), []any{1, 1, 2, 10}},
+		{"RunFindStuck", findStuckSQL, []any{int64(1) << 60, "node-1", 10}},
+		{"RunCancelRequested", cancelRequestedSQL, []any{"node-1"}},
 	} {
 		q := tc.sql
 		if i := strings.Index(q, "FOR UPDATE"); i >= 0 {
@@ -427,12 +436,56 @@ func TestQueryPlans(t *testing.T) {
 			}
 			plan = append(plan, fmt.Sprint(row))
 			if (row["table"] == "tasks" || row["table"] == "runs" || row["table"] == "r" || row["table"] == "t" ||
-				row["table"] == "nodes") && row["type"] == "ALL" {
+				row["table"] == "nodes" || row["table"] == "n") && row["type"] == "ALL" {
 				t.Errorf("%s scans a table: %v", tc.name, row)
+			}
+			if strings.HasPrefix(tc.name, "RunClaimDue candidates") && row["table"] == "r" &&
+				(row["key"] != "runs_claim" || row["type"] != "range") {
+				t.Errorf("%s reads runs without a range of runs_claim: %v", tc.name, row)
 			}
 		}
 		rows.Close()
 		t.Logf("%s:\n%s", tc.name, strings.Join(plan, "\n"))
+	}
+
+	// What the plans promise, counted: an idle claim (no unowned due run
+	// among the thousands of runs) reads next to no index entry and no row.
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	reads := func() int64 {
+		t.Helper()
+		rows, err := conn.QueryContext(ctx, `SHOW SESSION STATUS LIKE 'Handler_read%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var sum int64
+		for rows.Next() {
+			var (
+				name string
+				v    int64
+			)
+			if err := rows.Scan(&name, &v); err != nil {
+				t.Fatal(err)
+			}
+			sum += v
+		}
+		return sum
+	}
+	r0 := reads()
+	r1 := reads() // what SHOW STATUS itself reads
+	ids, err := int64s(conn.QueryContext(ctx, fmt.Sprintf(claimCandidatesSQL, ""), micros(time.Unix(runs, 0)), 1000))
+	if err != nil || len(ids) != 0 {
+		t.Fatalf("idle claim candidates = %v, %v; want none", ids, err)
+	}
+	r2 := reads()
+	if n := (r2 - r1) - (r1 - r0); n > 5 {
+		t.Errorf("an idle claim over %d runs read %d index entries or rows; want next to none", runs, n)
+	} else {
+		t.Logf("an idle claim over %d runs read %d index entries or rows", runs, n)
 	}
 }
 
@@ -561,4 +614,332 @@ func BenchmarkRunFinish(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// seedClaimable creates tasks tasks (priorities 0 to 4) and n SCHEDULED runs
+// that no node holds, spread over the tasks, due from t0 on, and returns
+// the runs' IDs. Rows are inserted directly, many per statement.
+func seedClaimable(t testing.TB, s *Store, tasks, n int, t0 time.Time) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	var tids []int64
+	for i := range tasks {
+		tk := &sundial.Task{Name: fmt.Sprintf("claim-%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com",
+			Priority: i % 5}
+		if err := tk.Normalize(); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.TaskCreate(ctx, tk, t0); err != nil {
+			t.Fatal(err)
+		}
+		tids = append(tids, tk.ID)
+	}
+	var rs []*sundial.Run
+	for i := range n {
+		at := t0.Add(time.Duration(i/tasks) * time.Second)
+		r := &sundial.Run{TaskID: tids[i%tasks], FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}
+		if err := prepareNew(r, t0); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	insertRuns(t, s, rs)
+	ids, err := int64s(s.db.QueryContext(ctx, `SELECT id FROM runs WHERE task_id IN (`+
+		placeholders(len(tids))+`) ORDER BY id`, int64Args(tids)...))
+	if err != nil || len(ids) != n {
+		t.Fatalf("seeded runs = %d, %v; want %d", len(ids), err, n)
+	}
+	return ids
+}
+
+// insertRuns inserts prepared runs, many per statement.
+func insertRuns(t testing.TB, s *Store, rs []*sundial.Run) {
+	t.Helper()
+	for part := range slices.Chunk(rs, batchRows) {
+		var args []any
+		for _, r := range part {
+			args = runInsertArgs(args, r)
+		}
+		if _, err := s.db.ExecContext(context.Background(), runInsertSQL(len(part)), args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRunClaimDueConcurrent: three nodes (three stores) claim 1,000 unowned
+// due runs in batches of 100 at the same time; each run is claimed exactly
+// once, by the node the database names, and every batch comes most urgent
+// first.
+func TestRunClaimDueConcurrent(t *testing.T) {
+	t.Parallel()
+	dsn := createDB(t)
+	ctx := t.Context()
+	stores := []*Store{openDSN(t, dsn), openDSN(t, dsn), openDSN(t, dsn)}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 1000
+	all := seedClaimable(t, stores[0], 10, n, t0)
+	until := t0.Add(time.Hour)
+	var (
+		wg      sync.WaitGroup
+		start   = make(chan struct{})
+		mu      sync.Mutex
+		claimed = map[int64]string{}
+		calls   [3]int
+		errs    [3]error
+	)
+	for i, s := range stores {
+		node := fmt.Sprintf("node-%d", i)
+		wg.Go(func() {
+			<-start
+			for {
+				runs, tasks, err := s.RunClaimDue(ctx, node, until, 100)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				calls[i]++
+				if len(runs) == 0 {
+					return
+				}
+				if !slices.IsSortedFunc(runs, func(a, b *sundial.Run) int {
+					return cmp.Or(cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
+						a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
+				}) {
+					errs[i] = fmt.Errorf("a batch of %s is not most urgent first", node)
+					return
+				}
+				mu.Lock()
+				for _, r := range runs {
+					if prev, dup := claimed[r.ID]; dup {
+						errs[i] = fmt.Errorf("run %d claimed by %s and %s", r.ID, prev, node)
+					}
+					claimed[r.ID] = node
+					if r.NodeID != node || r.Fence != 2 || tasks[r.TaskID] == nil {
+						errs[i] = fmt.Errorf("claimed run %d: node %q, fence %d, task %v", r.ID, r.NodeID, r.Fence, tasks[r.TaskID])
+					}
+				}
+				mu.Unlock()
+				if errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("claimer %d: %v", i, err)
+		}
+	}
+	per := map[string]int{}
+	for _, node := range claimed {
+		per[node]++
+	}
+	t.Logf("claims per node: %v, in %v calls", per, calls)
+	if len(claimed) != n {
+		t.Fatalf("%d of %d runs claimed", len(claimed), n)
+	}
+	rows, err := stores[0].db.QueryContext(ctx, `SELECT id, node_id, fence FROM runs`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	seen := 0
+	for rows.Next() {
+		var (
+			id, fence int64
+			node      string
+		)
+		if err := rows.Scan(&id, &node, &fence); err != nil {
+			t.Fatal(err)
+		}
+		if claimed[id] != node || fence != 2 {
+			t.Fatalf("run %d is held by %q with fence %d; claimed by %q", id, node, fence, claimed[id])
+		}
+		seen++
+	}
+	if err := rows.Err(); err != nil || seen != len(all) {
+		t.Fatalf("%d runs in the table, %v; want %d", seen, err, len(all))
+	}
+}
+
+// TestRunClaimDueSkipsLocked holds the most urgent runs locked in another
+// transaction while a node claims: the claim skips them without waiting and
+// takes all the others.
+func TestRunClaimDueSkipsLocked(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := t.Context()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 50
+	ids := seedClaimable(t, s, 1, n, t0) // one task: urgency is ID order
+	held, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Rollback()
+	// By primary key: MariaDB's ORDER BY ... LIMIT ... FOR UPDATE would
+	// lock every row the sort reads.
+	locked, err := int64s(held.QueryContext(ctx, `SELECT id FROM runs FORCE INDEX (PRIMARY)
+		WHERE id IN (`+placeholders(5)+`) FOR UPDATE`, int64Args(ids[:5])...))
+	if err != nil || len(locked) != 5 {
+		t.Fatalf("lock the first runs: %v, %v", locked, err)
+	}
+	// A claim that waited for those locks would wait for the lock wait
+	// timeout (50 s by default); this one must finish well before.
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	begun := time.Now()
+	runs, _, err := s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 10)
+	if err != nil {
+		t.Fatalf("RunClaimDue: %v", err)
+	}
+	took := time.Since(begun)
+	if want := ids[5:15]; !slices.Equal(runIDsOf(runs), want) {
+		t.Fatalf("claimed %v with %v locked; want %v", runIDsOf(runs), locked, want)
+	}
+	if took > 5*time.Second {
+		t.Fatalf("the claim took %v: it waited for the locks", took)
+	}
+	runs, _, err = s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 100)
+	if err != nil || len(runs) != n-15 {
+		t.Fatalf("second claim = %d runs, %v; want %d", len(runs), err, n-15)
+	}
+	t.Logf("the claim past %d locked runs took %v", len(locked), took)
+}
+
+func runIDsOf(runs []*sundial.Run) []int64 {
+	ids := []int64{}
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// TestMigrationsRerun runs every migration again on a migrated database, as
+// after a migration that failed half-way: nothing fails and the schema is
+// the same.
+func TestMigrationsRerun(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := t.Context()
+	indexes := func() string {
+		t.Helper()
+		rows, err := s.db.QueryContext(ctx, `SELECT table_name, index_name, seq_in_index, column_name
+			FROM information_schema.statistics WHERE table_schema = DATABASE()
+			ORDER BY table_name, index_name, seq_in_index`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var tbl, idx, col string
+			var seq int
+			if err := rows.Scan(&tbl, &idx, &seq, &col); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s.%s.%d.%s", tbl, idx, seq, col))
+		}
+		return strings.Join(out, " ")
+	}
+	before := indexes()
+	if !strings.Contains(before, "runs.runs_claim.4.task_id") || strings.Contains(before, "runs_status_node") {
+		t.Fatalf("indexes after Open: %s", before)
+	}
+	files, err := migrationFiles.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		script, err := migrationFiles.ReadFile("migrations/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := execScript(ctx, tx, string(script)); err != nil {
+			tx.Rollback()
+			t.Fatalf("%s again: %v", f.Name(), err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if after := indexes(); after != before {
+		t.Fatalf("indexes after running the migrations again:\n%s\nwant\n%s", after, before)
+	}
+}
+
+// BenchmarkRunClaimDue claims 1,000 unowned due runs (of 20 tasks) per
+// operation, in a table that also holds 20,000 finished runs.
+func BenchmarkRunClaimDue(b *testing.B) {
+	ctx := context.Background()
+	s := open(b)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	const n = 1000
+	seedHistory(b, s, 20_000, t0)
+	seedClaimable(b, s, 20, n, t0)
+	until := t0.Add(time.Hour)
+	for b.Loop() {
+		b.StopTimer()
+		if _, err := s.db.ExecContext(ctx, `UPDATE runs SET node_id = '', fence = 1 WHERE status = 'SCHEDULED'`); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		runs, _, err := s.RunClaimDue(ctx, "node", until, n)
+		if err != nil || len(runs) != n {
+			b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// BenchmarkRunClaimDueIdle is the call every node makes every 50 ms when
+// nothing is due: 20,000 finished runs, none to claim.
+func BenchmarkRunClaimDueIdle(b *testing.B) {
+	ctx := context.Background()
+	s := open(b)
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	seedHistory(b, s, 20_000, t0)
+	for b.Loop() {
+		runs, _, err := s.RunClaimDue(ctx, "node", t0.Add(time.Hour), 1000)
+		if err != nil || len(runs) != 0 {
+			b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
+		}
+	}
+}
+
+// seedHistory inserts n finished runs of one task.
+func seedHistory(t testing.TB, s *Store, n int, t0 time.Time) {
+	t.Helper()
+	tk := &sundial.Task{Name: "history", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskCreate(context.Background(), tk, t0); err != nil {
+		t.Fatal(err)
+	}
+	var rs []*sundial.Run
+	for i := range n {
+		at := t0.Add(-time.Duration(i+1) * time.Second)
+		r := &sundial.Run{TaskID: tk.ID, FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at, NodeID: "node"}
+		if err := prepareNew(r, t0); err != nil {
+			t.Fatal(err)
+		}
+		r.Status = sundial.RunSuccess
+		if i%10 == 0 {
+			r.Status = sundial.RunSkipped
+			r.NodeID = ""
+		}
+		r.FinishedAt = &at
+		rs = append(rs, r)
+	}
+	insertRuns(t, s, rs)
+	if _, err := s.db.ExecContext(context.Background(), `ANALYZE TABLE tasks, runs`); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -20,9 +20,10 @@
 //
 // The schema is SQLite's: times are BIGINT microseconds since the Unix epoch
 // (UTC), live task names are unique through a partial index, due tasks are
-// found through a partial index on next_fire_at, and (task_id, fire_key) is
-// UNIQUE. Flags are BOOLEAN, and runs.response_body is BYTEA so that any
-// bytes a target answers with are kept as received.
+// found through a partial index on next_fire_at, the SCHEDULED runs no node
+// holds (an empty node_id) through one on scheduled_at, and (task_id,
+// fire_key) is UNIQUE. Flags are BOOLEAN, and runs.response_body is BYTEA
+// so that any bytes a target answers with are kept as received.
 //
 // # Concurrency
 //
@@ -57,19 +58,44 @@
 //     touching the runs; NodeReap claims dead nodes with FOR UPDATE SKIP
 //     LOCKED, so two reapers never release one node twice. RunPurge deletes
 //     with SKIP LOCKED too.
+//   - RunClaimDue, every node's hot path, is one statement in one round
+//     trip: it picks the due runs no node holds (empty node_id) through the
+//     partial index runs_unclaimed, most urgent first, with SELECT ... FOR
+//     UPDATE SKIP LOCKED, and updates them by primary key. Claimers on
+//     different nodes take disjoint runs and never wait for each other (nor
+//     for anything else): a run another transaction holds is passed over,
+//     and one claimed and committed since the statement began is rechecked
+//     by the lock and passed over too. It takes no task lock; a TaskUpdate
+//     or TaskDelete that wants the claimed runs waits for the claim, then
+//     deletes them (the claimer's RunStart then finds nothing).
+//   - RunClaim locks the runs' tasks FOR SHARE (claims of one task need not
+//     wait for each other; admissions, updates and deletes of the task do),
+//     then updates the runs as RunStart does, guarded by fence and status.
+//     RunUnplan locks the runs' tasks FOR UPDATE, then deletes the runs
+//     (guarded by holder, fence and status) and rewinds the tasks in one
+//     statement. Each is one round trip and one implicit transaction.
+//   - RunRedeliver picks INTERRUPTED runs without a lock, then in one
+//     implicit transaction locks their tasks FOR SHARE, so that none is
+//     deleted while its run is scheduled again, and decides each run again
+//     under the locks; the runs are locked FOR UPDATE SKIP LOCKED, so two
+//     redeliverers never take one run and do not wait for each other.
+//   - RunFindStuck and RunCancelRequested only read: what they return is
+//     acted on through fenced writes (RunClaim, RunFinish).
 //   - Node heartbeats, start times and the dead-node cutoff all come from the
 //     server's clock_timestamp(), so a node whose own clock is off cannot
 //     make a healthy node look dead.
 //
 // Locks are taken in one order: a node row, then task rows, then run rows.
 // Where one statement locks several rows of a kind it takes them in ID
-// order (ORDER BY id FOR UPDATE), except RunStart and RunFinish, whose
-// order follows the plan (their input is sorted by ID). PlanDue cannot
-// deadlock: it never waits for a task lock, and it inserts runs only for
-// the tasks it holds. The statements that take no callback (RunStart,
-// RunFinish, RunRelease, NodeReap, RunPurge) are retried a few times if
-// PostgreSQL reports a deadlock or serialisation failure; RunAdmit is not,
-// because that would call decide again, so the rare deadlock between a
-// CANCEL_PREV admission and a RunFinish of the runs it cancels reaches its
-// caller as an internal error.
+// order (ORDER BY id FOR UPDATE), except RunStart, RunFinish, RunClaim and
+// RunUnplan, whose order follows the plan (their input is sorted by ID).
+// RunClaim, RunUnplan and RunRedeliver lock the runs' tasks before the
+// runs, as RunRelease does. PlanDue cannot deadlock: it never waits for a
+// task lock, and it inserts runs only for the tasks it holds; RunClaimDue
+// cannot either, as it waits for no lock. The methods that take no callback
+// (RunStart, RunFinish, RunRelease, NodeReap, RunPurge, RunClaim, RunUnplan,
+// RunRedeliver) are retried a few times if PostgreSQL reports a deadlock or
+// serialisation failure; RunAdmit is not, because that would call decide
+// again, so the rare deadlock between a CANCEL_PREV admission and a
+// RunFinish of the runs it cancels reaches its caller as an internal error.
 package postgres

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -461,6 +462,172 @@ func TestPlanDueConcurrent(t *testing.T) {
 	})
 }
 
+// planUnowned plans, on tasks (made due at t0 first), perTask runs each
+// that no node holds, due at t0 .. t0+perTask-1 s, and returns them. A
+// batch number keeps their fire keys new.
+func planUnowned(tb testing.TB, s *Store, tasks []int64, perTask, batch int, t0 time.Time) []*sundial.Run {
+	tb.Helper()
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `UPDATE tasks SET next_fire_at = $1 WHERE id = ANY($2)`, micros(t0), tasks); err != nil {
+		tb.Fatal(err)
+	}
+	runs, err := s.PlanDue(ctx, t0, len(tasks), "", t0, func(tk *sundial.Task) sundial.Plan {
+		var p sundial.Plan
+		for i := range perTask {
+			p.Runs = append(p.Runs, &sundial.Run{FireKey: fmt.Sprintf("b%d:%d", batch, i),
+				ScheduledTime: t0.Add(time.Duration(i) * time.Second)})
+		}
+		return p
+	})
+	if err != nil || len(runs) != len(tasks)*perTask {
+		tb.Fatalf("PlanDue: %d runs, %v; want %d", len(runs), err, len(tasks)*perTask)
+	}
+	return runs
+}
+
+// claimTasks creates n tasks, their priorities 0 to n-1, and returns their IDs.
+func claimTasks(tb testing.TB, s *Store, n int) []int64 {
+	tb.Helper()
+	var ids []int64
+	for i := range n {
+		tk := newTask(tb, fmt.Sprintf("t%03d", i), time.Unix(0, 0))
+		tk.Priority = i
+		if err := s.TaskCreate(context.Background(), tk, time.Now()); err != nil {
+			tb.Fatalf("TaskCreate: %v", err)
+		}
+		ids = append(ids, tk.ID)
+	}
+	return ids
+}
+
+// TestRunClaimDueConcurrent runs the claimers of three nodes on one
+// database.
+func TestRunClaimDueConcurrent(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	until := t0.Add(time.Hour)
+
+	// Three stores (nodes) claim 1,000 due runs no node holds, 100 at a
+	// time, all at once: each run is taken exactly once, by one node, in
+	// batches most urgent first.
+	t.Run("EachOnce", func(t *testing.T) {
+		t.Parallel()
+		dsn := newSchema(t)
+		nodes := []*Store{open(t, dsn), open(t, dsn), open(t, dsn)}
+		ctx := t.Context()
+		tasks := claimTasks(t, nodes[0], 10)
+		planned := planUnowned(t, nodes[0], tasks, 100, 0, t0)
+		priority := map[int64]int{}
+		for i, id := range tasks {
+			priority[id] = i
+		}
+		var (
+			mu      sync.Mutex
+			claimed = map[int64]string{}
+			calls   = map[string]int{}
+			start   = make(chan struct{})
+			wg      sync.WaitGroup
+		)
+		for i, s := range nodes {
+			node := fmt.Sprintf("node-%d", i)
+			wg.Go(func() {
+				<-start
+				for {
+					runs, ts, err := s.RunClaimDue(ctx, node, until, 100)
+					if err != nil {
+						t.Errorf("%s: RunClaimDue: %v", node, err)
+						return
+					}
+					if len(runs) == 0 {
+						return
+					}
+					if len(runs) > 100 {
+						t.Errorf("%s: %d runs claimed, limit 100", node, len(runs))
+					}
+					ordered := slices.IsSortedFunc(runs, func(a, b *sundial.Run) int {
+						return cmp.Or(cmp.Compare(priority[b.TaskID], priority[a.TaskID]),
+							a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
+					})
+					if !ordered {
+						t.Errorf("%s: a claim is not most urgent first", node)
+					}
+					mu.Lock()
+					calls[node]++
+					for _, r := range runs {
+						if prev, dup := claimed[r.ID]; dup {
+							t.Errorf("run %d claimed by %s and %s", r.ID, prev, node)
+						}
+						claimed[r.ID] = node
+						if r.NodeID != node || r.Fence != 2 || ts[r.TaskID] == nil || ts[r.TaskID].ID != r.TaskID {
+							t.Errorf("%s: claimed %+v with task %v; want its node, fence 2 and its task", node, r, ts[r.TaskID])
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		if t.Failed() {
+			t.FailNow()
+		}
+		if len(claimed) != len(planned) {
+			t.Fatalf("%d of %d runs claimed", len(claimed), len(planned))
+		}
+		for _, r := range planned {
+			got, err := nodes[0].RunGet(ctx, r.ID)
+			if err != nil || got.NodeID != claimed[r.ID] || got.Fence != 2 || got.Status != sundial.RunScheduled {
+				t.Fatalf("run %d after the claims: %+v, %v; want SCHEDULED, held by %s with fence 2", r.ID, got, err, claimed[r.ID])
+			}
+		}
+		t.Logf("claims per node: %v", calls)
+	})
+
+	// A claimer passes over the runs another transaction holds instead of
+	// waiting for them.
+	t.Run("SkipsLocked", func(t *testing.T) {
+		t.Parallel()
+		dsn := newSchema(t)
+		a, b := open(t, dsn), open(t, dsn)
+		ctx := t.Context()
+		planned := planUnowned(t, a, claimTasks(t, a, 2), 50, 0, t0)
+		tx, err := a.pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background())
+		rows, err := tx.Query(ctx, `SELECT id FROM runs ORDER BY id LIMIT 10 FOR UPDATE`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(held) != 10 {
+			t.Fatalf("lock runs: %v, %v", held, err)
+		}
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		runs, _, err := b.RunClaimDue(wctx, "node-b", until, 1000)
+		if err != nil {
+			t.Fatalf("RunClaimDue while runs are locked: %v", err)
+		}
+		if len(runs) != len(planned)-len(held) {
+			t.Fatalf("claimed %d runs, want the %d not locked", len(runs), len(planned)-len(held))
+		}
+		for _, r := range runs {
+			if slices.Contains(held, r.ID) {
+				t.Fatalf("claimed run %d, which another transaction holds", r.ID)
+			}
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		runs, _, err = b.RunClaimDue(ctx, "node-b", until, 1000)
+		if err != nil || len(runs) != len(held) {
+			t.Fatalf("RunClaimDue after the lock's release: %d runs, %v; want %d", len(runs), err, len(held))
+		}
+	})
+}
+
 // TestRunFinishBatchInOrder lists one run twice in a batch: the items apply
 // as if one after another, as in SQLite.
 func TestRunFinishBatchInOrder(t *testing.T) {
@@ -505,7 +672,9 @@ func TestBytesAndText(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 
-	bad := newTask(t, "nul\x00name", now)
+	// Normalize refuses such a name too; the store must not rely on it.
+	bad := newTask(t, "nul", now)
+	bad.Name = "nul\x00name"
 	if err := s.TaskCreate(ctx, bad, now); sundial.ErrorCode(err) != sundial.EInvalid {
 		t.Fatalf("TaskCreate with a NUL in the name: %v, want %s", err, sundial.EInvalid)
 	}
@@ -578,7 +747,9 @@ func TestQueryPlans(t *testing.T) {
 	s := open(t, newSchema(t))
 	ctx := t.Context()
 	// 5,000 tasks and 50,000 runs: a tenth each SCHEDULED, RUNNING,
-	// SKIPPED and QUEUED, the rest SUCCESS.
+	// SKIPPED and QUEUED, the rest SUCCESS. Then 100,000 finished runs
+	// (half of them SKIPPED records no node holds) and 1,000 SCHEDULED runs
+	// no node holds yet, due from 200,000 on; 3 nodes, one of them ALIVE.
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
 			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
@@ -591,6 +762,17 @@ func TestQueryPlans(t *testing.T) {
 		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, CASE g % 10 WHEN 0 THEN 'SCHEDULED' WHEN 1 THEN 'RUNNING'
 			WHEN 2 THEN 'SKIPPED' WHEN 3 THEN 'QUEUED' ELSE 'SUCCESS' END, 'node-' || g % 3, 'k', g, g
 		FROM generate_series(1, 50000) AS g;
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status, node_id, idempotency_key,
+			created_at, updated_at)
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, CASE g % 2 WHEN 0 THEN 'SUCCESS' ELSE 'SKIPPED' END,
+			CASE g % 2 WHEN 0 THEN 'node-' || g % 3 ELSE '' END, 'k', g, g
+		FROM generate_series(50001, 150000) AS g;
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status, node_id, idempotency_key,
+			created_at, updated_at)
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, 'SCHEDULED', '', 'k', g, g
+		FROM generate_series(200001, 201000) AS g;
+		INSERT INTO nodes (id, state, started_at, heartbeat_at)
+		VALUES ('node-0', 'ALIVE', 0, 0), ('node-1', 'DEAD', 0, 0), ('node-2', 'LEFT', 0, 0);
 		ANALYZE tasks, runs, nodes`)
 	if err != nil {
 		t.Fatalf("fill tables: %v", err)
@@ -628,6 +810,19 @@ func TestQueryPlans(t *testing.T) {
 		{"RunPurge", runPurgeSQL, []any{40_000, 500}, "runs_created", ""},
 		{"release lock", releaseLockSQL, []any{"node-1"}, "tasks_pkey", ""},
 		{"release running", releaseRunningSQL, []any{"node-1", "", 1}, "runs_pkey", ""},
+		// Claims. An idle claim (nothing due) and a claim of 1,000 runs
+		// read the runs no node holds only.
+		{"RunClaimDue idle", claimDueSQL, []any{"node-0", 150_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
+		{"RunClaimDue", claimDueSQL, []any{"node-0", 300_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
+		{"claim lock", runTasksLockSQL, []any{ids}, "tasks_pkey", ""},
+		{"RunClaim", runClaimSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
+		{"unplan lock", runUnplanLockSQL, []any{ids}, "tasks_pkey", ""},
+		{"RunUnplan", runUnplanSQL, []any{ids, fences, "node-0"}, "runs_pkey", "runs_status_node"},
+		{"redeliver pick", redeliverPickSQL, []any{3, 100}, "runs_status_node", ""},
+		// INTERRUPTED runs are few, and all of them are being redelivered:
+		// through the status index or the primary key.
+		{"redeliver", redeliverSQL, []any{ids, "node-0", 3, 1}, "runs_", ""},
+		{"RunFindStuck", runFindStuckSQL, []any{"node-0", 40_000, 100}, "runs_status_node", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.
@@ -648,6 +843,34 @@ func TestQueryPlans(t *testing.T) {
 				!strings.Contains(plan, tc.use) || (tc.avoid != "" && strings.Contains(plan, tc.avoid)) {
 				t.Errorf("%s: want %s without a sequential scan or %q:\n%s", tc.name, tc.use, tc.avoid, plan)
 			}
+		}
+	}
+	// RunClaimDue is not planned for its arguments: its generic plan, made
+	// without knowing how many runs are due, must use runs_unclaimed too.
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, `PREPARE claim_due (text, bigint, bigint, bigint) AS `+claimDueSQL); err != nil {
+		t.Fatal(err)
+	}
+	for _, until := range []int{150_000, 300_000} {
+		rows, err := tx.Query(ctx, fmt.Sprintf(`EXPLAIN EXECUTE claim_due ('node-0', %d, 1000, 1)`, until))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := strings.Join(lines, "\n")
+		if strings.Contains(plan, "Seq Scan on tasks") || strings.Contains(plan, "Seq Scan on runs") ||
+			!strings.Contains(plan, "runs_unclaimed") || strings.Contains(plan, "runs_status_node") {
+			t.Errorf("RunClaimDue's generic plan: want runs_unclaimed without a sequential scan:\n%s", plan)
 		}
 	}
 }
@@ -780,4 +1003,36 @@ func BenchmarkRunFinish(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// BenchmarkRunClaimDue claims 1,000 due runs no node holds, of 10 tasks,
+// per operation ("1000"), and claims when nothing is due ("idle").
+func BenchmarkRunClaimDue(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, newSchema(b))
+	tasks := claimTasks(b, s, 10)
+	t0 := time.Unix(1_000_000, 0)
+	until := t0.Add(time.Hour)
+	batch := 0
+	b.Run("1000", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			planUnowned(b, s, tasks, 100, batch, t0)
+			batch++
+			b.StartTimer()
+			runs, ts, err := s.RunClaimDue(ctx, "node", until, 1000)
+			if err != nil || len(runs) != 1000 || len(ts) != len(tasks) {
+				b.Fatalf("RunClaimDue: %d runs, %d tasks, %v", len(runs), len(ts), err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*1000), "ns/run")
+	})
+	b.Run("idle", func(b *testing.B) {
+		for b.Loop() {
+			runs, _, err := s.RunClaimDue(ctx, "node", until, 1000)
+			if err != nil || len(runs) != 0 {
+				b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
+			}
+		}
+	})
 }

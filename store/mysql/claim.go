@@ -1,0 +1,668 @@
+package mysql
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Claims: how the nodes of a cluster share the runs. See the package
+// documentation for the locking.
+
+// batchIDs caps the IDs of one IN list. IDs are interpolated (a statement
+// is text, not a prepared statement), so the cap only keeps statements and
+// the range optimizer's work small.
+const batchIDs = 1000
+
+// claimRounds caps how often RunClaimDue and RunRedeliver read further
+// candidates when the first ones are taken or do not qualify.
+const claimRounds = 4
+
+// claimCandidatesSQL reads the most urgent unowned due runs without locking
+// them: a range scan of runs_claim (covering), joined to each run's task by
+// primary key for its priority. Its cost grows with the unowned due runs
+// only: an idle call reads no row. The optional keyset condition (%s)
+// continues after the previous round's last candidate.
+const claimCandidatesSQL = `SELECT r.id, t.priority, r.scheduled_at
+	FROM runs AS r FORCE INDEX (runs_claim) STRAIGHT_JOIN tasks AS t FORCE INDEX (PRIMARY) ON t.id = r.task_id
+	WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= ?%s
+	ORDER BY t.priority DESC, r.scheduled_at, r.id
+	LIMIT ?`
+
+const claimAfterSQL = ` AND (t.priority < ? OR (t.priority = ? AND (r.scheduled_at > ? OR (r.scheduled_at = ? AND r.id > ?))))`
+
+// claimLockSQL locks the candidates still unowned and due by primary key,
+// skipping those another claimer holds, and reads the server's clock for
+// their updated_at.
+const claimLockSQL = `SELECT ` + runCols + `, ` + nowSQL + ` FROM runs FORCE INDEX (PRIMARY)
+	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ?
+	FOR UPDATE SKIP LOCKED`
+
+// claimSetSQL gives locked runs to a node (arguments: node, updated_at,
+// then the IDs), by primary key so that only the locked rows are read; the
+// status condition (%s) repeats what was checked under the lock.
+const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = fence + 1, updated_at = ?
+	WHERE id IN (%s) AND %s`
+
+type claimCand struct {
+	id, prio, at int64
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// claimCandidates reads up to n unowned runs due at until, most urgent
+// first, after the candidate after when it is not nil.
+func claimCandidates(ctx context.Context, q querier, until int64, after *claimCand, n int) ([]claimCand, error) {
+	cond, args := "", []any{until}
+	if after != nil {
+		cond = claimAfterSQL
+		args = append(args, after.prio, after.prio, after.at, after.at, after.id)
+	}
+	rows, err := q.QueryContext(ctx, fmt.Sprintf(claimCandidatesSQL, cond), append(args, n)...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []claimCand
+	for rows.Next() {
+		var c claimCand
+		if err := rows.Scan(&c.id, &c.prio, &c.at); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
+// holds and that are due at until, most urgent first (task priority
+// descending, scheduled time, ID). The first candidates are read before the
+// transaction, so an idle call is one statement; the claim then locks them
+// by primary key with SKIP LOCKED and gives them to nodeID in one UPDATE.
+// Runs another claimer holds are skipped, never waited for, and further
+// candidates read (up to claimRounds reads) until limit runs are held. The
+// claim takes no task lock.
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) (
+	[]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, nil, nil
+	}
+	u := micros(until)
+	first, err := claimCandidates(ctx, s.db, u, nil, limit)
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim due runs: %w", err)
+	}
+	if len(first) == 0 {
+		return nil, nil, nil
+	}
+	var (
+		out   []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		out, tasks = nil, nil
+		prio := map[int64]int64{}
+		cands, want := first, limit
+		for round := 1; ; round++ {
+			ids := make([]int64, len(cands))
+			for i, c := range cands {
+				ids[i] = c.id
+				prio[c.id] = c.prio
+			}
+			got, err := lockAndClaim(ctx, tx, nodeID, ids, u)
+			if err != nil {
+				return err
+			}
+			out = append(out, got...)
+			if len(out) >= limit || len(cands) < want || round == claimRounds {
+				break
+			}
+			// Others hold some candidates: read the next ones.
+			want = limit - len(out)
+			if cands, err = claimCandidates(ctx, tx, u, &cands[len(cands)-1], want); err != nil {
+				return err
+			}
+			if len(cands) == 0 {
+				break
+			}
+		}
+		slices.SortFunc(out, func(a, b *sundial.Run) int {
+			return cmp.Or(cmp.Compare(prio[b.ID], prio[a.ID]),
+				cmp.Compare(micros(a.ScheduledTime), micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
+		})
+		var err error
+		tasks, err = readTasks(ctx, tx, runTaskIDs(out))
+		return err
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("claim due runs: %w", err)
+	}
+	return out, tasks, nil
+}
+
+// lockAndClaim locks those of the runs ids still unowned and due at until,
+// skipping the ones other transactions hold, and gives them to nodeID.
+func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, until int64) ([]*sundial.Run, error) {
+	var out []*sundial.Run
+	for part := range slices.Chunk(ids, batchIDs) {
+		var now int64
+		got, err := scanRunsNow(tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
+			append(int64Args(part), until)...))(&now)
+		if err != nil {
+			return nil, err
+		}
+		if len(got) == 0 {
+			continue
+		}
+		if err := claimLocked(ctx, tx, nodeID, got, now, `status = 'SCHEDULED' AND node_id = ''`); err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	return out, nil
+}
+
+// claimLocked gives the runs this transaction has locked to nodeID with
+// fence+1 and updated_at now, in the database and in runs. cond is what the
+// caller checked under the locks: a row no longer matching it means the
+// locks did not hold, and the transaction is run again.
+func claimLocked(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, now int64, cond string) error {
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	res, err := tx.ExecContext(ctx, fmt.Sprintf(claimSetSQL, placeholders(len(ids)), cond),
+		append([]any{nodeID, now}, int64Args(ids)...)...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != int64(len(ids)) {
+		return fmt.Errorf("claim matched %d of %d locked runs: %w", n, len(ids), errRetry)
+	}
+	for _, r := range runs {
+		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, fromMicros(now)
+	}
+	return nil
+}
+
+// RunClaim takes over the given SCHEDULED or QUEUED runs for nodeID, each
+// only if its fence matches, and returns them (in the order of refs) with
+// their tasks. It locks the runs' tasks (shared, in ID order), then the
+// runs, waiting for other holders: a run being started or finished
+// meanwhile is then seen with its new status or fence, and not taken.
+func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (
+	[]*sundial.Run, map[int64]*sundial.Task, error) {
+	if len(refs) == 0 {
+		return nil, nil, nil
+	}
+	ids := refIDs(refs)
+	var (
+		out   []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out, tasks = nil, nil
+		taskIDs, err := taskIDsOfRuns(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		locked, err := lockTasks(ctx, tx, taskIDs, false, false)
+		if err != nil {
+			return err
+		}
+		cur, now, err := lockRunsFull(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		taken := map[int64]bool{}
+		for _, ref := range refs {
+			r, ok := cur[ref.ID]
+			if !ok || taken[ref.ID] || r.Fence != ref.Fence ||
+				(r.Status != sundial.RunScheduled && r.Status != sundial.RunQueued) {
+				continue
+			}
+			taken[ref.ID] = true
+			out = append(out, r)
+		}
+		for part := range slices.Chunk(out, batchIDs) {
+			if err := claimLocked(ctx, tx, nodeID, part, now, `status IN ('SCHEDULED', 'QUEUED')`); err != nil {
+				return err
+			}
+		}
+		tasks = map[int64]*sundial.Task{}
+		for _, r := range out {
+			t, ok := locked[r.TaskID]
+			if !ok {
+				return fmt.Errorf("task %d of run %d not found", r.TaskID, r.ID)
+			}
+			tasks[r.TaskID] = t
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, wrap(err, "claim runs")
+	}
+	return out, tasks, nil
+}
+
+// RunUnplan deletes the given SCHEDULED runs that nodeID holds under the
+// given fence and rewinds each task's next_fire_at to its earliest deleted
+// run when that is earlier (or the task has none), as RunRelease does. It
+// locks the runs' tasks in ID order, then the runs.
+func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	ids := refIDs(refs)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		taskIDs, err := taskIDsOfRuns(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		if _, err := lockTasks(ctx, tx, taskIDs, true, false); err != nil {
+			return err
+		}
+		cur, _, err := lockRunsFull(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		var (
+			del    []int64
+			rewind = map[int64]int64{} // task ID -> earliest scheduled_at
+			order  []int64
+		)
+		for _, ref := range refs {
+			r, ok := cur[ref.ID]
+			if !ok || r.Fence != ref.Fence || r.Status != sundial.RunScheduled || r.NodeID != nodeID {
+				continue
+			}
+			delete(cur, ref.ID) // a run listed twice is deleted once
+			del = append(del, r.ID)
+			at := micros(r.ScheduledTime)
+			if prev, seen := rewind[r.TaskID]; !seen {
+				rewind[r.TaskID] = at
+				order = append(order, r.TaskID)
+			} else if at < prev {
+				rewind[r.TaskID] = at
+			}
+		}
+		for part := range slices.Chunk(del, batchIDs) {
+			// By primary key alone (a single-table DELETE takes no index
+			// hint): the rows were checked under their locks.
+			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(part))+`)`,
+				int64Args(part)...)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n != int64(len(part)) {
+				return fmt.Errorf("unplan deleted %d of %d locked runs: %w", n, len(part), errRetry)
+			}
+		}
+		slices.Sort(order)
+		for _, part := range chunks(len(order), nil, nil) {
+			args := make([]any, 0, 2*len(part))
+			for _, i := range part {
+				args = append(args, order[i], rewind[order[i]])
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "rewind_at"}, len(part))+`
+				SET t.next_fire_at = LEAST(COALESCE(t.next_fire_at, v.rewind_at), v.rewind_at)
+				WHERE t.deleted = 0`, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return wrap(err, "unplan runs of node %s", nodeID)
+}
+
+// redeliverCandidatesSQL reads INTERRUPTED runs, oldest (by scheduled time,
+// then ID) first, without locking them; runs_claim covers it. The optional
+// keyset condition (%s) continues after the previous round.
+const redeliverCandidatesSQL = `SELECT id, task_id, scheduled_at FROM runs FORCE INDEX (runs_claim)
+	WHERE status = 'INTERRUPTED'%s
+	ORDER BY scheduled_at, id
+	LIMIT ?`
+
+const redeliverAfterSQL = ` AND (scheduled_at > ? OR (scheduled_at = ? AND id > ?))`
+
+// RunRedeliver takes up to limit INTERRUPTED runs, oldest first (scheduled
+// time, then ID): each with fewer than maxDeliveries deliveries and a live
+// task becomes SCHEDULED again, held by nodeID with fence+1 and no finish
+// time, and is returned with its task; the others become FAILED, finished
+// at now, their interruption's reason kept in Error after why they failed.
+// Failed runs do not count in limit. Each round reads candidates without
+// locking, locks their live tasks (shared, in ID order) so that none is
+// deleted meanwhile, then the runs by primary key with SKIP LOCKED: two
+// redeliverers do not wait for each other.
+func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (
+	[]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, nil, nil
+	}
+	now = norm(now)
+	at := micros(now)
+	var (
+		out   []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		out, tasks = nil, map[int64]*sundial.Task{}
+		var after []any
+		for round := 1; round <= claimRounds && len(out) < limit; round++ {
+			want := limit - len(out)
+			cond, args := "", []any{}
+			if after != nil {
+				cond, args = redeliverAfterSQL, after
+			}
+			rows, err := tx.QueryContext(ctx, fmt.Sprintf(redeliverCandidatesSQL, cond), append(args, want)...)
+			if err != nil {
+				return err
+			}
+			var ids, taskIDs []int64
+			for rows.Next() {
+				var id, task, sched int64
+				if err := rows.Scan(&id, &task, &sched); err != nil {
+					rows.Close()
+					return err
+				}
+				ids = append(ids, id)
+				taskIDs = append(taskIDs, task)
+				after = []any{sched, sched, id}
+			}
+			rows.Close()
+			if err := rows.Err(); err != nil {
+				return err
+			}
+			if len(ids) == 0 {
+				break
+			}
+			slices.Sort(taskIDs)
+			live, err := lockTasks(ctx, tx, slices.Compact(taskIDs), false, true)
+			if err != nil {
+				return err
+			}
+			var locked []*sundial.Run
+			for part := range slices.Chunk(ids, batchIDs) {
+				got, err := scanRuns(tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs FORCE INDEX (PRIMARY)
+					WHERE id IN (`+placeholders(len(part))+`) AND status = 'INTERRUPTED'
+					FOR UPDATE SKIP LOCKED`, int64Args(part)...))
+				if err != nil {
+					return err
+				}
+				locked = append(locked, got...)
+			}
+			slices.SortFunc(locked, func(a, b *sundial.Run) int {
+				return cmp.Or(cmp.Compare(micros(a.ScheduledTime), micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
+			})
+			var (
+				again  []*sundial.Run
+				failed []any // id, error pairs
+			)
+			for _, r := range locked {
+				t, isLive := live[r.TaskID]
+				switch {
+				case !isLive:
+					failed = append(failed, r.ID, failReason(r, "its task was deleted"))
+				case r.Deliveries >= maxDeliveries:
+					failed = append(failed, r.ID, failReason(r,
+						fmt.Sprintf("no deliveries left (%d of at most %d made)", r.Deliveries, maxDeliveries)))
+				case len(out)+len(again) < limit:
+					again = append(again, r)
+					tasks[t.ID] = t
+				}
+			}
+			for part := range slices.Chunk(again, batchIDs) {
+				if err := redeliver(ctx, tx, nodeID, part, at); err != nil {
+					return err
+				}
+			}
+			out = append(out, again...)
+			for _, part := range chunks(len(failed)/2, func(i int) int { return len(failed[2*i+1].(string)) }, nil) {
+				args := failed[2*part[0] : 2*(part[len(part)-1]+1)]
+				if err := applyBatch(ctx, tx, `UPDATE `+joinValues("runs", "r", []string{"id", "error"}, len(part))+`
+					SET r.status = 'FAILED', r.error = v.error, r.finished_at = ?, r.updated_at = ?
+					WHERE r.status = 'INTERRUPTED'`, len(part), append(slices.Clone(args), at, at)); err != nil {
+					return err
+				}
+			}
+			if len(ids) < want {
+				break // no more INTERRUPTED runs
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("redeliver interrupted runs: %w", err)
+	}
+	return out, tasks, nil
+}
+
+// failReason is the Error of an interrupted run that will not be delivered
+// again: why, then the interruption's reason.
+func failReason(r *sundial.Run, why string) string {
+	msg := "interrupted and not delivered again: " + why
+	if r.Error != "" {
+		msg += "; " + r.Error
+	}
+	return text(msg)
+}
+
+// redeliver makes the INTERRUPTED runs this transaction has locked
+// SCHEDULED again, held by nodeID with fence+1, in the database and in runs.
+func redeliver(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, at int64) error {
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	res, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (PRIMARY)
+		SET status = 'SCHEDULED', node_id = ?, fence = fence + 1, finished_at = NULL, updated_at = ?
+		WHERE id IN (`+placeholders(len(ids))+`) AND status = 'INTERRUPTED'`,
+		append([]any{nodeID, at}, int64Args(ids)...)...)
+	if err != nil {
+		return err
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return err
+	} else if n != int64(len(ids)) {
+		return fmt.Errorf("redelivery matched %d of %d locked runs: %w", n, len(ids), errRetry)
+	}
+	for _, r := range runs {
+		r.Status, r.NodeID, r.Fence = sundial.RunScheduled, nodeID, r.Fence+1
+		r.FinishedAt, r.UpdatedAt = nil, fromMicros(at)
+	}
+	return nil
+}
+
+// findStuckSQL: SCHEDULED runs due before a time that the node holds, that
+// no node holds, or whose holder is not an ALIVE node (LEFT, DEAD, or no
+// row in nodes), oldest first. A range scan of runs_claim's status prefix;
+// the holder is looked up in nodes by primary key.
+const findStuckSQL = `SELECT ` + runCols + ` FROM runs AS r FORCE INDEX (runs_claim)
+	WHERE r.status = 'SCHEDULED' AND r.scheduled_at < ?
+		AND (r.node_id = ? OR r.node_id = ''
+			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
+	ORDER BY r.scheduled_at, r.id
+	LIMIT ?`
+
+// RunFindStuck returns up to limit SCHEDULED runs due before dueBefore that
+// nodeID holds, that no node holds, or whose node is not ALIVE (including a
+// node with no row in nodes), oldest (by scheduled time, then ID) first.
+func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	out, err := scanRuns(s.db.QueryContext(ctx, findStuckSQL, micros(dueBefore), nodeID, limit))
+	if err != nil {
+		return nil, fmt.Errorf("find stuck runs: %w", err)
+	}
+	return out, nil
+}
+
+const cancelRequestedSQL = `SELECT id FROM runs FORCE INDEX (runs_claim)
+	WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = ? AND cancel_requested = 1
+	ORDER BY id`
+
+// RunCancelRequested returns, by ID, the RUNNING and WAITING_CALLBACK runs
+// held by nodeID whose cancellation was requested.
+func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {
+	ids, err := int64s(s.db.QueryContext(ctx, cancelRequestedSQL, nodeID))
+	if err != nil {
+		return nil, fmt.Errorf("list cancellations of node %s: %w", nodeID, err)
+	}
+	return ids, nil
+}
+
+// taskIDsOfRuns returns, in ascending order, the tasks of the runs ids that
+// exist. It locks nothing: a run's task never changes.
+func taskIDsOfRuns(ctx context.Context, tx *sql.Tx, ids []int64) ([]int64, error) {
+	var out []int64
+	for part := range slices.Chunk(ids, batchIDs) {
+		got, err := int64s(tx.QueryContext(ctx, `SELECT DISTINCT task_id FROM runs
+			WHERE id IN (`+placeholders(len(part))+`)`, int64Args(part)...))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// lockTasks locks the tasks ids (ascending), exclusively or shared, and
+// returns them by ID; liveOnly leaves deleted tasks out (unlocked: a
+// deleted task stays deleted).
+func lockTasks(ctx context.Context, tx *sql.Tx, ids []int64, exclusive, liveOnly bool) (map[int64]*sundial.Task, error) {
+	mode := `LOCK IN SHARE MODE`
+	if exclusive {
+		mode = `FOR UPDATE`
+	}
+	cond := ``
+	if liveOnly {
+		cond = ` AND deleted = 0`
+	}
+	out := make(map[int64]*sundial.Task, len(ids))
+	for part := range slices.Chunk(ids, batchIDs) {
+		rows, err := tx.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks FORCE INDEX (PRIMARY)
+			WHERE id IN (`+placeholders(len(part))+`)`+cond+` ORDER BY id `+mode, int64Args(part)...)
+		if err != nil {
+			return nil, err
+		}
+		if err := scanTasksInto(rows, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// readTasks reads the tasks ids, deleted or not, by ID, without locking.
+func readTasks(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Task, error) {
+	out := make(map[int64]*sundial.Task, len(ids))
+	for part := range slices.Chunk(ids, batchIDs) {
+		rows, err := tx.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks FORCE INDEX (PRIMARY)
+			WHERE id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
+		if err != nil {
+			return nil, err
+		}
+		if err := scanTasksInto(rows, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func scanTasksInto(rows *sql.Rows, out map[int64]*sundial.Task) error {
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTask(rows)
+		if err != nil {
+			return err
+		}
+		out[t.ID] = t
+	}
+	return rows.Err()
+}
+
+// lockRunsFull locks the runs ids by primary key, waiting for other
+// holders, and returns them by ID with the server's clock (zero when none
+// exists).
+func lockRunsFull(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Run, int64, error) {
+	out := make(map[int64]*sundial.Run, len(ids))
+	var now int64
+	for part := range slices.Chunk(ids, batchIDs) {
+		got, err := scanRunsNow(tx.QueryContext(ctx, `SELECT `+runCols+`, `+nowSQL+` FROM runs FORCE INDEX (PRIMARY)
+			WHERE id IN (`+placeholders(len(part))+`) FOR UPDATE`, int64Args(part)...))(&now)
+		if err != nil {
+			return nil, 0, err
+		}
+		for _, r := range got {
+			out[r.ID] = r
+		}
+	}
+	return out, now, nil
+}
+
+// scanRunsNow reads rows of runCols followed by the server's clock, which
+// it stores in *now.
+func scanRunsNow(rows *sql.Rows, err error) func(now *int64) ([]*sundial.Run, error) {
+	return func(now *int64) ([]*sundial.Run, error) {
+		if err != nil {
+			return nil, err
+		}
+		defer rows.Close()
+		var out []*sundial.Run
+		for rows.Next() {
+			r, err := scanRun(withExtra{rows, []any{now}})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+		return out, rows.Err()
+	}
+}
+
+// withExtra scans further columns after the ones its caller asks for.
+type withExtra struct {
+	sc    scanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.sc.Scan(append(dest, w.extra...)...) }
+
+func refIDs(refs []sundial.RunRef) []int64 {
+	ids := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+func runTaskIDs(runs []*sundial.Run) []int64 {
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.TaskID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+func int64Args(ids []int64) []any {
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = id
+	}
+	return args
+}

@@ -1,0 +1,379 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Claims: how the nodes of a cluster share the runs the planner made. A
+// run no node holds has an empty node_id (PlanDue stores the node it is
+// given, the empty one included); the partial index runs_unclaimed holds
+// those that are SCHEDULED.
+
+// nRunCols and nTaskCols count the columns of runCols and taskCols.
+var (
+	nRunCols  = len(strings.Split(runCols, ","))
+	nTaskCols = len(strings.Split(taskCols, ","))
+)
+
+// qualified returns the column list cols with each column prefixed by
+// alias: "a.x, a.y".
+func qualified(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// claimDueSQL claims due runs no node holds in one statement. The ARRAY
+// subquery, evaluated once, picks them through runs_unclaimed, most urgent
+// first, and locks them with SKIP LOCKED: a run another claimer holds (or
+// took and committed since this statement's snapshot: the lock rechecks
+// the row) is passed over, so concurrent claimers take disjoint runs and
+// never wait. Each due run's priority is looked up by the task's primary
+// key (a join may hash the whole tasks table instead), so the cost grows
+// with the due runs only. The UPDATE finds the locked runs by primary key.
+// Each claimed task comes once, with the first of its runs; its other runs
+// have NULL in the task's columns. $1 node, $2 until, $3 limit, $4 now.
+var claimDueSQL = `WITH claimed AS (
+		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4
+		WHERE id = ANY (ARRAY(
+			SELECT r.id FROM runs AS r
+			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= $2
+			ORDER BY (SELECT t.priority FROM tasks AS t WHERE t.id = r.task_id) DESC, r.scheduled_at, r.id
+			LIMIT $3
+			FOR UPDATE OF r SKIP LOCKED))
+		RETURNING ` + runCols + `
+	)
+	SELECT ` + qualified("c", runCols) + `, ` + qualified("t", taskCols) + `
+	FROM (SELECT *, row_number() OVER (PARTITION BY task_id) AS n FROM claimed) AS c
+		LEFT JOIN tasks AS t ON t.id = c.task_id AND c.n = 1`
+
+// RunClaimDue claims for nodeID up to limit SCHEDULED runs no node holds,
+// due at or before until, most urgent first (task priority descending, then
+// scheduled time, then ID), in one statement and one round trip. It sets
+// their node, bumps their fence and sets updated_at (the process's clock).
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, nil, nil
+	}
+	rows, err := s.pool.Query(ctx, claimDueSQL, nodeID, micros(until), limit, micros(s.clock()))
+	var (
+		runs  []*sundial.Run
+		tasks map[int64]*sundial.Task
+	)
+	if err == nil {
+		runs, tasks, err = scanRunsTasks(rows)
+	}
+	if err != nil {
+		return nil, nil, wrap(badTextOr(err), "claim due runs for node %s", nodeID)
+	}
+	slices.SortFunc(runs, func(a, b *sundial.Run) int {
+		return cmp.Or(
+			cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
+			a.ScheduledTime.Compare(b.ScheduledTime),
+			cmp.Compare(a.ID, b.ID))
+	})
+	return runs, tasks, nil
+}
+
+// rowFunc is a pgx.Row made of a function.
+type rowFunc func(dest ...any) error
+
+func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
+
+// scanRunsTasks reads rows of runCols followed by taskCols, where the
+// task's columns are NULL on the rows of a task that another row carries.
+func scanRunsTasks(rows pgx.Rows) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	defer rows.Close()
+	var runs []*sundial.Run
+	tasks := map[int64]*sundial.Task{}
+	for rows.Next() {
+		withTask := rows.RawValues()[nRunCols] != nil
+		r, err := scanRun(rowFunc(func(runDest ...any) error {
+			if !withTask {
+				return rows.Scan(append(runDest, make([]any, nTaskCols)...)...) // nil skips a column
+			}
+			t, err := scanTask(rowFunc(func(taskDest ...any) error {
+				return rows.Scan(append(runDest, taskDest...)...)
+			}))
+			if err == nil {
+				tasks[t.ID] = t
+			}
+			return err
+		}))
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	for _, r := range runs {
+		if tasks[r.TaskID] == nil {
+			return nil, nil, fmt.Errorf("run %d came without its task %d", r.ID, r.TaskID)
+		}
+	}
+	return runs, tasks, nil
+}
+
+// runTasksLockSQL locks, in ID order, the tasks of the runs $1 (a task's ID
+// in a run never changes), and returns them. FOR SHARE: a claim changes no
+// task, and claims of one task's runs need not wait for each other, but an
+// admission, TaskUpdate or TaskDelete of the task waits for the claim (and
+// the claim for them), and a planner passes over the task.
+const runTasksLockSQL = `SELECT ` + taskCols + ` FROM tasks
+	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
+	ORDER BY id FOR SHARE`
+
+// runClaimSQL takes over the runs of $1 whose fence is the one in $2 and
+// that are SCHEDULED or QUEUED, for node $3 at $4.
+var runClaimSQL = `UPDATE runs SET node_id = $3, fence = runs.fence + 1, updated_at = $4
+	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
+	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
+		AND runs.status IN ('SCHEDULED', 'QUEUED')
+	RETURNING ` + qualified("runs", runCols)
+
+// RunClaim takes over the given SCHEDULED or QUEUED runs whose fence still
+// matches, in one round trip and one implicit transaction: the runs' tasks
+// are locked first (FOR SHARE, in ID order), then the runs are updated as
+// RunStart updates its batch (one statement per repeat of an ID, so a batch
+// applies as if its items ran one after another). It returns the runs it
+// took in the order of refs, each once, and their tasks as read under the
+// lock.
+func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	if len(refs) == 0 {
+		return nil, nil, nil
+	}
+	ids := make([]int64, len(refs))
+	for i, ref := range refs {
+		ids[i] = ref.ID
+	}
+	now := micros(s.clock())
+	var (
+		locked map[int64]*sundial.Task
+		took   map[int64]*sundial.Run
+	)
+	stmts := []stmt{{runTasksLockSQL, []any{ids}, func(rows pgx.Rows) error {
+		ts, err := scanTasks(rows)
+		for _, t := range ts {
+			locked[t.ID] = t
+		}
+		return err
+	}}}
+	for _, round := range rounds(ids) {
+		var id, fence []int64
+		for _, i := range round {
+			id, fence = append(id, refs[i].ID), append(fence, refs[i].Fence)
+		}
+		stmts = append(stmts, stmt{runClaimSQL, []any{id, fence, nodeID, now}, func(rows pgx.Rows) error {
+			rs, err := scanRuns(rows)
+			for _, r := range rs {
+				took[r.ID] = r
+			}
+			return err
+		}})
+	}
+	err := retry(ctx, func() error {
+		locked, took = map[int64]*sundial.Task{}, map[int64]*sundial.Run{}
+		return sendBatch(ctx, s.pool, batchOf(stmts))
+	})
+	if err != nil {
+		return nil, nil, wrap(badTextOr(err), "claim runs for node %s", nodeID)
+	}
+	var runs []*sundial.Run
+	tasks := map[int64]*sundial.Task{}
+	for _, id := range ids {
+		if r := took[id]; r != nil {
+			runs = append(runs, r)
+			tasks[r.TaskID] = locked[r.TaskID]
+			delete(took, id)
+		}
+	}
+	return runs, tasks, nil
+}
+
+// runUnplanLockSQL locks, in ID order, the tasks of the runs $1: RunUnplan
+// rewinds them.
+const runUnplanLockSQL = `SELECT id FROM tasks
+	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
+	ORDER BY id FOR UPDATE`
+
+// runUnplanSQL deletes the SCHEDULED runs of $1 held by node $3 whose fence
+// is the one in $2, and rewinds each task's next_fire_at to the earliest of
+// its deleted runs when that is earlier. LEAST ignores NULL: a task with no
+// next fire gets the earliest.
+const runUnplanSQL = `WITH gone AS (
+		DELETE FROM runs USING unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
+		WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
+			AND runs.status = 'SCHEDULED' AND runs.node_id = $3
+		RETURNING runs.task_id, runs.scheduled_at
+	)
+	UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
+	FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
+	WHERE tasks.id = e.task_id`
+
+// RunUnplan deletes the given SCHEDULED runs nodeID holds (each only if
+// its fence matches) and rewinds their tasks, in one round trip and one
+// implicit transaction that locks the tasks first.
+func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
+	if len(refs) == 0 {
+		return nil
+	}
+	sorted := slices.SortedFunc(slices.Values(refs), func(a, b sundial.RunRef) int { return cmp.Compare(a.ID, b.ID) })
+	ids, fences := make([]int64, len(sorted)), make([]int64, len(sorted))
+	for i, ref := range sorted {
+		ids[i], fences[i] = ref.ID, ref.Fence
+	}
+	stmts := []stmt{
+		{runUnplanLockSQL, []any{ids}, nil},
+		{runUnplanSQL, []any{ids, fences, nodeID}, nil},
+	}
+	err := retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
+	return wrap(badTextOr(err), "unplan runs of node %s", nodeID)
+}
+
+// redeliverPickSQL picks the oldest INTERRUPTED runs (by scheduled time,
+// then ID): up to $2 that may be delivered again (fewer than $1 deliveries,
+// task live) and up to $2 others, which fail.
+const redeliverPickSQL = `(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
+		WHERE r.status = 'INTERRUPTED' AND r.deliveries < $1 AND NOT t.deleted
+		ORDER BY r.scheduled_at, r.id LIMIT $2)
+	UNION ALL
+	(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
+		WHERE r.status = 'INTERRUPTED' AND (r.deliveries >= $1 OR t.deleted)
+		ORDER BY r.scheduled_at, r.id LIMIT $2)`
+
+// redeliverSQL decides again, under the task locks, each picked run ($1)
+// that is still INTERRUPTED: one with fewer than $3 deliveries and a live
+// task becomes SCHEDULED for node $2 with a new fence; the others become
+// FAILED at $4, the reason added to the interruption's. The runs are locked
+// in ID order with SKIP LOCKED: a run another redeliverer holds is its
+// to decide.
+var redeliverSQL = `UPDATE runs SET
+		status = CASE WHEN e.ok THEN 'SCHEDULED' ELSE 'FAILED' END,
+		node_id = CASE WHEN e.ok THEN $2 ELSE runs.node_id END,
+		fence = CASE WHEN e.ok THEN runs.fence + 1 ELSE runs.fence END,
+		finished_at = CASE WHEN e.ok THEN NULL ELSE $4::bigint END,
+		error = CASE WHEN e.ok THEN runs.error WHEN runs.error = '' THEN e.why ELSE runs.error || '; ' || e.why END,
+		updated_at = $4
+	FROM (
+		SELECT r.id, r.deliveries < $3::integer AND NOT t.deleted AS ok,
+			CASE WHEN t.deleted THEN 'its task was deleted'
+				ELSE format('no delivery left (%s of %s made)', r.deliveries, $3::integer) END AS why
+		FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
+		WHERE r.id = ANY($1) AND r.status = 'INTERRUPTED'
+		ORDER BY r.id
+		FOR UPDATE OF r SKIP LOCKED
+	) AS e
+	WHERE runs.id = e.id
+	RETURNING ` + qualified("runs", runCols)
+
+// RunRedeliver takes up to limit INTERRUPTED runs that may be delivered
+// again, oldest first, and schedules them for nodeID; up to limit others,
+// oldest first, fail (the limit counts the runs it redelivers, and bounds
+// the failures separately). Two round trips: the pick, then one implicit
+// transaction that locks the picked runs' tasks (FOR SHARE, in ID order)
+// and decides each run again under the locks.
+func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, nil, nil
+	}
+	now = norm(now)
+	var (
+		runs   []*sundial.Run
+		locked map[int64]*sundial.Task
+	)
+	err := retry(ctx, func() error {
+		runs, locked = nil, map[int64]*sundial.Task{}
+		rows, err := s.pool.Query(ctx, redeliverPickSQL, maxDeliveries, limit)
+		if err != nil {
+			return err
+		}
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil || len(ids) == 0 {
+			return err
+		}
+		slices.Sort(ids)
+		return sendBatch(ctx, s.pool, batchOf([]stmt{
+			{runTasksLockSQL, []any{ids}, func(rows pgx.Rows) error {
+				ts, err := scanTasks(rows)
+				for _, t := range ts {
+					locked[t.ID] = t
+				}
+				return err
+			}},
+			{redeliverSQL, []any{ids, nodeID, maxDeliveries, micros(now)}, func(rows pgx.Rows) error {
+				rs, err := scanRuns(rows)
+				for _, r := range rs {
+					if r.Status == sundial.RunScheduled {
+						runs = append(runs, r)
+					}
+				}
+				return err
+			}},
+		}))
+	})
+	if err != nil {
+		return nil, nil, wrap(badTextOr(err), "redeliver interrupted runs for node %s", nodeID)
+	}
+	slices.SortFunc(runs, func(a, b *sundial.Run) int {
+		return cmp.Or(a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
+	})
+	tasks := map[int64]*sundial.Task{}
+	for _, r := range runs {
+		tasks[r.TaskID] = locked[r.TaskID]
+	}
+	return runs, tasks, nil
+}
+
+// runFindStuckSQL reads the SCHEDULED runs (runs_status_node), oldest
+// first. A node with no row in nodes is not ALIVE.
+const runFindStuckSQL = `SELECT ` + runCols + ` FROM runs AS r
+	WHERE r.status = 'SCHEDULED' AND r.scheduled_at < $2
+		AND (r.node_id = $1 OR r.node_id = ''
+			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
+	ORDER BY r.scheduled_at, r.id
+	LIMIT $3`
+
+// RunFindStuck returns up to limit (clampLimit) SCHEDULED runs due before
+// dueBefore held by nodeID, by no node, or by a node that is not ALIVE (or
+// unknown), oldest first. It takes no lock: the caller claims what it finds
+// with RunClaim, whose fences settle any race.
+func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
+	rows, err := s.pool.Query(ctx, runFindStuckSQL, nodeID, micros(dueBefore), clampLimit(limit))
+	var out []*sundial.Run
+	if err == nil {
+		out, err = scanRuns(rows)
+	}
+	if err != nil {
+		return nil, wrap(badTextOr(err), "find stuck runs for node %s", nodeID)
+	}
+	return out, nil
+}
+
+// RunCancelRequested returns, in ID order, the IDs of nodeID's RUNNING and
+// WAITING_CALLBACK runs whose cancellation was requested.
+func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `SELECT id FROM runs
+		WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = $1 AND cancel_requested
+		ORDER BY id`, nodeID)
+	var ids []int64
+	if err == nil {
+		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	}
+	if err != nil {
+		return nil, wrap(badTextOr(err), "find runs of node %s to cancel", nodeID)
+	}
+	return ids, nil
+}
