@@ -42,10 +42,10 @@ func (h *runHeap) Pop() any {
 	return it
 }
 
-// dispatcher holds the runs this node owns in a timer heap and acts on each
-// at its instant: unconstrained runs are committed RUNNING in one batch
-// StartAhead before it and sent at it; the others are admitted at it, one
-// transaction per run, in order per task.
+// dispatcher claims this node's share of the runs coming due, holds them in
+// a timer heap and acts on each at its instant: unconstrained runs are
+// committed RUNNING in one batch StartAhead before it and sent at it; the
+// others are admitted at it, one transaction per run, in order per task.
 type dispatcher struct {
 	s    *Scheduler
 	mu   sync.Mutex
@@ -53,23 +53,25 @@ type dispatcher struct {
 	byID map[int64]*item
 	wake chan struct{}
 
-	admitQ  []chan *item // per-task ordered admission lanes
-	commitQ chan []*item // batches of fast runs to commit ahead
+	admitQ    []chan *item  // per-task ordered admission lanes
+	commitQ   chan []*item  // batches of fast runs to commit ahead
+	claimWake chan struct{} // ask for a claim now
 }
 
 const admitLanes = 4
 
 func newDispatcher(s *Scheduler) *dispatcher {
 	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
-		commitQ: make(chan []*item, 256)}
+		commitQ: make(chan []*item, 256), claimWake: make(chan struct{}, 1)}
 	for range admitLanes {
 		d.admitQ = append(d.admitQ, make(chan *item, 4096))
 	}
 	return d
 }
 
-// add takes planned runs into the heap.
-func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task) {
+// add takes claimed runs into the heap. Redelivered runs (a delivery cut
+// off by a node's death) were admitted before: they skip admission.
+func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, redelivered bool) {
 	if len(runs) == 0 {
 		return
 	}
@@ -82,7 +84,11 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task) {
 			continue
 		}
 		t := tasks[r.TaskID]
-		it := &item{run: r, task: t, due: r.ScheduledTime, fast: r.Trigger != sundial.TriggerManual && unconstrained(t)}
+		if t == nil {
+			continue
+		}
+		fast := redelivered || (r.Trigger != sundial.TriggerManual && unconstrained(t))
+		it := &item{run: r, task: t, due: r.ScheduledTime, fast: fast}
 		if it.fast {
 			it.due = r.ScheduledTime.Add(-d.s.cfg.StartAhead)
 		}
@@ -105,6 +111,28 @@ func (d *dispatcher) addAdmitted(r *sundial.Run, t *sundial.Task) {
 	}
 	d.mu.Unlock()
 	d.poke()
+}
+
+// has reports whether the run is in the heap.
+func (d *dispatcher) has(runID int64) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.byID[runID]
+	return ok
+}
+
+// due counts the runs in the heap whose instant has passed: with the
+// delivery queue, this node's local start queue.
+func (d *dispatcher) due(now time.Time) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := 0
+	for _, it := range d.h {
+		if !it.run.ScheduledTime.After(now) {
+			n++
+		}
+	}
+	return n
 }
 
 // forget drops a run (cancelled, or deleted with its task's change).
@@ -192,7 +220,7 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 	d.mu.Unlock()
 
 	for _, it := range send {
-		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: 1, trace: it.run.TraceID})
+		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
 	}
 	if len(commit) > 0 {
 		// The commit waits for the database (whose single writer may be
@@ -207,6 +235,13 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 		return time.Hour
 	}
 	return max(time.Until(d.h[0].due), 0)
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // committer commits the batches the timer loop hands it, in order.
@@ -229,8 +264,8 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 	starts := make([]sundial.RunStart, len(items))
 	for i, it := range items {
 		it.run.TraceID = executor.NewTraceID()
-		starts[i] = sundial.RunStart{ID: it.run.ID, Fence: it.run.Fence, Attempt: 1,
-			StartedAt: it.run.ScheduledTime, TraceID: it.run.TraceID}
+		starts[i] = sundial.RunStart{ID: it.run.ID, Fence: it.run.Fence, Attempt: max(it.run.Attempt, 1),
+			StartedAt: laterOf(it.run.ScheduledTime, time.Now()), TraceID: it.run.TraceID}
 	}
 	ok, err := d.s.store.RunStart(ctx, starts)
 	if err != nil {
@@ -324,6 +359,74 @@ func (d *dispatcher) finish() {
 	d.mu.Unlock()
 	for _, it := range send {
 		time.Sleep(time.Until(it.run.ScheduledTime))
-		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: 1, trace: it.run.TraceID})
+		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
+	}
+}
+
+// claimLoop takes this node's share of the runs coming due: every claim
+// interval (jittered) it claims the unowned runs due within StartAhead plus
+// one interval, so each is in the heap before it must be committed.
+func (d *dispatcher) claimLoop(ctx context.Context) {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-d.claimWake:
+		}
+		if d.s.healthy.Load() {
+			d.claimOnce(ctx)
+		}
+		iv := d.s.cfg.ClaimInterval
+		timer.Reset(iv - iv/5 + time.Duration(randN(int64(iv/5)*2+1)))
+	}
+}
+
+// pokeClaim asks for a claim now: the planner has just made runs that may
+// be due before the next one.
+func (d *dispatcher) pokeClaim() {
+	select {
+	case d.claimWake <- struct{}{}:
+	default:
+	}
+}
+
+// claimOnce claims until nothing more is due within the window. A run found
+// later than the misfire threshold (the cluster was down when it was due)
+// is given back to the planner, which applies the task's catch-up mode.
+func (d *dispatcher) claimOnce(ctx context.Context) {
+	cfg := d.s.cfg
+	for ctx.Err() == nil {
+		now := time.Now()
+		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, now.Add(cfg.StartAhead+cfg.ClaimInterval), cfg.ClaimBatch)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.s.log.Error("claim due runs", "err", err)
+			}
+			return
+		}
+		var fresh []*sundial.Run
+		var stale []sundial.RunRef
+		for _, r := range runs {
+			// Catch-up runs are late on purpose; only a scheduled fire can
+			// have been missed.
+			if r.Trigger == sundial.TriggerSchedule && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
+				stale = append(stale, sundial.RunRef{ID: r.ID, Fence: r.Fence})
+			} else {
+				fresh = append(fresh, r)
+			}
+		}
+		d.add(fresh, tasks, false)
+		if len(stale) > 0 {
+			if err := d.s.store.RunUnplan(ctx, cfg.Node.ID, stale); err != nil && ctx.Err() == nil {
+				d.s.log.Error("give back missed runs", "runs", len(stale), "err", err)
+			}
+			d.s.Poke()
+		}
+		if len(runs) < cfg.ClaimBatch {
+			return
+		}
 	}
 }

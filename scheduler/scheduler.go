@@ -26,7 +26,7 @@ type Config struct {
 	Node              sundial.Node  // this process; ID required
 	PollInterval      time.Duration // how often the planner claims due tasks [1s]
 	Lookahead         time.Duration // how far ahead fires are planned [10s]; at least 2 poll intervals
-	StartAhead        time.Duration // unconstrained fires are committed RUNNING this long before their instant [100ms]
+	StartAhead        time.Duration // unconstrained fires are committed RUNNING this long before their instant [150ms]
 	MisfireThreshold  time.Duration // a fire later than this is missed and follows the catch-up mode [60s]
 	PlanBatch         int           // tasks claimed per planner transaction [500]
 	MaxRunsPerTask    int           // runs planned per task per pass [100]
@@ -36,6 +36,13 @@ type Config struct {
 	DeadAfter         time.Duration // a node silent this long is dead [5s]
 	Retention         time.Duration // finished runs older than this are purged [7 days]
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
+	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
+	ClaimBatch        int           // runs claimed per transaction [250]
+	// MaxDeliveries bounds the deliveries of one fire when nodes die or
+	// stop during its call [3]: past it an interrupted run is FAILED.
+	MaxDeliveries int
+	// Compensator holds the numbers of seed 000's start compensation.
+	Compensator CompensatorConfig
 	// StartIntervals spaces the starts of deliveries to a host (as written
 	// in the target URL, host[:port]): seed 000's start rate limit. A start
 	// that comes too soon waits its turn; none is dropped.
@@ -51,7 +58,8 @@ func (c *Config) setDefaults() {
 	def(&c.PollInterval, time.Second)
 	def(&c.Lookahead, 10*time.Second)
 	c.Lookahead = max(c.Lookahead, 2*c.PollInterval)
-	def(&c.StartAhead, 100*time.Millisecond)
+	def(&c.StartAhead, 150*time.Millisecond)
+	def(&c.ClaimInterval, 50*time.Millisecond)
 	def(&c.MisfireThreshold, time.Minute)
 	def(&c.RequestTimeout, 15*time.Second)
 	def(&c.HeartbeatInterval, time.Second)
@@ -66,6 +74,12 @@ func (c *Config) setDefaults() {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 16
+	}
+	if c.ClaimBatch <= 0 {
+		c.ClaimBatch = 250
+	}
+	if c.MaxDeliveries <= 0 {
+		c.MaxDeliveries = 3
 	}
 }
 
@@ -82,6 +96,7 @@ type Scheduler struct {
 	disp        *dispatcher
 	pool        *pool
 	writer      *writer
+	comp        *compensator
 	running     atomic.Bool
 	healthy     atomic.Bool // membership renewed within DeadAfter
 }
@@ -106,8 +121,51 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.writer = newWriter(s)
 	s.pool = newPool(s)
 	s.disp = newDispatcher(s)
+	s.comp = newCompensator(cfg.Compensator, log)
+	s.comp.queueSize = func() int { return s.pool.waiting() + s.disp.due(time.Now()) }
+	s.comp.find = s.findStuck
+	s.comp.start = s.startStuck
 	return s, nil
 }
+
+// findStuck is the compensator's query: runs due long ago and not started
+// that this node holds but no longer has in its heap (the hand-off was
+// lost), or that no live node holds.
+func (s *Scheduler) findStuck(ctx context.Context, dueBefore time.Time) ([]*sundial.Run, error) {
+	runs, err := s.store.RunFindStuck(ctx, s.cfg.Node.ID, dueBefore, 100)
+	if err != nil {
+		return nil, err
+	}
+	stuck := runs[:0]
+	for _, r := range runs {
+		if r.NodeID != s.cfg.Node.ID || !s.disp.has(r.ID) {
+			stuck = append(stuck, r)
+		}
+	}
+	return stuck, nil
+}
+
+// startStuck starts stuck runs through the normal start path: claimed by
+// this node (a new fence), then into the heap, due at once.
+func (s *Scheduler) startStuck(ctx context.Context, stuck []*sundial.Run) int {
+	refs := make([]sundial.RunRef, len(stuck))
+	for i, r := range stuck {
+		refs[i] = sundial.RunRef{ID: r.ID, Fence: r.Fence}
+	}
+	runs, tasks, err := s.store.RunClaim(ctx, s.cfg.Node.ID, refs)
+	if err != nil {
+		s.log.Error("claim stuck runs", "err", err)
+		return 0
+	}
+	s.disp.add(runs, tasks, false)
+	return len(runs)
+}
+
+// CompensationStatus returns the state of seed 000's compensator.
+func (s *Scheduler) CompensationStatus() CompensationStatus { return s.comp.Status() }
+
+// TriggerCompensation forces a compensation round now.
+func (s *Scheduler) TriggerCompensation() { s.comp.Trigger() }
 
 // Ready reports whether the scheduler is running and holds its membership.
 func (s *Scheduler) Ready() bool { return s.running.Load() && s.healthy.Load() }
@@ -140,7 +198,8 @@ func (s *Scheduler) Run(ctx context.Context) error {
 		"lookahead", s.cfg.Lookahead, "workers", s.cfg.Workers)
 
 	var wg sync.WaitGroup
-	loops := []func(context.Context){s.planLoop, s.disp.loop, s.membershipLoop, s.purgeLoop}
+	loops := []func(context.Context){s.planLoop, s.disp.loop, s.disp.claimLoop, s.membershipLoop,
+		s.purgeLoop, s.cancelLoop, s.comp.Run}
 	for _, loop := range loops {
 		wg.Go(func() { loop(ctx) })
 	}
@@ -208,7 +267,9 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 	for ctx.Err() == nil {
 		now := time.Now()
 		tasks := make(map[int64]*sundial.Task)
-		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, s.cfg.Node.ID, now,
+		// Planned runs belong to no node: every node claims its share
+		// shortly before they are due (dispatcher.claimLoop).
+		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, "", now,
 			func(t *sundial.Task) sundial.Plan {
 				tasks[t.ID] = t
 				return planTask(t, now, now.Add(s.cfg.Lookahead), s.cfg.MisfireThreshold, s.cfg.MaxRunsPerTask)
@@ -227,7 +288,12 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 					"reason", r.SkipReason)
 			}
 		}
-		s.disp.add(runs, tasks)
+		for _, r := range runs {
+			if r.Status == sundial.RunScheduled && r.ScheduledTime.Before(now.Add(s.cfg.StartAhead+2*s.cfg.ClaimInterval)) {
+				s.disp.pokeClaim() // due before the next regular claim
+				break
+			}
+		}
 		if len(tasks) < s.cfg.PlanBatch {
 			return
 		}
@@ -289,6 +355,55 @@ func (s *Scheduler) membershipLoop(ctx context.Context) {
 		}
 		if len(dead) > 0 {
 			s.Poke()
+		}
+		s.redeliver(ctx)
+	}
+}
+
+// redeliver takes up runs whose delivery was cut off (their node died or
+// stopped mid-call) and delivers them again, with the same Idempotency-Key
+// and the next delivery count.
+func (s *Scheduler) redeliver(ctx context.Context) {
+	for ctx.Err() == nil {
+		runs, tasks, err := s.store.RunRedeliver(ctx, s.cfg.Node.ID, s.cfg.MaxDeliveries, 100, time.Now())
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("redeliver interrupted runs", "err", err)
+			}
+			return
+		}
+		for _, r := range runs {
+			s.log.Warn("delivering an interrupted run again", "task_id", r.TaskID, "run_id", r.ID,
+				"delivery", r.Deliveries+1, "idempotency_key", r.IdempotencyKey)
+		}
+		s.disp.add(runs, tasks, true)
+		if len(runs) < 100 {
+			return
+		}
+	}
+}
+
+// cancelLoop stops, within half a second, the calls of this node whose
+// cancellation was asked on another node (POST /runs/{id}/cancel, or a
+// CANCEL_PREV admission there).
+func (s *Scheduler) cancelLoop(ctx context.Context) {
+	ticker := time.NewTicker(500 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		ids, err := s.store.RunCancelRequested(ctx, s.cfg.Node.ID)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("find runs to cancel", "err", err)
+			}
+			continue
+		}
+		for _, id := range ids {
+			s.pool.cancel(id, errCanceled)
 		}
 	}
 }

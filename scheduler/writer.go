@@ -131,8 +131,17 @@ func (w *writer) write(batch []result) {
 			w.s.log.Error("find queued run", "task_id", id, "err", err)
 			continue
 		}
-		if q != nil {
-			w.s.disp.addAdmitted(q, t)
+		if q == nil {
+			continue
 		}
+		if q.NodeID != w.s.cfg.Node.ID {
+			// Queued on another node: take it over, then admit it here.
+			runs, _, err := w.s.store.RunClaim(ctx, w.s.cfg.Node.ID, []sundial.RunRef{{ID: q.ID, Fence: q.Fence}})
+			if err != nil || len(runs) == 0 {
+				continue // taken by another node meanwhile
+			}
+			q = runs[0]
+		}
+		w.s.disp.addAdmitted(q, t)
 	}
 }
