@@ -228,3 +228,17 @@ type RunFinish struct {
 	ResponseBody string
 	Error        string
 }
+
+// CompensationStatus is the state of a node's start compensator (seed
+// 000's safety net for runs stuck before start), as
+// GET /api/v1/admin/compensation shows it.
+type CompensationStatus struct {
+	IntervalMS   int64     `json:"interval_ms"`
+	Multiplier   int       `json:"multiplier"`
+	QueueSize    int       `json:"queue_size"`
+	LastPoll     time.Time `json:"last_poll"`
+	NextPollInMS int64     `json:"next_poll_in_ms"`
+	Rounds       int64     `json:"rounds"`
+	Skipped      int64     `json:"skipped_rounds"`
+	Compensated  int64     `json:"compensated_runs"`
+}

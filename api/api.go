@@ -44,6 +44,10 @@ type Scheduler interface {
 	Poke()
 	// Ready reports whether the scheduler runs and holds its membership.
 	Ready() bool
+	// CompensationStatus returns the state of this node's compensator.
+	CompensationStatus() sundial.CompensationStatus
+	// TriggerCompensation forces a compensation round now.
+	TriggerCompensation()
 }
 
 // Server routes and serves the REST API. Build it with NewServer; other
@@ -92,6 +96,8 @@ func NewServer(cfg Config) *Server {
 	s.Handle("POST /api/v1/runs/{id}/cancel", http.HandlerFunc(s.handleRunCancel))
 
 	s.Handle("GET /api/v1/nodes", http.HandlerFunc(s.handleNodeList))
+	s.Handle("GET /api/v1/admin/compensation", http.HandlerFunc(s.handleCompensation))
+	s.Handle("POST /api/v1/admin/compensation/trigger", http.HandlerFunc(s.handleCompensationTrigger))
 	return s
 }
 

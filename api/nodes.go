@@ -68,3 +68,16 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, status, resp)
 }
+
+// handleCompensation serves GET /api/v1/admin/compensation: the state of
+// this node's start compensator (seed 000).
+func (s *Server) handleCompensation(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, s.sched.CompensationStatus())
+}
+
+// handleCompensationTrigger serves POST /api/v1/admin/compensation/trigger:
+// a compensation round now, with the interval reset to its base.
+func (s *Server) handleCompensationTrigger(w http.ResponseWriter, r *http.Request) {
+	s.sched.TriggerCompensation()
+	writeJSON(w, http.StatusAccepted, s.sched.CompensationStatus())
+}

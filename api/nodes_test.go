@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -108,4 +109,18 @@ func TestNewServerNeedsScheduler(t *testing.T) {
 		}
 	}()
 	NewServer(Config{Store: b.store})
+}
+
+func TestCompensationEndpoints(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	rec := b.do(t, http.MethodGet, "/api/v1/admin/compensation", nil)
+	var st sundial.CompensationStatus
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &st) != nil || st.IntervalMS != 10000 || st.Rounds != 0 {
+		t.Fatalf("GET compensation = %d %s", rec.Code, rec.Body)
+	}
+	rec = b.do(t, http.MethodPost, "/api/v1/admin/compensation/trigger", nil)
+	if rec.Code != http.StatusAccepted || json.Unmarshal(rec.Body.Bytes(), &st) != nil || st.Rounds != 1 {
+		t.Fatalf("POST trigger = %d %s, want 202 with the round counted", rec.Code, rec.Body)
+	}
 }

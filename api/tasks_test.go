@@ -44,11 +44,12 @@ const seedCreateTask = `{
 // fakeScheduler stands in for *scheduler.Scheduler: it records pokes,
 // inserts manual runs and cancels through the store.
 type fakeScheduler struct {
-	store sundial.Store
-	now   func() time.Time
-	pokes atomic.Int64
-	ready atomic.Bool
-	seq   atomic.Int64
+	compRounds atomic.Int64
+	store      sundial.Store
+	now        func() time.Time
+	pokes      atomic.Int64
+	ready      atomic.Bool
+	seq        atomic.Int64
 }
 
 func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, error) {
@@ -81,6 +82,10 @@ func (f *fakeScheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, 
 
 func (f *fakeScheduler) Poke()       { f.pokes.Add(1) }
 func (f *fakeScheduler) Ready() bool { return f.ready.Load() }
+func (f *fakeScheduler) CompensationStatus() sundial.CompensationStatus {
+	return sundial.CompensationStatus{IntervalMS: 10000, Multiplier: 1, Rounds: f.compRounds.Load()}
+}
+func (f *fakeScheduler) TriggerCompensation() { f.compRounds.Add(1) }
 
 // storeBundle is a server on a fresh SQLite database, with a fake
 // scheduler and a clock the test moves.

@@ -33,19 +33,6 @@ func (c *CompensatorConfig) setDefaults() {
 	def(&c.Monitor, 60*time.Second)
 }
 
-// CompensationStatus is the compensator's state, as GET
-// /api/v1/admin/compensation shows it.
-type CompensationStatus struct {
-	IntervalMS   int64     `json:"interval_ms"`
-	Multiplier   int       `json:"multiplier"`
-	QueueSize    int       `json:"queue_size"`
-	LastPoll     time.Time `json:"last_poll"`
-	NextPollInMS int64     `json:"next_poll_in_ms"`
-	Rounds       int64     `json:"rounds"`
-	Skipped      int64     `json:"skipped_rounds"`
-	Compensated  int64     `json:"compensated_runs"`
-}
-
 // compensator is seed 000's safety net: a poller that finds runs stuck
 // before start (due more than Threshold ago and still not started) that
 // this node holds but has lost track of, or that no live node holds, and
@@ -108,15 +95,15 @@ func (c *compensator) Trigger() {
 }
 
 // Status returns the current state.
-func (c *compensator) Status() CompensationStatus {
+func (c *compensator) Status() sundial.CompensationStatus {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.statusLocked(time.Now())
 }
 
-func (c *compensator) statusLocked(now time.Time) CompensationStatus {
+func (c *compensator) statusLocked(now time.Time) sundial.CompensationStatus {
 	next := max(c.lastPoll.Add(c.interval()).Sub(now), 0)
-	return CompensationStatus{
+	return sundial.CompensationStatus{
 		IntervalMS:   c.interval().Milliseconds(),
 		Multiplier:   c.multiplier,
 		QueueSize:    c.queueSize(),

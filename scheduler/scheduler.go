@@ -162,7 +162,7 @@ func (s *Scheduler) startStuck(ctx context.Context, stuck []*sundial.Run) int {
 }
 
 // CompensationStatus returns the state of seed 000's compensator.
-func (s *Scheduler) CompensationStatus() CompensationStatus { return s.comp.Status() }
+func (s *Scheduler) CompensationStatus() sundial.CompensationStatus { return s.comp.Status() }
 
 // TriggerCompensation forces a compensation round now.
 func (s *Scheduler) TriggerCompensation() { s.comp.Trigger() }

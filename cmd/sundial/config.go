@@ -32,7 +32,17 @@ type config struct {
 		DeadAfter         time.Duration `yaml:"dead_after"`
 		DrainTimeout      time.Duration `yaml:"drain_timeout"`
 		Retention         time.Duration `yaml:"retention"`
+		ClaimInterval     time.Duration `yaml:"claim_interval"`
+		MaxDeliveries     int           `yaml:"max_deliveries"`
 	} `yaml:"scheduler"`
+
+	Compensator struct {
+		BaseInterval time.Duration `yaml:"base_interval"`
+		Increment    time.Duration `yaml:"increment"`
+		MaxInterval  time.Duration `yaml:"max_interval"`
+		StuckAfter   time.Duration `yaml:"stuck_after"`
+		StatusEvery  time.Duration `yaml:"status_every"`
+	} `yaml:"compensator"`
 
 	Executor struct {
 		WorkerPoolSize int                      `yaml:"worker_pool_size"`
@@ -55,6 +65,13 @@ func defaultConfig() *config {
 	c.Scheduler.DeadAfter = 5 * time.Second
 	c.Scheduler.DrainTimeout = 30 * time.Second
 	c.Scheduler.Retention = 7 * 24 * time.Hour
+	c.Scheduler.ClaimInterval = 50 * time.Millisecond
+	c.Scheduler.MaxDeliveries = 3
+	c.Compensator.BaseInterval = 10 * time.Second
+	c.Compensator.Increment = 10 * time.Second
+	c.Compensator.MaxInterval = 300 * time.Second
+	c.Compensator.StuckAfter = 30 * time.Second
+	c.Compensator.StatusEvery = 60 * time.Second
 	c.Executor.WorkerPoolSize = 16
 	c.Executor.RequestTimeout = 15 * time.Second
 	return c
@@ -80,6 +97,13 @@ func (c *config) settings() []setting {
 		{"scheduler.dead_after", "a node silent this long is dead and its runs are taken over", &c.Scheduler.DeadAfter},
 		{"scheduler.drain_timeout", "on SIGTERM, how long calls in flight may finish", &c.Scheduler.DrainTimeout},
 		{"scheduler.retention", "finished runs older than this are purged", &c.Scheduler.Retention},
+		{"scheduler.claim_interval", "how often this node claims its share of the runs coming due", &c.Scheduler.ClaimInterval},
+		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
+		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
+		{"compensator.increment", "added to the interval after every round that found nothing", &c.Compensator.Increment},
+		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
+		{"compensator.stuck_after", "a run this late and not started is stuck", &c.Compensator.StuckAfter},
+		{"compensator.status_every", "how often the compensator logs its state", &c.Compensator.StatusEvery},
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
@@ -234,6 +258,20 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.drain_timeout: %s: must not be negative", sc.DrainTimeout)
 	case sc.Retention < time.Minute:
 		return fmt.Errorf("scheduler.retention: %s: want at least 1m", sc.Retention)
+	case sc.ClaimInterval < 5*time.Millisecond || sc.ClaimInterval > time.Second:
+		return fmt.Errorf("scheduler.claim_interval: %s: want from 5ms to 1s", sc.ClaimInterval)
+	case sc.MaxDeliveries < 1 || sc.MaxDeliveries > 100:
+		return fmt.Errorf("scheduler.max_deliveries: %d: want from 1 to 100", sc.MaxDeliveries)
+	case c.Compensator.BaseInterval < time.Second:
+		return fmt.Errorf("compensator.base_interval: %s: want at least 1s", c.Compensator.BaseInterval)
+	case c.Compensator.Increment < 0:
+		return fmt.Errorf("compensator.increment: %s: must not be negative", c.Compensator.Increment)
+	case c.Compensator.MaxInterval < c.Compensator.BaseInterval:
+		return fmt.Errorf("compensator.max_interval: %s: want at least base_interval (%s)", c.Compensator.MaxInterval, c.Compensator.BaseInterval)
+	case c.Compensator.StuckAfter < time.Second:
+		return fmt.Errorf("compensator.stuck_after: %s: want at least 1s", c.Compensator.StuckAfter)
+	case c.Compensator.StatusEvery < time.Second:
+		return fmt.Errorf("compensator.status_every: %s: want at least 1s", c.Compensator.StatusEvery)
 	case ex.WorkerPoolSize < 1 || ex.WorkerPoolSize > 10000:
 		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
 	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:

@@ -71,6 +71,15 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Retention:         cfg.Scheduler.Retention,
 		DrainTimeout:      cfg.Scheduler.DrainTimeout,
 		StartIntervals:    cfg.Executor.StartIntervals,
+		ClaimInterval:     cfg.Scheduler.ClaimInterval,
+		MaxDeliveries:     cfg.Scheduler.MaxDeliveries,
+		Compensator: scheduler.CompensatorConfig{
+			Base:      cfg.Compensator.BaseInterval,
+			Increment: cfg.Compensator.Increment,
+			Max:       cfg.Compensator.MaxInterval,
+			Threshold: cfg.Compensator.StuckAfter,
+			Monitor:   cfg.Compensator.StatusEvery,
+		},
 	}, store, exec, log, reg)
 	if err != nil {
 		return err
