@@ -13,7 +13,7 @@
 // spoof them:
 //
 //	X-Sundial-Run-Id, X-Sundial-Task-Id, X-Sundial-Scheduled-Time,
-//	X-Sundial-Attempt, X-Sundial-Delivery, X-Sundial-Trigger,
+//	X-Sundial-Attempt, X-Sundial-Delivery, X-Sundial-Trigger, X-Sundial-Node,
 //	Idempotency-Key, traceparent, User-Agent
 //
 // The request timeout covers the whole call, reading the response body

@@ -21,6 +21,7 @@ type Vars struct {
 	Trigger        string            // "SCHEDULE" or "MANUAL"
 	IdempotencyKey string            // the same for every delivery of one fire
 	TraceID        string            // 32 lowercase hex characters (NewTraceID); Deliver replaces a malformed one
+	NodeID         string            // the node making the call, sent as X-Sundial-Node when set
 	Params         json.RawMessage   // the task's params, any JSON; nil renders as null
 	Extra          map[string]string // more variables, e.g. callback_url, callback_token, checkpoint
 }

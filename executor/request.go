@@ -114,6 +114,9 @@ func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request,
 	set("X-Sundial-Attempt", s[iTime:iAttempt])
 	set("X-Sundial-Delivery", s[iAttempt:iDelivery])
 	set("X-Sundial-Trigger", v.Trigger)
+	if v.NodeID != "" {
+		set("X-Sundial-Node", v.NodeID)
+	}
 	set("Idempotency-Key", v.IdempotencyKey)
 	set("Traceparent", s[iDelivery:])
 	set("User-Agent", e.userAgent)

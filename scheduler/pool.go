@@ -125,6 +125,7 @@ func (p *pool) deliver(j job) {
 			Trigger:        trigger,
 			IdempotencyKey: r.IdempotencyKey,
 			TraceID:        j.trace,
+			NodeID:         p.s.cfg.Node.ID,
 		},
 	})
 	p.s.m.inFlight.Dec()
