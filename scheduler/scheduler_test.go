@@ -33,13 +33,14 @@ type call struct {
 	attempt   int
 	trigger   string
 	key       string
+	node      string
 }
 
 func (tg *target) Deliver(ctx context.Context, req executor.Request) executor.Outcome {
 	start := time.Now()
 	tg.mu.Lock()
 	tg.calls = append(tg.calls, call{req.Vars.RunID, req.Vars.ScheduledTime, start, req.Vars.Attempt,
-		req.Vars.Trigger, req.Vars.IdempotencyKey})
+		req.Vars.Trigger, req.Vars.IdempotencyKey, req.Vars.NodeID})
 	hold, status := tg.hold, tg.status
 	tg.mu.Unlock()
 	out := executor.Outcome{Started: start, HTTPStatus: 200, Status: "SUCCESS"}

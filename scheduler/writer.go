@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -17,8 +18,9 @@ type result struct {
 // that arrived while the previous one was being written, so the database
 // cost per delivery shrinks as the load grows.
 type writer struct {
-	s  *Scheduler
-	in chan result
+	s        *Scheduler
+	in       chan result
+	stopping atomic.Bool
 }
 
 func newWriter(s *Scheduler) *writer {
@@ -28,7 +30,10 @@ func newWriter(s *Scheduler) *writer {
 func (w *writer) finish(r result) { w.in <- r }
 
 // close stops the writer once everything sent has been written.
-func (w *writer) close() { close(w.in) }
+func (w *writer) close() {
+	w.stopping.Store(true)
+	close(w.in)
+}
 
 // While outcomes keep arriving, the writer keeps collecting them, and
 // writes once none has come for burstQuiet (or burstMax has passed, or the
@@ -87,19 +92,24 @@ func (w *writer) write(batch []result) {
 	for i, r := range batch {
 		fins[i] = r.fin
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	// Outcomes are kept until the database takes them: an outage delays
+	// them, it does not lose them. If another node took a run over
+	// meanwhile, its fence refuses this node's late outcome. Only while
+	// the scheduler stops is the wait bounded.
+	ctx := context.Background()
 	var ok []bool
 	var err error
-	for try := 0; try < 5; try++ {
+	backoff := 200 * time.Millisecond
+	for try := 1; ; try++ {
 		if ok, err = w.s.store.RunFinish(ctx, fins); err == nil {
 			break
 		}
-		w.s.log.Error("record run outcomes", "runs", len(fins), "try", try+1, "err", err)
-		time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
-	}
-	if err != nil {
-		return // the runs stay RUNNING; the reaper and compensator take them up
+		w.s.log.Error("record run outcomes", "runs", len(fins), "try", try, "err", err)
+		if w.stopping.Load() && try >= 10 {
+			return // the runs stay RUNNING; RunRelease or the reaper takes them up
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, 5*time.Second)
 	}
 	queueTasks := map[int64]*sundial.Task{}
 	for i, r := range batch {
