@@ -26,7 +26,7 @@ type Config struct {
 	Node              sundial.Node  // this process; ID required
 	PollInterval      time.Duration // how often the planner claims due tasks [1s]
 	Lookahead         time.Duration // how far ahead fires are planned [10s]; at least 2 poll intervals
-	StartAhead        time.Duration // unconstrained fires are committed RUNNING this long before their instant [150ms]
+	StartAhead        time.Duration // unconstrained fires are committed RUNNING this long before their instant [300ms]
 	MisfireThreshold  time.Duration // a fire later than this is missed and follows the catch-up mode [60s]
 	PlanBatch         int           // tasks claimed per planner transaction [500]
 	MaxRunsPerTask    int           // runs planned per task per pass [100]
@@ -58,7 +58,7 @@ func (c *Config) setDefaults() {
 	def(&c.PollInterval, time.Second)
 	def(&c.Lookahead, 10*time.Second)
 	c.Lookahead = max(c.Lookahead, 2*c.PollInterval)
-	def(&c.StartAhead, 150*time.Millisecond)
+	def(&c.StartAhead, 300*time.Millisecond)
 	def(&c.ClaimInterval, 50*time.Millisecond)
 	def(&c.MisfireThreshold, time.Minute)
 	def(&c.RequestTimeout, 15*time.Second)

@@ -26,7 +26,11 @@ import (
 //	spread   every task is "@every 1s", created across one second: 1,000
 //	         fires per second spread over the second
 //
-// Run it with
+// SUNDIAL_BENCH_DB picks the database (sqlite, the default; postgres or
+// mysql, on the servers of SUNDIAL_TEST_POSTGRES / SUNDIAL_TEST_MYSQL) and
+// SUNDIAL_BENCH_NODES how many nodes share it (default 1); the share of the
+// fires each node made is reported as share_min_% and share_max_%. Run it
+// with
 //
 //	go test -run XXX -bench Precision -benchtime 1x ./cmd/sundial/
 func BenchmarkPrecision(b *testing.B) {
@@ -36,7 +40,7 @@ func BenchmarkPrecision(b *testing.B) {
 	for _, shape := range []string{"aligned", "spread"} {
 		b.Run(shape, func(b *testing.B) {
 			for b.Loop() {
-				lags, lost := precisionRun(b, shape, tasks, seconds, workers)
+				lags, lost, shares := precisionRun(b, shape, tasks, seconds, workers)
 				slices.Sort(lags)
 				ms := func(q float64) float64 {
 					return float64(lags[min(len(lags)-1, int(q*float64(len(lags))))]) / float64(time.Millisecond)
@@ -48,6 +52,10 @@ func BenchmarkPrecision(b *testing.B) {
 				b.ReportMetric(ms(0.99), "p99_ms")
 				b.ReportMetric(ms(0.999), "p99.9_ms")
 				b.ReportMetric(float64(lags[len(lags)-1])/float64(time.Millisecond), "max_ms")
+				if len(shares) > 1 {
+					b.ReportMetric(slices.Min(shares), "share_min_%")
+					b.ReportMetric(slices.Max(shares), "share_max_%")
+				}
 			}
 		})
 	}
@@ -62,9 +70,10 @@ func envInt(name string, def int) int {
 
 // precisionRun measures the fires scheduled in the window and returns their
 // lags and how many of them never arrived.
-func precisionRun(b *testing.B, shape string, tasks, seconds, workers int) ([]time.Duration, int) {
+func precisionRun(b *testing.B, shape string, tasks, seconds, workers int) ([]time.Duration, int, []float64) {
 	var mu sync.Mutex
 	got := map[string]time.Duration{} // Idempotency-Key -> lag
+	byNode := map[string]int{}
 	var window struct{ from, to time.Time }
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		at := time.Now()
@@ -73,6 +82,7 @@ func precisionRun(b *testing.B, shape string, tasks, seconds, workers int) ([]ti
 			mu.Lock()
 			if !sched.Before(window.from) && sched.Before(window.to) {
 				got[r.Header.Get("Idempotency-Key")] = at.Sub(sched)
+				byNode[r.Header.Get("X-Sundial-Node")]++
 			}
 			mu.Unlock()
 		}
@@ -80,9 +90,24 @@ func precisionRun(b *testing.B, shape string, tasks, seconds, workers int) ([]ti
 	}))
 	defer target.Close()
 
-	n := startNode(&testing.T{}, filepath.Join(b.TempDir(), "sundial.db"), "--log.level", "error",
-		"--executor.worker_pool_size", strconv.Itoa(workers))
-	defer n.stop(&testing.T{})
+	var dsn string
+	switch db := os.Getenv("SUNDIAL_BENCH_DB"); db {
+	case "", "sqlite":
+		dsn = "sqlite:" + filepath.Join(b.TempDir(), "sundial.db")
+	case "postgres":
+		dsn = freshPostgres(b)
+	case "mysql":
+		dsn = freshMySQL(b)
+	default:
+		b.Fatalf("SUNDIAL_BENCH_DB=%q: want sqlite, postgres or mysql", db)
+	}
+	var nodes []*node
+	for range envInt("SUNDIAL_BENCH_NODES", 1) {
+		nd := startNodeDB(&testing.T{}, dsn, "--log.level", "error", "--executor.worker_pool_size", strconv.Itoa(workers))
+		defer nd.stop(&testing.T{})
+		nodes = append(nodes, nd)
+	}
+	n := nodes[0]
 	client := &http.Client{}
 	expr, created := "* * * * * *", time.Now()
 	if shape == "spread" {
@@ -119,5 +144,12 @@ func precisionRun(b *testing.B, shape string, tasks, seconds, workers int) ([]ti
 	if !strings.HasPrefix(n.url, "http://127.0.0.1") {
 		b.Fatalf("node not on loopback: %s", n.url)
 	}
-	return lags, lost
+	var shares []float64
+	for _, c := range byNode {
+		shares = append(shares, 100*float64(c)/float64(len(lags)))
+	}
+	for len(shares) < len(nodes) {
+		shares = append(shares, 0) // a node that fired nothing
+	}
+	return lags, lost, shares
 }

@@ -29,7 +29,7 @@ import (
 // server: SUNDIAL_TEST_POSTGRES / SUNDIAL_TEST_MYSQL (skipped without, but
 // never under CI=true).
 
-func requireEnv(t *testing.T, name, example string) string {
+func requireEnv(t testing.TB, name, example string) string {
 	t.Helper()
 	v := os.Getenv(name)
 	if v == "" {
@@ -76,7 +76,7 @@ func randomName(prefix string) string {
 
 // freshPostgres makes a schema of its own on the server of
 // SUNDIAL_TEST_POSTGRES and returns the --db value that uses it.
-func freshPostgres(t *testing.T) string {
+func freshPostgres(t testing.TB) string {
 	base := requireEnv(t, "SUNDIAL_TEST_POSTGRES", "postgres://root@127.0.0.1:5432/test?sslmode=disable")
 	db, err := sql.Open("pgx", base)
 	if err != nil {
@@ -103,7 +103,7 @@ func freshPostgres(t *testing.T) string {
 
 // freshMySQL makes a database of its own on the server of
 // SUNDIAL_TEST_MYSQL and returns the --db value that uses it.
-func freshMySQL(t *testing.T) string {
+func freshMySQL(t testing.TB) string {
 	base := requireEnv(t, "SUNDIAL_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/test")
 	cfg, err := gomysql.ParseDSN(base)
 	if err != nil {

@@ -98,12 +98,18 @@ func (l *lockedBuffer) String() string {
 
 var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
 
-// startNode runs serve on a free port with the database file db.
+// startNode runs serve on a free port with the SQLite database file db.
 func startNode(t *testing.T, db string, extra ...string) *node {
+	t.Helper()
+	return startNodeDB(t, "sqlite:"+db, extra...)
+}
+
+// startNodeDB runs serve on a free port with the database dsn.
+func startNodeDB(t *testing.T, dsn string, extra ...string) *node {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	n := &node{cancel: cancel, done: make(chan error, 1), out: &lockedBuffer{}}
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + db, "--log.level", "warn"}, extra...)
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", dsn, "--log.level", "warn"}, extra...)
 	go func() {
 		n.done <- run(ctx, args, func(string) string { return "" }, strings.NewReader(""), n.out, n.out)
 	}()
