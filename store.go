@@ -92,16 +92,18 @@ type Store interface {
 	// their fence. It returns the runs it took, and their tasks by ID.
 	RunClaim(ctx context.Context, nodeID string, refs []RunRef) ([]*Run, map[int64]*Task, error)
 	// RunUnplan deletes the given SCHEDULED runs held by nodeID (each only if
-	// its fence matches) and rewinds each task's NextFireTime to its
-	// earliest deleted run when that is earlier, so that the planner plans
-	// those fires again: used for runs found too late to fire, which then
-	// follow the task's catch-up mode.
+	// its fence matches; MANUAL runs, which no planner makes again, are left
+	// alone) and rewinds each task's NextFireTime to its earliest deleted
+	// run when that is earlier, so that the planner plans those fires again:
+	// used for runs found too late to fire, which then follow the task's
+	// catch-up mode.
 	RunUnplan(ctx context.Context, nodeID string, refs []RunRef) error
 	// RunRedeliver takes up to limit INTERRUPTED runs, oldest first: each
-	// that has had fewer than maxDeliveries deliveries and whose task is
-	// live becomes SCHEDULED again, held by nodeID with a bumped fence, and
-	// is returned (with its task) to be delivered again; the others become
-	// FAILED (finished now, with the reason in Error).
+	// that has had fewer than maxDeliveries deliveries, whose task is live
+	// and whose cancellation was not requested becomes SCHEDULED again, held
+	// by nodeID with a bumped fence, and is returned (with its task) to be
+	// delivered again; the others become FAILED (finished now, with the
+	// reason in Error).
 	RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*Run, map[int64]*Task, error)
 	// RunFindStuck returns up to limit SCHEDULED runs due before dueBefore
 	// that nodeID holds, that no node holds, or whose node is not ALIVE,

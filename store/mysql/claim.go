@@ -283,8 +283,9 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		)
 		for _, ref := range refs {
 			r, ok := cur[ref.ID]
-			if !ok || r.Fence != ref.Fence || r.Status != sundial.RunScheduled || r.NodeID != nodeID {
-				continue
+			if !ok || r.Fence != ref.Fence || r.Status != sundial.RunScheduled || r.NodeID != nodeID ||
+				r.Trigger == sundial.TriggerManual {
+				continue // a manual run is no planner's to make again
 			}
 			delete(cur, ref.ID) // a run listed twice is deleted once
 			del = append(del, r.ID)
@@ -415,6 +416,8 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 				switch {
 				case !isLive:
 					failed = append(failed, r.ID, failReason(r, "its task was deleted"))
+				case r.CancelRequested:
+					failed = append(failed, r.ID, failReason(r, "its cancellation was requested"))
 				case r.Deliveries >= maxDeliveries:
 					failed = append(failed, r.ID, failReason(r,
 						fmt.Sprintf("no deliveries left (%d of at most %d made)", r.Deliveries, maxDeliveries)))

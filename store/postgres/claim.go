@@ -216,7 +216,7 @@ const runUnplanLockSQL = `SELECT id FROM tasks
 const runUnplanSQL = `WITH gone AS (
 		DELETE FROM runs USING unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
 		WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
-			AND runs.status = 'SCHEDULED' AND runs.node_id = $3
+			AND runs.status = 'SCHEDULED' AND runs.node_id = $3 AND runs.trigger_type <> 'MANUAL'
 		RETURNING runs.task_id, runs.scheduled_at
 	)
 	UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
@@ -245,14 +245,14 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 
 // redeliverPickSQL picks the oldest INTERRUPTED runs (by scheduled time,
 // then ID): up to $2 that may be delivered again (fewer than $1 deliveries,
-// task live) and up to $2 others, which fail.
+// task live, no cancellation asked) and up to 1,000 others, which fail.
 const redeliverPickSQL = `(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-		WHERE r.status = 'INTERRUPTED' AND r.deliveries < $1 AND NOT t.deleted
+		WHERE r.status = 'INTERRUPTED' AND r.deliveries < $1 AND NOT t.deleted AND NOT r.cancel_requested
 		ORDER BY r.scheduled_at, r.id LIMIT $2)
 	UNION ALL
 	(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-		WHERE r.status = 'INTERRUPTED' AND (r.deliveries >= $1 OR t.deleted)
-		ORDER BY r.scheduled_at, r.id LIMIT $2)`
+		WHERE r.status = 'INTERRUPTED' AND (r.deliveries >= $1 OR t.deleted OR r.cancel_requested)
+		ORDER BY r.scheduled_at, r.id LIMIT 1000)`
 
 // redeliverSQL decides again, under the task locks, each picked run ($1)
 // that is still INTERRUPTED: one with fewer than $3 deliveries and a live
@@ -268,8 +268,9 @@ var redeliverSQL = `UPDATE runs SET
 		error = CASE WHEN e.ok THEN runs.error WHEN runs.error = '' THEN e.why ELSE runs.error || '; ' || e.why END,
 		updated_at = $4
 	FROM (
-		SELECT r.id, r.deliveries < $3::integer AND NOT t.deleted AS ok,
+		SELECT r.id, r.deliveries < $3::integer AND NOT t.deleted AND NOT r.cancel_requested AS ok,
 			CASE WHEN t.deleted THEN 'its task was deleted'
+				WHEN r.cancel_requested THEN 'its cancellation was requested'
 				ELSE format('no delivery left (%s of %s made)', r.deliveries, $3::integer) END AS why
 		FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
 		WHERE r.id = ANY($1) AND r.status = 'INTERRUPTED'
@@ -280,9 +281,8 @@ var redeliverSQL = `UPDATE runs SET
 	RETURNING ` + qualified("runs", runCols)
 
 // RunRedeliver takes up to limit INTERRUPTED runs that may be delivered
-// again, oldest first, and schedules them for nodeID; up to limit others,
-// oldest first, fail (the limit counts the runs it redelivers, and bounds
-// the failures separately). Two round trips: the pick, then one implicit
+// again, oldest first, and schedules them for nodeID; up to 1,000 others,
+// oldest first, fail (the limit counts only the runs it redelivers). Two round trips: the pick, then one implicit
 // transaction that locks the picked runs' tasks (FOR SHARE, in ID order)
 // and decides each run again under the locks.
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error) {

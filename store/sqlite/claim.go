@@ -96,7 +96,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		for _, ref := range refs {
 			var task, at int64
 			err := tx.QueryRowContext(ctx, `DELETE FROM runs
-				WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED'
+				WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
 				RETURNING task_id, scheduled_at`, ref.ID, ref.Fence, nodeID).Scan(&task, &at)
 			if err == sql.ErrNoRows {
 				continue
@@ -130,7 +130,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		tasks map[int64]*sundial.Task
 	)
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.deliveries, r.error, t.deleted FROM runs r
+		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.deliveries, r.error, t.deleted, r.cancel_requested FROM runs r
 			JOIN tasks t ON t.id = r.task_id
 			WHERE r.status = 'INTERRUPTED' ORDER BY r.scheduled_at, r.id LIMIT ?`, clampLimit(limit*4))
 		if err != nil {
@@ -140,11 +140,12 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			id, deliveries int64
 			reason         string
 			deleted        bool
+			canceled       bool
 		}
 		var cands []cand
 		for rows.Next() {
 			var c cand
-			if err := rows.Scan(&c.id, &c.deliveries, &c.reason, &c.deleted); err != nil {
+			if err := rows.Scan(&c.id, &c.deliveries, &c.reason, &c.deleted, &c.canceled); err != nil {
 				rows.Close()
 				return err
 			}
@@ -160,6 +161,8 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			switch {
 			case c.deleted:
 				why = "its task was deleted"
+			case c.canceled:
+				why = "its cancellation was requested"
 			case c.deliveries >= int64(maxDeliveries):
 				why = fmt.Sprintf("no delivery left (%d of %d made)", c.deliveries, maxDeliveries)
 			}

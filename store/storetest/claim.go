@@ -158,9 +158,10 @@ func testRunUnplan(t *testing.T, open Opener) {
 	a70 := f.run(a.ID, at(70), sundial.RunScheduled)
 	other := f.run(a.ID, at(40), sundial.RunScheduled, withNode("node-b"))
 	c20 := f.run(c.ID, at(20), sundial.RunScheduled)
+	man := f.run(a.ID, at(30), sundial.RunScheduled, manual, withKey("m:1"))
 
 	err := f.s.RunUnplan(f.ctx, "node-a", []sundial.RunRef{ref(a60), ref(a50), ref(other),
-		{ID: a70.ID, Fence: a70.Fence + 1}, ref(c20)})
+		{ID: a70.ID, Fence: a70.Fence + 1}, ref(c20), ref(man)})
 	if err != nil {
 		t.Fatalf("RunUnplan: %v", err)
 	}
@@ -170,6 +171,7 @@ func testRunUnplan(t *testing.T, open Opener) {
 	}
 	eqRun(t, f.get(a70.ID), a70)
 	eqRun(t, f.get(other.ID), other)
+	eqRun(t, f.get(man.ID), man) // a manual run is no planner's to make again
 	eqTime(t, "a.NextFireTime", f.getTask(a.ID).NextFireTime, at(50))
 	eqTime(t, "c.NextFireTime", f.getTask(c.ID).NextFireTime, at(10))
 }
@@ -182,6 +184,10 @@ func testRunRedeliver(t *testing.T, open Opener) {
 	second := f.run(tk.ID, at(20), sundial.RunInterrupted)
 	orphan := f.run(gone.ID, at(5), sundial.RunInterrupted)
 	running := f.run(tk.ID, at(30), sundial.RunRunning)
+	canceled := f.run(tk.ID, at(3), sundial.RunInterrupted)
+	if _, err := f.s.RunCancel(f.ctx, canceled.ID, at(35)); err != nil {
+		t.Fatalf("RunCancel of an interrupted run: %v", err)
+	}
 	if err := f.s.TaskDelete(f.ctx, gone.ID, at(40)); err != nil {
 		t.Fatalf("TaskDelete: %v", err)
 	}
@@ -200,6 +206,10 @@ func testRunRedeliver(t *testing.T, open Opener) {
 	eqRun(t, f.get(got.ID), got)
 	if len(tasks) != 1 || tasks[tk.ID] == nil {
 		t.Fatalf("tasks = %v, want task %d", tasks, tk.ID)
+	}
+	// A run whose cancellation was asked is not delivered again.
+	if r := f.get(canceled.ID); r.Status != sundial.RunFailed || r.Error == "" || r.FinishedAt == nil {
+		t.Fatalf("interrupted run asked to cancel = %s; want FAILED with a reason", fmtRun(*r))
 	}
 	// The deleted task's run failed instead of being counted in the limit.
 	if r := f.get(orphan.ID); r.Status != sundial.RunFailed || r.Error == "" || r.FinishedAt == nil {
