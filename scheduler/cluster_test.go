@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -212,5 +213,52 @@ func TestCancelAcrossNodes(t *testing.T) {
 		}
 		b.stop(t)
 		stopA()
+	})
+}
+
+// TestCompensatorStartsStuckRun: a run this node holds but lost track of
+// (the hand-off to its dispatcher was lost), due long ago, is found by the
+// compensator and started through the normal path; so is one held by a
+// node that is gone.
+func TestCompensatorStartsStuckRun(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{Node: sundial.Node{ID: "node-a"}})
+		tk := b.addTask(t, "0 0 0 1 1 *", func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
+		now := time.Now()
+		var stuck []*sundial.Run
+		for i, holder := range []string{"node-a", "node-gone"} {
+			r := &sundial.Run{TaskID: tk.ID, FireKey: fmt.Sprintf("lost:%d", i), Trigger: sundial.TriggerSchedule,
+				ScheduledTime: now.Add(-40 * time.Second), Status: sundial.RunScheduled, Attempt: 1,
+				NodeID: holder, Fence: 1, CreatedAt: now, UpdatedAt: now}
+			if err := b.store.RunInsert(context.Background(), r); err != nil {
+				t.Fatal(err)
+			}
+			stuck = append(stuck, r)
+		}
+		b.start()
+		synctest.Wait()
+		if n := len(b.target.snapshot()); n != 0 {
+			t.Fatalf("%d deliveries before any compensation round", n)
+		}
+		b.sched.TriggerCompensation()
+		time.Sleep(time.Second)
+		calls := b.target.snapshot()
+		if len(calls) != 2 {
+			t.Fatalf("%d deliveries after the round, want the 2 stuck runs", len(calls))
+		}
+		for _, r := range stuck {
+			got, err := b.store.RunGet(context.Background(), r.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != sundial.RunSuccess || got.NodeID != "node-a" || got.Fence <= r.Fence {
+				t.Errorf("stuck run after compensation = %+v, want SUCCESS on node-a with a new fence", got)
+			}
+		}
+		if st := b.sched.CompensationStatus(); st.Compensated != 2 || st.Multiplier != 1 {
+			t.Errorf("compensation status %+v, want 2 compensated at multiplier 1", st)
+		}
+		b.stop(t)
 	})
 }
