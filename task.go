@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -119,11 +120,28 @@ func (t *Task) Schedule() (*cron.Schedule, *time.Location, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	loc, err := time.LoadLocation(t.Timezone)
+	loc, err := LoadLocation(t.Timezone)
 	if err != nil {
 		return nil, nil, err
 	}
 	return s, loc, nil
+}
+
+var zones sync.Map // name -> *time.Location
+
+// LoadLocation is time.LoadLocation with a cache: loading a zone reads and
+// parses its file (about 7 µs and 5 KB here), and the planner needs the zone
+// of every task it plans. Zones are few and a loaded one never changes.
+func LoadLocation(name string) (*time.Location, error) {
+	if loc, ok := zones.Load(name); ok {
+		return loc.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
 }
 
 // NextAfter returns the task's first fire strictly after the instant after,
@@ -218,7 +236,7 @@ func (t *Task) validate() error {
 			Message: fmt.Sprintf("%s: %q: %s", pe.Field, pe.Token, pe.Reason)}
 	}
 	t.CronExpr = s.String()
-	if _, err := time.LoadLocation(t.Timezone); err != nil || t.Timezone == "Local" {
+	if _, err := LoadLocation(t.Timezone); err != nil || t.Timezone == "Local" {
 		return &Error{Code: EInvalid, Field: "timezone", Token: t.Timezone,
 			Message: "not an IANA time zone name (for example UTC, Europe/Berlin)"}
 	}

@@ -99,5 +99,5 @@ func loadLocation(name string) (*time.Location, error) {
 	if name == "Local" {
 		return nil, errors.New("the server's local zone is not an IANA name")
 	}
-	return time.LoadLocation(name)
+	return sundial.LoadLocation(name)
 }
