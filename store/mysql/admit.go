@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
@@ -21,17 +22,17 @@ const (
 	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
 	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
 	// Arguments: task, run, task, at, at, run.
-	admitPendingSQL = `(SELECT ` + runCols + ` FROM runs FORCE INDEX (runs_task_status)
+	admitPendingSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
 		WHERE task_id = ? AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> ?)
 		UNION ALL
-		(SELECT ` + runCols + ` FROM runs FORCE INDEX (runs_task_status)
+		(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
 		WHERE task_id = ? AND status = 'SCHEDULED' AND scheduled_at <= ?
 			AND (scheduled_at < ? OR id < ?))
 		ORDER BY scheduled_at, id`
 
 	// SkipsSinceLast: the first SKIPPED runs after (scheduled_at, id).
 	// Arguments: task, at, at, id, limit.
-	admitSkipsSQL = `SELECT ` + runCols + ` FROM runs FORCE INDEX (runs_task_status)
+	admitSkipsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
 		WHERE task_id = ? AND status = 'SKIPPED' AND scheduled_at >= ?
 			AND (scheduled_at > ? OR id > ?)
 		ORDER BY scheduled_at, id
@@ -50,7 +51,7 @@ var lastStatuses = []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCal
 var admitLastSQL = func() string {
 	var probes []string
 	for _, st := range lastStatuses {
-		probes = append(probes, `(SELECT `+runCols+` FROM runs FORCE INDEX (runs_task_status) WHERE task_id = ? AND status = '`+string(st)+
+		probes = append(probes, `(SELECT `+sqlrow.RunCols+` FROM runs FORCE INDEX (runs_task_status) WHERE task_id = ? AND status = '`+string(st)+
 			`' AND id <> ? ORDER BY scheduled_at DESC, id DESC LIMIT 1)`)
 	}
 	return strings.Join(probes, "\n\t\tUNION ALL ") + `
@@ -63,32 +64,32 @@ var admitLastSQL = func() string {
 // committed. Should the transaction be retried after a deadlock, decide is
 // called again with the state read then.
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var out *sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		out = nil
 		var taskID int64
 		err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, id).Scan(&taskID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+			return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 		}
 		if err != nil {
 			return err
 		}
-		task, err := scanTask(tx.QueryRowContext(ctx,
-			`SELECT `+taskCols+` FROM tasks WHERE id = ? AND deleted = 0 FOR UPDATE`, taskID))
+		task, err := sqlrow.ScanTask(tx.QueryRowContext(ctx,
+			`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ? AND deleted = 0 FOR UPDATE`, taskID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "task %d of run %d not found", taskID, id)
+			return sqlrow.NotFound("", "task %d of run %d not found", taskID, id)
 		}
 		if err != nil {
 			return err
 		}
 		// Read under the task's lock, and locked: RunStart, RunFinish and
 		// RunCancel change runs without the task's lock.
-		run, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs
+		run, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 			WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED') FOR UPDATE`, id, fence))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+			return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 		}
 		if err != nil {
 			return err
@@ -100,14 +101,8 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		from := run.Status
 		d := decide(state)
 
-		switch d.Status {
-		case sundial.RunRunning, sundial.RunQueued, sundial.RunSkipped:
-		default:
-			return conflict("status", "admission of run %d must be RUNNING, QUEUED or SKIPPED, not %q", id, d.Status)
-		}
-		// A QUEUED run that must keep waiting stays QUEUED: no status change.
-		if !sundial.CanTransition(from, d.Status) && !(from == sundial.RunQueued && d.Status == sundial.RunQueued) {
-			return conflict("status", "run %d cannot go from %s to %s", id, from, d.Status)
+		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
+			return err
 		}
 		for _, cid := range d.Cancel {
 			if cid == id {
@@ -127,7 +122,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 				return err
 			}
 		}
-		at := micros(now)
+		at := sqlrow.Micros(now)
 		switch d.Status {
 		case sundial.RunRunning:
 			_, err = tx.ExecContext(ctx, `UPDATE runs
@@ -149,7 +144,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "admit run %d", id)
+		return nil, sqlrow.Wrap(err, "admit run %d", id)
 	}
 	return out, nil
 }
@@ -158,9 +153,9 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 // transaction.
 func admitState(ctx context.Context, tx *sql.Tx, task *sundial.Task, run *sundial.Run) (sundial.AdmitState, error) {
 	state := sundial.AdmitState{Task: task, Run: run}
-	sched := micros(run.ScheduledTime)
+	sched := sqlrow.Micros(run.ScheduledTime)
 	var err error
-	state.Pending, err = scanRuns(tx.QueryContext(ctx, admitPendingSQL,
+	state.Pending, err = sqlrow.ScanRuns(tx.QueryContext(ctx, admitPendingSQL,
 		run.TaskID, run.ID, run.TaskID, sched, sched, run.ID))
 	if err != nil {
 		return state, fmt.Errorf("read pending runs: %w", err)
@@ -177,16 +172,16 @@ func admitState(ctx context.Context, tx *sql.Tx, task *sundial.Task, run *sundia
 	for range lastStatuses {
 		args = append(args, run.TaskID, run.ID)
 	}
-	last, err := scanRuns(tx.QueryContext(ctx, admitLastSQL, args...))
+	last, err := sqlrow.ScanRuns(tx.QueryContext(ctx, admitLastSQL, args...))
 	if err != nil {
 		return state, fmt.Errorf("read last effective run: %w", err)
 	}
 	afterAt, afterID := int64(math.MinInt64), int64(0)
 	if len(last) > 0 {
 		state.LastEffective = last[0]
-		afterAt, afterID = micros(last[0].ScheduledTime), last[0].ID
+		afterAt, afterID = sqlrow.Micros(last[0].ScheduledTime), last[0].ID
 	}
-	state.SkipsSinceLast, err = scanRuns(tx.QueryContext(ctx, admitSkipsSQL,
+	state.SkipsSinceLast, err = sqlrow.ScanRuns(tx.QueryContext(ctx, admitSkipsSQL,
 		run.TaskID, afterAt, afterAt, afterID, MaxSkipsSinceLast))
 	if err != nil {
 		return state, fmt.Errorf("read skips: %w", err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // Claims: how the nodes of a cluster share the runs. See the package
@@ -39,7 +40,7 @@ const claimAfterSQL = ` AND (t.priority < ? OR (t.priority = ? AND (r.scheduled_
 // claimLockSQL locks the candidates still unowned and due by primary key,
 // skipping those another claimer holds, and reads the server's clock for
 // their updated_at.
-const claimLockSQL = `SELECT ` + runCols + `, ` + nowSQL + ` FROM runs FORCE INDEX (PRIMARY)
+const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + ` FROM runs FORCE INDEX (PRIMARY)
 	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ?
 	FOR UPDATE SKIP LOCKED`
 
@@ -95,7 +96,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	if limit <= 0 {
 		return nil, nil, nil
 	}
-	u := micros(until)
+	u := sqlrow.Micros(until)
 	first, err := claimCandidates(ctx, s.db, u, nil, limit)
 	if err != nil {
 		return nil, nil, fmt.Errorf("claim due runs: %w", err)
@@ -136,7 +137,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		}
 		slices.SortFunc(out, func(a, b *sundial.Run) int {
 			return cmp.Or(cmp.Compare(prio[b.ID], prio[a.ID]),
-				cmp.Compare(micros(a.ScheduledTime), micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
+				cmp.Compare(sqlrow.Micros(a.ScheduledTime), sqlrow.Micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
 		})
 		var err error
 		tasks, err = readTasks(ctx, tx, runTaskIDs(out))
@@ -190,7 +191,7 @@ func claimLocked(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial
 		return fmt.Errorf("claim matched %d of %d locked runs: %w", n, len(ids), errRetry)
 	}
 	for _, r := range runs {
-		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, fromMicros(now)
+		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, sqlrow.FromMicros(now)
 	}
 	return nil
 }
@@ -250,7 +251,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		return nil
 	})
 	if err != nil {
-		return nil, nil, wrap(err, "claim runs")
+		return nil, nil, sqlrow.Wrap(err, "claim runs")
 	}
 	return out, tasks, nil
 }
@@ -289,7 +290,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 			}
 			delete(cur, ref.ID) // a run listed twice is deleted once
 			del = append(del, r.ID)
-			at := micros(r.ScheduledTime)
+			at := sqlrow.Micros(r.ScheduledTime)
 			if prev, seen := rewind[r.TaskID]; !seen {
 				rewind[r.TaskID] = at
 				order = append(order, r.TaskID)
@@ -325,7 +326,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		}
 		return nil
 	})
-	return wrap(err, "unplan runs of node %s", nodeID)
+	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
 }
 
 // redeliverCandidatesSQL reads INTERRUPTED runs, oldest (by scheduled time,
@@ -352,8 +353,8 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	if limit <= 0 {
 		return nil, nil, nil
 	}
-	now = norm(now)
-	at := micros(now)
+	now = sqlrow.Norm(now)
+	at := sqlrow.Micros(now)
 	var (
 		out   []*sundial.Run
 		tasks map[int64]*sundial.Task
@@ -396,7 +397,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			}
 			var locked []*sundial.Run
 			for part := range slices.Chunk(ids, batchIDs) {
-				got, err := scanRuns(tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs FORCE INDEX (PRIMARY)
+				got, err := sqlrow.ScanRuns(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs FORCE INDEX (PRIMARY)
 					WHERE id IN (`+placeholders(len(part))+`) AND status = 'INTERRUPTED'
 					FOR UPDATE SKIP LOCKED`, int64Args(part)...))
 				if err != nil {
@@ -405,7 +406,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 				locked = append(locked, got...)
 			}
 			slices.SortFunc(locked, func(a, b *sundial.Run) int {
-				return cmp.Or(cmp.Compare(micros(a.ScheduledTime), micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
+				return cmp.Or(cmp.Compare(sqlrow.Micros(a.ScheduledTime), sqlrow.Micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
 			})
 			var (
 				again  []*sundial.Run
@@ -483,7 +484,7 @@ func redeliver(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.R
 	}
 	for _, r := range runs {
 		r.Status, r.NodeID, r.Fence = sundial.RunScheduled, nodeID, r.Fence+1
-		r.FinishedAt, r.UpdatedAt = nil, fromMicros(at)
+		r.FinishedAt, r.UpdatedAt = nil, sqlrow.FromMicros(at)
 	}
 	return nil
 }
@@ -492,7 +493,7 @@ func redeliver(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.R
 // no node holds, or whose holder is not an ALIVE node (LEFT, DEAD, or no
 // row in nodes), oldest first. A range scan of runs_claim's status prefix;
 // the holder is looked up in nodes by primary key.
-const findStuckSQL = `SELECT ` + runCols + ` FROM runs AS r FORCE INDEX (runs_claim)
+const findStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r FORCE INDEX (runs_claim)
 	WHERE r.status = 'SCHEDULED' AND r.scheduled_at < ?
 		AND (r.node_id = ? OR r.node_id = ''
 			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
@@ -506,7 +507,7 @@ func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 	if limit <= 0 {
 		return nil, nil
 	}
-	out, err := scanRuns(s.db.QueryContext(ctx, findStuckSQL, micros(dueBefore), nodeID, limit))
+	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, findStuckSQL, sqlrow.Micros(dueBefore), nodeID, limit))
 	if err != nil {
 		return nil, fmt.Errorf("find stuck runs: %w", err)
 	}
@@ -557,7 +558,7 @@ func lockTasks(ctx context.Context, tx *sql.Tx, ids []int64, exclusive, liveOnly
 	}
 	out := make(map[int64]*sundial.Task, len(ids))
 	for part := range slices.Chunk(ids, batchIDs) {
-		rows, err := tx.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks FORCE INDEX (PRIMARY)
+		rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks FORCE INDEX (PRIMARY)
 			WHERE id IN (`+placeholders(len(part))+`)`+cond+` ORDER BY id `+mode, int64Args(part)...)
 		if err != nil {
 			return nil, err
@@ -573,7 +574,7 @@ func lockTasks(ctx context.Context, tx *sql.Tx, ids []int64, exclusive, liveOnly
 func readTasks(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Task, error) {
 	out := make(map[int64]*sundial.Task, len(ids))
 	for part := range slices.Chunk(ids, batchIDs) {
-		rows, err := tx.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks FORCE INDEX (PRIMARY)
+		rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks FORCE INDEX (PRIMARY)
 			WHERE id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
 		if err != nil {
 			return nil, err
@@ -588,7 +589,7 @@ func readTasks(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial
 func scanTasksInto(rows *sql.Rows, out map[int64]*sundial.Task) error {
 	defer rows.Close()
 	for rows.Next() {
-		t, err := scanTask(rows)
+		t, err := sqlrow.ScanTask(rows)
 		if err != nil {
 			return err
 		}
@@ -604,7 +605,7 @@ func lockRunsFull(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sund
 	out := make(map[int64]*sundial.Run, len(ids))
 	var now int64
 	for part := range slices.Chunk(ids, batchIDs) {
-		got, err := scanRunsNow(tx.QueryContext(ctx, `SELECT `+runCols+`, `+nowSQL+` FROM runs FORCE INDEX (PRIMARY)
+		got, err := scanRunsNow(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+`, `+nowSQL+` FROM runs FORCE INDEX (PRIMARY)
 			WHERE id IN (`+placeholders(len(part))+`) FOR UPDATE`, int64Args(part)...))(&now)
 		if err != nil {
 			return nil, 0, err
@@ -616,7 +617,7 @@ func lockRunsFull(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sund
 	return out, now, nil
 }
 
-// scanRunsNow reads rows of runCols followed by the server's clock, which
+// scanRunsNow reads rows of sqlrow.RunCols followed by the server's clock, which
 // it stores in *now.
 func scanRunsNow(rows *sql.Rows, err error) func(now *int64) ([]*sundial.Run, error) {
 	return func(now *int64) ([]*sundial.Run, error) {
@@ -626,7 +627,7 @@ func scanRunsNow(rows *sql.Rows, err error) func(now *int64) ([]*sundial.Run, er
 		defer rows.Close()
 		var out []*sundial.Run
 		for rows.Next() {
-			r, err := scanRun(withExtra{rows, []any{now}})
+			r, err := sqlrow.ScanRun(withExtra{rows, []any{now}})
 			if err != nil {
 				return nil, err
 			}
@@ -638,7 +639,7 @@ func scanRunsNow(rows *sql.Rows, err error) func(now *int64) ([]*sundial.Run, er
 
 // withExtra scans further columns after the ones its caller asks for.
 type withExtra struct {
-	sc    scanner
+	sc    sqlrow.Scanner
 	extra []any
 }
 

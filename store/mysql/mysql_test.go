@@ -18,6 +18,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 	"github.com/sundialhq/sundial/store/storetest"
 )
 
@@ -230,7 +231,7 @@ func TestPlanDueConcurrent(t *testing.T) {
 	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`).Scan(&rows); err != nil || rows != n {
 		t.Fatalf("runs rows = %d, %v; want %d", rows, err, n)
 	}
-	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE next_fire_at <= ?`, micros(until)).Scan(&due); err != nil || due != 0 {
+	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE next_fire_at <= ?`, sqlrow.Micros(until)).Scan(&due); err != nil || due != 0 {
 		t.Fatalf("tasks still due = %d, %v; want 0", due, err)
 	}
 }
@@ -477,7 +478,7 @@ func TestQueryPlans(t *testing.T) {
 	}
 	r0 := reads()
 	r1 := reads() // what SHOW STATUS itself reads
-	ids, err := int64s(conn.QueryContext(ctx, fmt.Sprintf(claimCandidatesSQL, ""), micros(time.Unix(runs, 0)), 1000))
+	ids, err := int64s(conn.QueryContext(ctx, fmt.Sprintf(claimCandidatesSQL, ""), sqlrow.Micros(time.Unix(runs, 0)), 1000))
 	if err != nil || len(ids) != 0 {
 		t.Fatalf("idle claim candidates = %v, %v; want none", ids, err)
 	}
@@ -521,36 +522,7 @@ func TestChunks(t *testing.T) {
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
-	ctx := context.Background()
-	s := open(b)
-	const n = 1000
-	for i := range n {
-		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-		if err := tk.Normalize(); err != nil {
-			b.Fatal(err)
-		}
-		next := time.Unix(0, 0)
-		tk.NextFireTime = &next
-		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	until := time.Unix(1_900_000_000, 0)
-	plan := func(tk *sundial.Task) sundial.Plan {
-		at := *tk.NextFireTime
-		next := at.Add(time.Second)
-		return sundial.Plan{
-			Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
-			Next: &next,
-		}
-	}
-	for b.Loop() {
-		runs, err := s.PlanDue(ctx, until, n, "node", time.Now(), plan)
-		if err != nil || len(runs) != n {
-			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+	storetest.BenchPlanDue(b, open(b))
 }
 
 // BenchmarkRunFinish records 1,000 outcomes in one batch per operation.
@@ -571,7 +543,7 @@ func BenchmarkRunFinish(b *testing.B) {
 		b.StopTimer()
 		defer b.StartTimer()
 		if _, err := s.db.ExecContext(ctx, `UPDATE tasks SET next_fire_at = ? WHERE id = ?`,
-			micros(time.Unix(int64(batch*n), 0)), tk.ID); err != nil {
+			sqlrow.Micros(time.Unix(int64(batch*n), 0)), tk.ID); err != nil {
 			b.Fatal(err)
 		}
 		left := n

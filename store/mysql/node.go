@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
@@ -27,7 +28,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", n.ID, err)
 	}
-	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, fromMicros(now), fromMicros(now)
+	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, sqlrow.FromMicros(now), sqlrow.FromMicros(now)
 	return nil
 }
 
@@ -42,7 +43,7 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("heartbeat node %s: %w", id, err)
 	} else if n == 0 {
-		return notFound("", "node %s is not alive: it was declared dead or left", id)
+		return sqlrow.NotFound("", "node %s is not alive: it was declared dead or left", id)
 	}
 	return nil
 }
@@ -56,7 +57,7 @@ func (s *Store) NodeLeave(ctx context.Context, id string) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("leave node %s: %w", id, err)
 	} else if n == 0 {
-		return notFound("", "node %s not found", id)
+		return sqlrow.NotFound("", "node %s not found", id)
 	}
 	return nil
 }
@@ -78,7 +79,7 @@ func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
 		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
-		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(hb)
+		n.StartedAt, n.HeartbeatAt = sqlrow.FromMicros(started), sqlrow.FromMicros(hb)
 		out = append(out, &n)
 	}
 	if err := rows.Err(); err != nil {

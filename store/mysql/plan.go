@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // planCandidatesSQL reads the most urgent due tasks without locking them:
@@ -25,7 +26,7 @@ const planAfterSQL = ` AND (priority < ? OR (priority = ? AND (next_fire_at > ? 
 
 // planLockSQL locks the candidates still due by primary key, skipping those
 // another planner holds. By primary key, so that only these rows are locked.
-const planLockSQL = `SELECT ` + taskCols + ` FROM tasks FORCE INDEX (PRIMARY)
+const planLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks FORCE INDEX (PRIMARY)
 	WHERE id IN (%s) AND status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?
 	FOR UPDATE SKIP LOCKED`
 
@@ -44,11 +45,11 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 	if limit <= 0 {
 		return nil, nil
 	}
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var out []*sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		out = nil
-		tasks, err := claimDue(ctx, tx, micros(until), limit)
+		tasks, err := claimDue(ctx, tx, sqlrow.Micros(until), limit)
 		if err != nil {
 			return err
 		}
@@ -71,7 +72,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 					runs = append(runs, r)
 				}
 			}
-			nexts = append(nexts, t.ID, nullMicros(p.Next))
+			nexts = append(nexts, t.ID, sqlrow.NullMicros(p.Next))
 		}
 		if out, err = insertPlanned(ctx, tx, runs); err != nil {
 			return err
@@ -127,29 +128,18 @@ func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundi
 		if len(ids) == 0 {
 			break
 		}
-		rows, err = tx.QueryContext(ctx, fmt.Sprintf(planLockSQL, placeholders(len(ids))), append(ids, until)...)
+		locked, err := sqlrow.ScanTasks(tx.QueryContext(ctx, fmt.Sprintf(planLockSQL, placeholders(len(ids))), append(ids, until)...))
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			t, err := scanTask(rows)
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			tasks = append(tasks, t)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		tasks = append(tasks, locked...)
 		if len(ids) < want {
 			break // no more due tasks
 		}
 	}
 	slices.SortFunc(tasks, func(a, b *sundial.Task) int {
 		return cmp.Or(cmp.Compare(b.Priority, a.Priority),
-			cmp.Compare(micros(*a.NextFireTime), micros(*b.NextFireTime)),
+			cmp.Compare(sqlrow.Micros(*a.NextFireTime), sqlrow.Micros(*b.NextFireTime)),
 			cmp.Compare(a.ID, b.ID))
 	})
 	return tasks, nil

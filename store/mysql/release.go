@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // RunRelease gives up nodeID's runs on shutdown.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
-	return wrap(err, "release runs of node %s", nodeID)
+	return sqlrow.Wrap(err, "release runs of node %s", nodeID)
 }
 
 // release gives up nodeID's runs inside tx:
@@ -27,7 +29,7 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 // lock order of PlanDue and RunAdmit. A run admitted or started meanwhile is
 // no longer SCHEDULED when its lock is granted, and stays.
 func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Time) error {
-	at := micros(now)
+	at := sqlrow.Micros(now)
 	reason = text(reason)
 	taskIDs, err := int64s(tx.QueryContext(ctx, `SELECT DISTINCT task_id FROM runs
 		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' ORDER BY task_id`, nodeID))

@@ -8,132 +8,45 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
-
-const runCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
-	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
-
-func scanRun(sc scanner) (*sundial.Run, error) {
-	var (
-		r                       sundial.Run
-		trigger, status, reason string
-		scheduled, created, upd int64
-		started, finished       sql.NullInt64
-		cancelRequested         int64
-	)
-	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
-		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd)
-	if err != nil {
-		return nil, err
-	}
-	r.Trigger = sundial.Trigger(trigger)
-	r.Status = sundial.RunStatus(status)
-	r.SkipReason = sundial.SkipReason(reason)
-	r.ScheduledTime = fromMicros(scheduled)
-	r.StartedAt = timePtr(started)
-	r.FinishedAt = timePtr(finished)
-	r.CancelRequested = cancelRequested != 0
-	r.CreatedAt = fromMicros(created)
-	r.UpdatedAt = fromMicros(upd)
-	return &r, nil
-}
-
-func scanRuns(rows *sql.Rows, err error) ([]*sundial.Run, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*sundial.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
 
 // getRun reads run id inside tx, locking it when lock is set.
 func getRun(ctx context.Context, tx *sql.Tx, id int64, lock bool) (*sundial.Run, error) {
-	q := `SELECT ` + runCols + ` FROM runs WHERE id = ?`
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ?`
 	if lock {
 		q += ` FOR UPDATE`
 	}
-	return scanRun(tx.QueryRowContext(ctx, q, id))
+	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, id))
 }
-
-const runInsertCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
-	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
 
 const runInsertWidth = 21
 
 // runInsertSQL inserts n runs.
 func runInsertSQL(n int) string {
-	return `INSERT INTO runs (` + runInsertCols + `) VALUES ` + tuples(n, runInsertWidth)
+	return `INSERT INTO runs (` + sqlrow.RunWriteCols + `) VALUES ` + tuples(n, runInsertWidth)
 }
 
-// checkNew refuses a run that cannot be inserted.
-func checkNew(r *sundial.Run) error {
-	if r.Status != "" && r.Status != sundial.RunScheduled && r.Status != sundial.RunSkipped {
-		return sundial.Errorf(sundial.EInvalid, "status", "a new run is SCHEDULED or SKIPPED, not %s", r.Status)
-	}
-	if r.FireKey == "" {
-		return sundial.Errorf(sundial.EInvalid, "fire_key", "a run needs a fire key")
-	}
-	return nil
-}
-
-// prepareNew fills the defaults of a run about to be inserted and
-// normalises its times to what the database gives back. A new run is
-// SCHEDULED, or SKIPPED as a record of a fire that will not run.
+// prepareNew is sqlrow.PrepareNew, which leaves a run CheckNew refuses as it
+// was, with the error text made storable.
 func prepareNew(r *sundial.Run, now time.Time) error {
-	if err := checkNew(r); err != nil {
+	if err := sqlrow.CheckNew(r); err != nil {
 		return err
 	}
-	if r.Status == "" {
-		r.Status = sundial.RunScheduled
+	if err := sqlrow.PrepareNew(r, now); err != nil {
+		return err
 	}
-	if r.Trigger == "" {
-		r.Trigger = sundial.TriggerSchedule
-	}
-	if r.IdempotencyKey == "" {
-		r.IdempotencyKey = sundial.IdempotencyKeyFor(r.TaskID, r.FireKey)
-	}
-	if r.Fence == 0 {
-		r.Fence = 1
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = r.CreatedAt
-	}
-	if r.Status == sundial.RunSkipped && r.FinishedAt == nil {
-		f := r.CreatedAt
-		r.FinishedAt = &f
-	}
-	r.ResponseBody = cutBody(r.ResponseBody)
 	r.Error = text(r.Error)
-	r.ScheduledTime = norm(r.ScheduledTime)
-	r.StartedAt = normPtr(r.StartedAt)
-	r.FinishedAt = normPtr(r.FinishedAt)
-	r.CreatedAt = norm(r.CreatedAt)
-	r.UpdatedAt = norm(r.UpdatedAt)
 	return nil
 }
 
 func runInsertArgs(args []any, r *sundial.Run) []any {
-	return append(args, r.TaskID, r.FireKey, string(r.Trigger), micros(r.ScheduledTime), string(r.Status),
+	return append(args, r.TaskID, r.FireKey, string(r.Trigger), sqlrow.Micros(r.ScheduledTime), string(r.Status),
 		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
-		nullMicros(r.StartedAt), nullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
-		r.TraceID, r.IdempotencyKey, r.CancelRequested, micros(r.CreatedAt), micros(r.UpdatedAt))
+		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
+		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt))
 }
 
 // bin passes s as a binary string (_binary'...'): response bodies are the
@@ -149,24 +62,11 @@ func bin(s string) []byte {
 // in strict mode: invalid bytes become U+FFFD.
 func text(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
 
-// cutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
-// UTF-8 sequence.
-func cutBody(b string) string {
-	if len(b) <= sundial.MaxResponseBody {
-		return b
-	}
-	n := sundial.MaxResponseBody
-	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return b[:n]
-}
-
 // RunInsert inserts a run (a manual trigger) of a live task. An existing
 // (TaskID, FireKey) is EConflict; a missing task ENotFound. A run without a
 // CreatedAt is created at the database's clock.
 func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
-	if err := checkNew(r); err != nil {
+	if err := sqlrow.CheckNew(r); err != nil {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -176,17 +76,17 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 		err := tx.QueryRowContext(ctx, `SELECT `+nowSQL+` FROM tasks
 			WHERE id = ? AND deleted = 0 LOCK IN SHARE MODE`, r.TaskID).Scan(&now)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("task_id", "task %d not found", r.TaskID)
+			return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := prepareNew(r, fromMicros(now)); err != nil {
+		if err := prepareNew(r, sqlrow.FromMicros(now)); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, runInsertSQL(1), runInsertArgs(nil, r)...)
 		if isDup(err) {
-			return conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
+			return sqlrow.Conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
 		}
 		if err != nil {
 			return err
@@ -194,14 +94,14 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 		r.ID, err = res.LastInsertId()
 		return err
 	})
-	return wrap(err, "insert run")
+	return sqlrow.Wrap(err, "insert run")
 }
 
 // RunGet returns a run, or ENotFound.
 func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	r, err := sqlrow.ScanRun(s.db.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("", "run %d not found", id)
+		return nil, sqlrow.NotFound("", "run %d not found", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get run %d: %w", id, err)
@@ -211,37 +111,14 @@ func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
 
 // RunList returns runs newest first (by ID).
 func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if f.TaskID != 0 {
-		where = append(where, `task_id = ?`)
-		args = append(args, f.TaskID)
-	}
-	if f.Status != "" {
-		where = append(where, `status = ?`)
-		args = append(args, string(f.Status))
-	}
-	if !f.From.IsZero() {
-		where = append(where, `scheduled_at >= ?`)
-		args = append(args, micros(f.From))
-	}
-	if !f.To.IsZero() {
-		where = append(where, `scheduled_at < ?`)
-		args = append(args, micros(f.To))
-	}
-	if f.BeforeID > 0 {
-		where = append(where, `id < ?`)
-		args = append(args, f.BeforeID)
-	}
-	q := `SELECT ` + runCols + ` FROM runs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
+	where, args := sqlrow.RunFilter(f, sqlrow.Question)
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
+	if where != "" {
+		q += ` WHERE ` + where
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, clampLimit(f.Limit))
-	out, err := scanRuns(s.db.QueryContext(ctx, q, args...))
+	args = append(args, sqlrow.ClampLimit(f.Limit))
+	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -340,7 +217,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool
 					continue
 				}
 				apply = append(apply, i)
-				args = append(args, st.ID, st.Fence, st.Attempt, micros(st.StartedAt), st.TraceID)
+				args = append(args, st.ID, st.Fence, st.Attempt, sqlrow.Micros(st.StartedAt), st.TraceID)
 			}
 			if len(apply) == 0 {
 				continue
@@ -400,7 +277,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	}
 	for _, f := range finishes {
 		if _, legal := finishFrom[f.Status]; !legal {
-			return nil, conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
 		}
 	}
 	parts := chunks(len(finishes),
@@ -439,8 +316,8 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				}
 				apply = append(apply, i)
 				args = append(args, f.ID, f.Fence, string(f.Status), string(from[0]), string(from[len(from)-1]),
-					nullMicros(started), nullMicros(finished), f.HTTPStatus, bin(cutBody(f.ResponseBody)),
-					text(f.Error), nullMicros(finished))
+					sqlrow.NullMicros(started), sqlrow.NullMicros(finished), f.HTTPStatus, bin(sqlrow.CutBody(f.ResponseBody)),
+					text(f.Error), sqlrow.NullMicros(finished))
 			}
 			if len(apply) == 0 {
 				continue
@@ -468,19 +345,19 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		r, err := getRun(ctx, tx, id, true)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "run %d not found", id)
+			return sqlrow.NotFound("", "run %d not found", id)
 		}
 		if err != nil {
 			return err
 		}
 		if r.Status.Final() {
-			return conflict("status", "run %d is already %s", id, r.Status)
+			return sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
 		}
 		out, err = cancelRun(ctx, tx, r, now)
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "cancel run %d", id)
+		return nil, sqlrow.Wrap(err, "cancel run %d", id)
 	}
 	return out, nil
 }
@@ -488,7 +365,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 // cancelRun cancels the unfinished run r, locked by tx, and returns it
 // updated.
 func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (*sundial.Run, error) {
-	at := micros(now)
+	at := sqlrow.Micros(now)
 	var err error
 	if sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active() {
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', finished_at = ?, updated_at = ?
@@ -505,7 +382,7 @@ func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
 // of a task, or nil.
 func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
-	r, err := scanRun(s.db.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs FORCE INDEX (runs_task_status)
+	r, err := sqlrow.ScanRun(s.db.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs FORCE INDEX (runs_task_status)
 		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -519,7 +396,7 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, 
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
 func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
-	out, err := scanRuns(s.db.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
 		ORDER BY scheduled_at, id`, nodeID))
 	if err != nil {
@@ -538,7 +415,7 @@ func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int,
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs
 			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')
-			ORDER BY created_at, id LIMIT ?`, micros(before), limit)
+			ORDER BY created_at, id LIMIT ?`, sqlrow.Micros(before), limit)
 		if err != nil {
 			return err
 		}

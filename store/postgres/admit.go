@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
@@ -25,17 +26,17 @@ const (
 const (
 	// admitLockSQL locks the run's live task: admissions of one task wait
 	// for each other here, on every node.
-	admitLockSQL = `SELECT ` + taskCols + ` FROM tasks WHERE id = ` + admitTask + ` AND NOT deleted FOR UPDATE`
+	admitLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id = ` + admitTask + ` AND NOT deleted FOR UPDATE`
 
-	admitRunSQL = `SELECT ` + runCols + ` FROM runs
+	admitRunSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE id = $1 AND fence = $2 AND status IN ('SCHEDULED', 'QUEUED')`
 
 	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
 	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
-	admitPendingSQL = `SELECT ` + runCols + ` FROM runs
+	admitPendingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ` + admitTask + ` AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> $1
 		UNION ALL
-		SELECT ` + runCols + ` FROM runs
+		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ` + admitTask + ` AND status = 'SCHEDULED' AND (scheduled_at, id) < (` + admitAt + `, $1)
 		ORDER BY scheduled_at, id`
 )
@@ -46,7 +47,7 @@ const (
 // the SCHEDULED runs planned ahead and the history of skips.
 var admitLastFrom = `FROM (VALUES ` + values(filter(allStatuses, effective)) + `) AS s (status)
 	CROSS JOIN LATERAL (
-		SELECT ` + runCols + ` FROM runs
+		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE runs.task_id = ` + admitTask + ` AND runs.status = s.status AND runs.id <> $1
 		ORDER BY runs.scheduled_at DESC, runs.id DESC
 		LIMIT 1
@@ -78,7 +79,7 @@ var (
 	// (scheduled_at, id), or from the first if there is none. The bounds
 	// are scalar subqueries, evaluated once, so the index scan starts there.
 	admitSkipsSQL = `WITH last AS (SELECT l.scheduled_at, l.id ` + admitLastFrom + `)
-		SELECT ` + runCols + ` FROM runs
+		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ` + admitTask + ` AND status = 'SKIPPED'
 			AND (scheduled_at, id) > (COALESCE((SELECT scheduled_at FROM last), -9223372036854775808),
 				COALESCE((SELECT id FROM last), 0))
@@ -92,12 +93,12 @@ const (
 	admitRunningSQL = `UPDATE runs
 		SET status = 'RUNNING', attempt = $1, started_at = $2, deliveries = deliveries + 1,
 			trace_id = $3, updated_at = $2
-		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + runCols
+		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + sqlrow.RunCols
 	admitQueuedSQL = `UPDATE runs SET status = 'QUEUED', attempt = $1, updated_at = $2
-		WHERE id = $3 AND fence = $4 AND status = $5 RETURNING ` + runCols
+		WHERE id = $3 AND fence = $4 AND status = $5 RETURNING ` + sqlrow.RunCols
 	admitSkippedSQL = `UPDATE runs
 		SET status = 'SKIPPED', skip_reason = $1, attempt = $2, finished_at = $3, updated_at = $3
-		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + runCols
+		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + sqlrow.RunCols
 
 	// admitLockRunsSQL locks the runs an admission changes in ID order
 	// before changing them, as RunStart and RunFinish do.
@@ -113,7 +114,7 @@ var admitCancelSQL = `UPDATE runs SET ` + cancelSet + `
 // in one transaction that holds the task's row lock, in three round trips:
 // BEGIN with the lock and every read, the writes, COMMIT.
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var (
 		task  *sundial.Task
 		state sundial.AdmitState
@@ -122,7 +123,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 	b := beginBatch()
 	b.Queue(admitLockSQL, id).QueryRow(func(row pgx.Row) error {
 		var err error
-		task, err = scanTask(row)
+		task, err = sqlrow.ScanTask(row)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return nil // the run's check below says why
 		}
@@ -132,11 +133,11 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		run, err := scanRun(row)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+			return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 		case err != nil:
 			return err
 		case task == nil:
-			return notFound("", "task %d of run %d not found", run.TaskID, id)
+			return sqlrow.NotFound("", "task %d of run %d not found", run.TaskID, id)
 		}
 		state = sundial.AdmitState{Task: task, Run: run}
 		return nil
@@ -171,28 +172,22 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
 		from := state.Run.Status
 		d := decide(state)
-		switch d.Status {
-		case sundial.RunRunning, sundial.RunQueued, sundial.RunSkipped:
-		default:
-			return conflict("status", "admission of run %d must be RUNNING, QUEUED or SKIPPED, not %q", id, d.Status)
-		}
-		// A QUEUED run that must keep waiting stays QUEUED: no status change.
-		if !sundial.CanTransition(from, d.Status) && !(from == sundial.RunQueued && d.Status == sundial.RunQueued) {
-			return conflict("status", "run %d cannot go from %s to %s", id, from, d.Status)
+		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
+			return err
 		}
 		wb := &pgx.Batch{}
 		if cancel := slices.DeleteFunc(slices.Clone(d.Cancel), func(c int64) bool { return c == id }); len(cancel) > 0 {
 			wb.Queue(admitLockRunsSQL, append(slices.Clone(cancel), id))
-			wb.Queue(admitCancelSQL, micros(now), cancel, state.Run.TaskID)
+			wb.Queue(admitCancelSQL, sqlrow.Micros(now), cancel, state.Run.TaskID)
 		}
 		var q *pgx.QueuedQuery
 		switch d.Status {
 		case sundial.RunRunning:
-			q = wb.Queue(admitRunningSQL, d.Attempt, micros(now), cleanText(d.TraceID), id, fence, string(from))
+			q = wb.Queue(admitRunningSQL, d.Attempt, sqlrow.Micros(now), cleanText(d.TraceID), id, fence, string(from))
 		case sundial.RunQueued:
-			q = wb.Queue(admitQueuedSQL, d.Attempt, micros(now), id, fence, string(from))
+			q = wb.Queue(admitQueuedSQL, d.Attempt, sqlrow.Micros(now), id, fence, string(from))
 		case sundial.RunSkipped:
-			q = wb.Queue(admitSkippedSQL, string(d.SkipReason), d.Attempt, micros(now), id, fence, string(from))
+			q = wb.Queue(admitSkippedSQL, string(d.SkipReason), d.Attempt, sqlrow.Micros(now), id, fence, string(from))
 		}
 		q.QueryRow(func(row pgx.Row) error {
 			var err error
@@ -200,14 +195,14 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 			if errors.Is(err, pgx.ErrNoRows) {
 				// Changed since it was read, by a statement that does not
 				// take the task lock: no longer this admission's to decide.
-				return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+				return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 			}
 			return err
 		})
 		return sendBatch(ctx, tx, wb)
 	})
 	if err != nil {
-		return nil, wrap(badTextOr(err), "admit run %d", id)
+		return nil, sqlrow.Wrap(badTextOr(err), "admit run %d", id)
 	}
 	return out, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // Claims: how the nodes of a cluster share the runs the planner made. A
@@ -18,10 +19,10 @@ import (
 // given, the empty one included); the partial index runs_unclaimed holds
 // those that are SCHEDULED.
 
-// nRunCols and nTaskCols count the columns of runCols and taskCols.
+// nRunCols and nTaskCols count the columns of sqlrow.RunCols and sqlrow.TaskCols.
 var (
-	nRunCols  = len(strings.Split(runCols, ","))
-	nTaskCols = len(strings.Split(taskCols, ","))
+	nRunCols  = len(strings.Split(sqlrow.RunCols, ","))
+	nTaskCols = len(strings.Split(sqlrow.TaskCols, ","))
 )
 
 // qualified returns the column list cols with each column prefixed by
@@ -52,9 +53,9 @@ var claimDueSQL = `WITH claimed AS (
 			ORDER BY (SELECT t.priority FROM tasks AS t WHERE t.id = r.task_id) DESC, r.scheduled_at, r.id
 			LIMIT $3
 			FOR UPDATE OF r SKIP LOCKED))
-		RETURNING ` + runCols + `
+		RETURNING ` + sqlrow.RunCols + `
 	)
-	SELECT ` + qualified("c", runCols) + `, ` + qualified("t", taskCols) + `
+	SELECT ` + qualified("c", sqlrow.RunCols) + `, ` + qualified("t", sqlrow.TaskCols) + `
 	FROM (SELECT *, row_number() OVER (PARTITION BY task_id) AS n FROM claimed) AS c
 		LEFT JOIN tasks AS t ON t.id = c.task_id AND c.n = 1`
 
@@ -66,7 +67,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	if limit <= 0 {
 		return nil, nil, nil
 	}
-	rows, err := s.pool.Query(ctx, claimDueSQL, nodeID, micros(until), limit, micros(s.clock()))
+	rows, err := s.pool.Query(ctx, claimDueSQL, nodeID, sqlrow.Micros(until), limit, sqlrow.Micros(s.clock()))
 	var (
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
@@ -75,7 +76,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		runs, tasks, err = scanRunsTasks(rows)
 	}
 	if err != nil {
-		return nil, nil, wrap(badTextOr(err), "claim due runs for node %s", nodeID)
+		return nil, nil, sqlrow.Wrap(badTextOr(err), "claim due runs for node %s", nodeID)
 	}
 	slices.SortFunc(runs, func(a, b *sundial.Run) int {
 		return cmp.Or(
@@ -91,7 +92,7 @@ type rowFunc func(dest ...any) error
 
 func (f rowFunc) Scan(dest ...any) error { return f(dest...) }
 
-// scanRunsTasks reads rows of runCols followed by taskCols, where the
+// scanRunsTasks reads rows of sqlrow.RunCols followed by sqlrow.TaskCols, where the
 // task's columns are NULL on the rows of a task that another row carries.
 func scanRunsTasks(rows pgx.Rows) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	defer rows.Close()
@@ -103,7 +104,7 @@ func scanRunsTasks(rows pgx.Rows) ([]*sundial.Run, map[int64]*sundial.Task, erro
 			if !withTask {
 				return rows.Scan(append(runDest, make([]any, nTaskCols)...)...) // nil skips a column
 			}
-			t, err := scanTask(rowFunc(func(taskDest ...any) error {
+			t, err := sqlrow.ScanTask(rowFunc(func(taskDest ...any) error {
 				return rows.Scan(append(runDest, taskDest...)...)
 			}))
 			if err == nil {
@@ -132,7 +133,7 @@ func scanRunsTasks(rows pgx.Rows) ([]*sundial.Run, map[int64]*sundial.Task, erro
 // task, and claims of one task's runs need not wait for each other, but an
 // admission, TaskUpdate or TaskDelete of the task waits for the claim (and
 // the claim for them), and a planner passes over the task.
-const runTasksLockSQL = `SELECT ` + taskCols + ` FROM tasks
+const runTasksLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
 	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
 	ORDER BY id FOR SHARE`
 
@@ -142,7 +143,7 @@ var runClaimSQL = `UPDATE runs SET node_id = $3, fence = runs.fence + 1, updated
 	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
 	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
 		AND runs.status IN ('SCHEDULED', 'QUEUED')
-	RETURNING ` + qualified("runs", runCols)
+	RETURNING ` + qualified("runs", sqlrow.RunCols)
 
 // RunClaim takes over the given SCHEDULED or QUEUED runs whose fence still
 // matches, in one round trip and one implicit transaction: the runs' tasks
@@ -159,7 +160,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	for i, ref := range refs {
 		ids[i] = ref.ID
 	}
-	now := micros(s.clock())
+	now := sqlrow.Micros(s.clock())
 	var (
 		locked map[int64]*sundial.Task
 		took   map[int64]*sundial.Run
@@ -189,7 +190,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		return sendBatch(ctx, s.pool, batchOf(stmts))
 	})
 	if err != nil {
-		return nil, nil, wrap(badTextOr(err), "claim runs for node %s", nodeID)
+		return nil, nil, sqlrow.Wrap(badTextOr(err), "claim runs for node %s", nodeID)
 	}
 	var runs []*sundial.Run
 	tasks := map[int64]*sundial.Task{}
@@ -240,7 +241,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		{runUnplanSQL, []any{ids, fences, nodeID}, nil},
 	}
 	err := retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
-	return wrap(badTextOr(err), "unplan runs of node %s", nodeID)
+	return sqlrow.Wrap(badTextOr(err), "unplan runs of node %s", nodeID)
 }
 
 // redeliverPickSQL picks the oldest INTERRUPTED runs (by scheduled time,
@@ -278,7 +279,7 @@ var redeliverSQL = `UPDATE runs SET
 		FOR UPDATE OF r SKIP LOCKED
 	) AS e
 	WHERE runs.id = e.id
-	RETURNING ` + qualified("runs", runCols)
+	RETURNING ` + qualified("runs", sqlrow.RunCols)
 
 // RunRedeliver takes up to limit INTERRUPTED runs that may be delivered
 // again, oldest first, and schedules them for nodeID; up to 1,000 others,
@@ -289,7 +290,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	if limit <= 0 {
 		return nil, nil, nil
 	}
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var (
 		runs   []*sundial.Run
 		locked map[int64]*sundial.Task
@@ -313,7 +314,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 				}
 				return err
 			}},
-			{redeliverSQL, []any{ids, nodeID, maxDeliveries, micros(now)}, func(rows pgx.Rows) error {
+			{redeliverSQL, []any{ids, nodeID, maxDeliveries, sqlrow.Micros(now)}, func(rows pgx.Rows) error {
 				rs, err := scanRuns(rows)
 				for _, r := range rs {
 					if r.Status == sundial.RunScheduled {
@@ -325,7 +326,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		}))
 	})
 	if err != nil {
-		return nil, nil, wrap(badTextOr(err), "redeliver interrupted runs for node %s", nodeID)
+		return nil, nil, sqlrow.Wrap(badTextOr(err), "redeliver interrupted runs for node %s", nodeID)
 	}
 	slices.SortFunc(runs, func(a, b *sundial.Run) int {
 		return cmp.Or(a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
@@ -339,25 +340,25 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 
 // runFindStuckSQL reads the SCHEDULED runs (runs_status_node), oldest
 // first. A node with no row in nodes is not ALIVE.
-const runFindStuckSQL = `SELECT ` + runCols + ` FROM runs AS r
+const runFindStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r
 	WHERE r.status = 'SCHEDULED' AND r.scheduled_at < $2
 		AND (r.node_id = $1 OR r.node_id = ''
 			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
 	ORDER BY r.scheduled_at, r.id
 	LIMIT $3`
 
-// RunFindStuck returns up to limit (clampLimit) SCHEDULED runs due before
+// RunFindStuck returns up to limit (sqlrow.ClampLimit) SCHEDULED runs due before
 // dueBefore held by nodeID, by no node, or by a node that is not ALIVE (or
 // unknown), oldest first. It takes no lock: the caller claims what it finds
 // with RunClaim, whose fences settle any race.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
-	rows, err := s.pool.Query(ctx, runFindStuckSQL, nodeID, micros(dueBefore), clampLimit(limit))
+	rows, err := s.pool.Query(ctx, runFindStuckSQL, nodeID, sqlrow.Micros(dueBefore), sqlrow.ClampLimit(limit))
 	var out []*sundial.Run
 	if err == nil {
 		out, err = scanRuns(rows)
 	}
 	if err != nil {
-		return nil, wrap(badTextOr(err), "find stuck runs for node %s", nodeID)
+		return nil, sqlrow.Wrap(badTextOr(err), "find stuck runs for node %s", nodeID)
 	}
 	return out, nil
 }
@@ -373,7 +374,7 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
 	}
 	if err != nil {
-		return nil, wrap(badTextOr(err), "find runs of node %s to cancel", nodeID)
+		return nil, sqlrow.Wrap(badTextOr(err), "find runs of node %s to cancel", nodeID)
 	}
 	return ids, nil
 }

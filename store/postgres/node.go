@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
@@ -25,9 +26,9 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 		RETURNING started_at`,
 		n.ID, cleanText(n.Host), n.PID, cleanText(n.Address)).Scan(&started)
 	if err != nil {
-		return wrap(badTextOr(err), "register node %s", n.ID)
+		return sqlrow.Wrap(badTextOr(err), "register node %s", n.ID)
 	}
-	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, fromMicros(started), fromMicros(started)
+	n.State, n.StartedAt, n.HeartbeatAt = sundial.NodeAlive, sqlrow.FromMicros(started), sqlrow.FromMicros(started)
 	return nil
 }
 
@@ -36,10 +37,10 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET heartbeat_at = `+dbNow+` WHERE id = $1 AND state = 'ALIVE'`, id)
 	if err != nil {
-		return wrap(badTextOr(err), "heartbeat node %s", id)
+		return sqlrow.Wrap(badTextOr(err), "heartbeat node %s", id)
 	}
 	if ct.RowsAffected() == 0 {
-		return notFound("", "node %s is not alive: it was declared dead or left", id)
+		return sqlrow.NotFound("", "node %s is not alive: it was declared dead or left", id)
 	}
 	return nil
 }
@@ -48,10 +49,10 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 func (s *Store) NodeLeave(ctx context.Context, id string) error {
 	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = $1`, id)
 	if err != nil {
-		return wrap(badTextOr(err), "leave node %s", id)
+		return sqlrow.Wrap(badTextOr(err), "leave node %s", id)
 	}
 	if ct.RowsAffected() == 0 {
-		return notFound("", "node %s not found", id)
+		return sqlrow.NotFound("", "node %s not found", id)
 	}
 	return nil
 }
@@ -73,7 +74,7 @@ func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
 		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
-		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(hb)
+		n.StartedAt, n.HeartbeatAt = sqlrow.FromMicros(started), sqlrow.FromMicros(hb)
 		out = append(out, &n)
 	}
 	if err := rows.Err(); err != nil {

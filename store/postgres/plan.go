@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // planDueSQL claims due tasks. The literal status and deleted terms match
@@ -16,7 +17,7 @@ import (
 // node's planner, an admission, an update), so planners on several nodes
 // claim disjoint tasks and never wait for each other; a task passed over is
 // still due at the next pass.
-const planDueSQL = `SELECT ` + taskCols + ` FROM tasks
+const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
 	WHERE status = 'ENABLED' AND NOT deleted AND next_fire_at <= $1
 	ORDER BY priority DESC, next_fire_at, id
 	LIMIT $2
@@ -40,14 +41,14 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 	if limit <= 0 {
 		return nil, nil
 	}
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var (
 		tasks []*sundial.Task
 		out   []*sundial.Run
 	)
 	b := beginBatch()
 	b.Queue(customPlans)
-	b.Queue(planDueSQL, micros(until), limit).Query(func(rows pgx.Rows) error {
+	b.Queue(planDueSQL, sqlrow.Micros(until), limit).Query(func(rows pgx.Rows) error {
 		var err error
 		tasks, err = scanTasks(rows)
 		return err
@@ -72,7 +73,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 			for _, r := range p.Runs {
 				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
 				r.CreatedAt, r.UpdatedAt = now, now
-				if err := prepareNew(r, now); err != nil {
+				if err := sqlrow.PrepareNew(r, now); err != nil {
 					return fmt.Errorf("plan task %d: %w", t.ID, err)
 				}
 				// A fire listed twice is inserted once, as the first.
@@ -114,7 +115,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		return nil
 	})
 	if err != nil {
-		return nil, wrap(badTextOr(err), "plan due tasks")
+		return nil, sqlrow.Wrap(badTextOr(err), "plan due tasks")
 	}
 	return out, nil
 }

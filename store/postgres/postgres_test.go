@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 	"github.com/sundialhq/sundial/store/migrate"
 	"github.com/sundialhq/sundial/store/storetest"
 )
@@ -468,7 +469,7 @@ func TestPlanDueConcurrent(t *testing.T) {
 func planUnowned(tb testing.TB, s *Store, tasks []int64, perTask, batch int, t0 time.Time) []*sundial.Run {
 	tb.Helper()
 	ctx := context.Background()
-	if _, err := s.pool.Exec(ctx, `UPDATE tasks SET next_fire_at = $1 WHERE id = ANY($2)`, micros(t0), tasks); err != nil {
+	if _, err := s.pool.Exec(ctx, `UPDATE tasks SET next_fire_at = $1 WHERE id = ANY($2)`, sqlrow.Micros(t0), tasks); err != nil {
 		tb.Fatal(err)
 	}
 	runs, err := s.PlanDue(ctx, t0, len(tasks), "", t0, func(tk *sundial.Task) sundial.Plan {
@@ -722,7 +723,7 @@ func TestNodeClock(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT `+dbNow).Scan(&server); err != nil {
 		t.Fatal(err)
 	}
-	if d := fromMicros(server).Sub(n.StartedAt); d < 0 || d > time.Minute {
+	if d := sqlrow.FromMicros(server).Sub(n.StartedAt); d < 0 || d > time.Minute {
 		t.Fatalf("StartedAt %v is %v before the server's clock", n.StartedAt, d)
 	}
 	if err := s.NodeHeartbeat(ctx, n.ID); err != nil {
@@ -928,30 +929,7 @@ func at0(sec int) time.Time { return time.Unix(int64(sec), 0) }
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
-	ctx := context.Background()
-	s := open(b, newSchema(b))
-	const n = 1000
-	for i := range n {
-		if err := s.TaskCreate(ctx, newTask(b, fmt.Sprintf("t%d", i), time.Unix(0, 0)), time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	until := time.Unix(1_900_000_000, 0)
-	plan := func(tk *sundial.Task) sundial.Plan {
-		at := *tk.NextFireTime
-		next := at.Add(time.Second)
-		return sundial.Plan{
-			Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
-			Next: &next,
-		}
-	}
-	for b.Loop() {
-		runs, err := s.PlanDue(ctx, until, n, "node", time.Now(), plan)
-		if err != nil || len(runs) != n {
-			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+	storetest.BenchPlanDue(b, open(b, newSchema(b)))
 }
 
 // BenchmarkRunFinish records 1,000 outcomes in one batch per operation.

@@ -9,17 +9,13 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
-
-const runCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
-	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
 
 func scanRun(row pgx.Row) (*sundial.Run, error) {
 	var (
@@ -38,12 +34,12 @@ func scanRun(row pgx.Row) (*sundial.Run, error) {
 	r.Trigger = sundial.Trigger(trigger)
 	r.Status = sundial.RunStatus(status)
 	r.SkipReason = sundial.SkipReason(reason)
-	r.ScheduledTime = fromMicros(scheduled)
+	r.ScheduledTime = sqlrow.FromMicros(scheduled)
 	r.StartedAt = timePtr(started)
 	r.FinishedAt = timePtr(finished)
 	r.ResponseBody = string(body)
-	r.CreatedAt = fromMicros(created)
-	r.UpdatedAt = fromMicros(upd)
+	r.CreatedAt = sqlrow.FromMicros(created)
+	r.UpdatedAt = sqlrow.FromMicros(upd)
 	return &r, nil
 }
 
@@ -87,13 +83,8 @@ func filter[T any](items []T, keep func(T) bool) []T {
 	return out
 }
 
-// runWriteCols are the columns a new run is inserted with, in the order of
-// runArrays.args.
-const runWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
-	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
-
-// runUnnest turns the arrays of runArrays.args into rows.
+// runUnnest turns the arrays of runArrays.args into rows of
+// sqlrow.RunWriteCols.
 const runUnnest = `unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
 	$7::integer[], $8::integer[], $9::integer[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
 	$14::integer[], $15::bytea[], $16::text[], $17::text[], $18::text[], $19::boolean[], $20::bigint[],
@@ -101,7 +92,7 @@ const runUnnest = `unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5
 
 // runsInsertSQL inserts the runs of runArrays in one statement, leaving
 // alone every (task, fire key) that exists, and returns those it inserted.
-const runsInsertSQL = `INSERT INTO runs (` + runWriteCols + `)
+const runsInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 	SELECT * FROM ` + runUnnest + `
 	ON CONFLICT (task_id, fire_key) DO NOTHING
 	RETURNING id, task_id, fire_key`
@@ -114,7 +105,7 @@ const runsInsertSQL = `INSERT INTO runs (` + runWriteCols + `)
 const runInsertSQL = `WITH task AS (
 		SELECT id FROM tasks WHERE id = $22 AND NOT deleted FOR SHARE
 	), ins AS (
-		INSERT INTO runs (` + runWriteCols + `)
+		INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 		SELECT * FROM ` + runUnnest + ` WHERE EXISTS (SELECT 1 FROM task)
 		ON CONFLICT (task_id, fire_key) DO NOTHING
 		RETURNING id
@@ -136,7 +127,7 @@ func (a *runArrays) add(r *sundial.Run) {
 	a.taskID = append(a.taskID, r.TaskID)
 	a.fireKey = append(a.fireKey, r.FireKey)
 	a.trigger = append(a.trigger, string(r.Trigger))
-	a.scheduled = append(a.scheduled, micros(r.ScheduledTime))
+	a.scheduled = append(a.scheduled, sqlrow.Micros(r.ScheduledTime))
 	a.status = append(a.status, string(r.Status))
 	a.skipReason = append(a.skipReason, string(r.SkipReason))
 	a.missed = append(a.missed, int32(r.MissedCount))
@@ -152,8 +143,8 @@ func (a *runArrays) add(r *sundial.Run) {
 	a.traceID = append(a.traceID, r.TraceID)
 	a.idemKey = append(a.idemKey, r.IdempotencyKey)
 	a.cancel = append(a.cancel, r.CancelRequested)
-	a.created = append(a.created, micros(r.CreatedAt))
-	a.updated = append(a.updated, micros(r.UpdatedAt))
+	a.created = append(a.created, sqlrow.Micros(r.CreatedAt))
+	a.updated = append(a.updated, sqlrow.Micros(r.UpdatedAt))
 }
 
 func (a *runArrays) len() int { return len(a.taskID) }
@@ -164,64 +155,10 @@ func (a *runArrays) args() []any {
 		a.errText, a.traceID, a.idemKey, a.cancel, a.created, a.updated}
 }
 
-// prepareNew fills the defaults of a run about to be inserted and
-// normalises its times to what the database gives back. A new run is
-// SCHEDULED, or SKIPPED as a record of a fire that will not run.
-func prepareNew(r *sundial.Run, now time.Time) error {
-	if r.Status == "" {
-		r.Status = sundial.RunScheduled
-	}
-	if r.Status != sundial.RunScheduled && r.Status != sundial.RunSkipped {
-		return sundial.Errorf(sundial.EInvalid, "status", "a new run is SCHEDULED or SKIPPED, not %s", r.Status)
-	}
-	if r.FireKey == "" {
-		return sundial.Errorf(sundial.EInvalid, "fire_key", "a run needs a fire key")
-	}
-	if r.Trigger == "" {
-		r.Trigger = sundial.TriggerSchedule
-	}
-	if r.IdempotencyKey == "" {
-		r.IdempotencyKey = sundial.IdempotencyKeyFor(r.TaskID, r.FireKey)
-	}
-	if r.Fence == 0 {
-		r.Fence = 1
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = r.CreatedAt
-	}
-	if r.Status == sundial.RunSkipped && r.FinishedAt == nil {
-		f := r.CreatedAt
-		r.FinishedAt = &f
-	}
-	r.ResponseBody = cutBody(r.ResponseBody)
-	r.ScheduledTime = norm(r.ScheduledTime)
-	r.StartedAt = normPtr(r.StartedAt)
-	r.FinishedAt = normPtr(r.FinishedAt)
-	r.CreatedAt = norm(r.CreatedAt)
-	r.UpdatedAt = norm(r.UpdatedAt)
-	return nil
-}
-
-// cutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
-// UTF-8 sequence.
-func cutBody(b string) string {
-	if len(b) <= sundial.MaxResponseBody {
-		return b
-	}
-	n := sundial.MaxResponseBody
-	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return b[:n]
-}
-
 // RunInsert inserts a run (a manual trigger) of a live task. An existing
 // (TaskID, FireKey) is EConflict; a missing task ENotFound.
 func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
-	if err := prepareNew(r, s.clock()); err != nil {
+	if err := sqlrow.PrepareNew(r, s.clock()); err != nil {
 		return err
 	}
 	var a runArrays
@@ -233,11 +170,11 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 	err := s.pool.QueryRow(ctx, runInsertSQL, append(a.args(), r.TaskID)...).Scan(&live, &id)
 	switch {
 	case err != nil:
-		return wrap(badTextOr(err), "insert run")
+		return sqlrow.Wrap(badTextOr(err), "insert run")
 	case !live:
-		return notFound("task_id", "task %d not found", r.TaskID)
+		return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
 	case id == nil:
-		return conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
+		return sqlrow.Conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
 	}
 	r.ID = *id
 	return nil
@@ -245,9 +182,9 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 
 // RunGet returns a run, or ENotFound.
 func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs WHERE id = $1`, id))
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("", "run %d not found", id)
+		return nil, sqlrow.NotFound("", "run %d not found", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get run %d: %w", id, err)
@@ -257,42 +194,20 @@ func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
 
 // RunList returns runs newest first (by ID).
 func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
-	var (
-		where []string
-		args  []any
-	)
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		where = append(where, cond+` $`+strconv.Itoa(len(args)))
+	where, args := sqlrow.RunFilter(f, func(n int) string { return "$" + strconv.Itoa(n) })
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
+	if where != "" {
+		q += ` WHERE ` + where
 	}
-	if f.TaskID != 0 {
-		add(`task_id =`, f.TaskID)
-	}
-	if f.Status != "" {
-		add(`status =`, string(f.Status))
-	}
-	if !f.From.IsZero() {
-		add(`scheduled_at >=`, micros(f.From))
-	}
-	if !f.To.IsZero() {
-		add(`scheduled_at <`, micros(f.To))
-	}
-	if f.BeforeID > 0 {
-		add(`id <`, f.BeforeID)
-	}
-	q := `SELECT ` + runCols + ` FROM runs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
-	}
-	args = append(args, clampLimit(f.Limit))
+	args = append(args, sqlrow.ClampLimit(f.Limit))
 	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
-		return nil, wrap(badTextOr(err), "list runs")
+		return nil, sqlrow.Wrap(badTextOr(err), "list runs")
 	}
 	out, err := scanRuns(rows)
 	if err != nil {
-		return nil, wrap(badTextOr(err), "list runs")
+		return nil, sqlrow.Wrap(badTextOr(err), "list runs")
 	}
 	return out, nil
 }
@@ -373,7 +288,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool
 			id = append(id, st.ID)
 			fence = append(fence, st.Fence)
 			attempt = append(attempt, int32(st.Attempt))
-			started = append(started, micros(st.StartedAt))
+			started = append(started, sqlrow.Micros(st.StartedAt))
 			trace = append(trace, cleanText(st.TraceID))
 		}
 		stmts = append(stmts, stmt{runStartSQL, []any{id, fence, attempt, started, trace}, applied(ok, ids, round)})
@@ -428,11 +343,11 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	ids := make([]int64, len(finishes))
 	for i, f := range finishes {
 		if !finishTargets[f.Status] {
-			return nil, conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
 		}
 		ids[i] = f.ID
 	}
-	now := micros(s.clock())
+	now := sqlrow.Micros(s.clock())
 	var stmts []stmt
 	for _, round := range rounds(ids) {
 		var (
@@ -459,7 +374,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 			started = append(started, st)
 			finished = append(finished, fin)
 			httpStatus = append(httpStatus, int32(f.HTTPStatus))
-			body = append(body, []byte(cutBody(f.ResponseBody)))
+			body = append(body, []byte(sqlrow.CutBody(f.ResponseBody)))
 			errText = append(errText, cleanText(f.Error))
 			updated = append(updated, upd)
 		}
@@ -486,23 +401,23 @@ var cancelSet = `status = CASE WHEN status IN ` + cancelAtOnce + ` THEN 'CANCELE
 
 var runCancelSQL = `UPDATE runs SET ` + cancelSet + `
 	WHERE id = $2 AND status NOT IN ` + finalStatuses + `
-	RETURNING ` + runCols
+	RETURNING ` + sqlrow.RunCols
 
 // RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
 // WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
 // run is EConflict. It is one statement: the row lock it takes orders it
 // with any other change of the run.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, runCancelSQL, micros(now), id))
+	r, err := scanRun(s.pool.QueryRow(ctx, runCancelSQL, sqlrow.Micros(now), id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, or final (a final run stays final).
 		var status string
 		err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, id).Scan(&status)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, notFound("", "run %d not found", id)
+			return nil, sqlrow.NotFound("", "run %d not found", id)
 		}
 		if err == nil {
-			return nil, conflict("status", "run %d is already %s", id, status)
+			return nil, sqlrow.Conflict("status", "run %d is already %s", id, status)
 		}
 	}
 	if err != nil {
@@ -514,7 +429,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
 // of a task, or nil.
 func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+runCols+` FROM runs
+	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE task_id = $1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, nil
@@ -528,7 +443,7 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, 
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
 func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+runCols+` FROM runs
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = $1
 		ORDER BY scheduled_at, id`, nodeID)
 	if err == nil {
@@ -537,7 +452,7 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, e
 			return out, nil
 		}
 	}
-	return nil, wrap(badTextOr(err), "list runs of node %s", nodeID)
+	return nil, sqlrow.Wrap(badTextOr(err), "list runs of node %s", nodeID)
 }
 
 // RunRelease gives up nodeID's runs on shutdown, in one round trip and one
@@ -548,7 +463,7 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 		queueRelease(b, nodeID, reason, now)
 		return sendBatch(ctx, s.pool, b)
 	})
-	return wrap(badTextOr(err), "release runs of node %s", nodeID)
+	return sqlrow.Wrap(badTextOr(err), "release runs of node %s", nodeID)
 }
 
 // The statements of a release, each taking the node's ID as $1.
@@ -594,8 +509,8 @@ func queueRelease(b *pgx.Batch, nodeID, reason string, now time.Time) {
 	reason = cleanText(reason)
 	b.Queue(releaseLockSQL, nodeID)
 	b.Queue(releasePlannedSQL, nodeID)
-	b.Queue(releaseManualSQL, nodeID, reason, micros(now))
-	b.Queue(releaseRunningSQL, nodeID, reason, micros(now))
+	b.Queue(releaseManualSQL, nodeID, reason, sqlrow.Micros(now))
+	b.Queue(releaseRunningSQL, nodeID, reason, sqlrow.Micros(now))
 }
 
 // runPurgeSQL collects the IDs first (ARRAY(...) is evaluated once), so
@@ -614,7 +529,7 @@ func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int,
 	var ct pgconn.CommandTag
 	err := retry(ctx, func() error {
 		var err error
-		ct, err = s.pool.Exec(ctx, runPurgeSQL, micros(before), limit)
+		ct, err = s.pool.Exec(ctx, runPurgeSQL, sqlrow.Micros(before), limit)
 		return err
 	})
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 	"github.com/sundialhq/sundial/store/migrate"
 )
 
@@ -260,73 +261,28 @@ func cleanText(s string) string {
 	return strings.ReplaceAll(s, "\x00", "\uFFFD")
 }
 
-// wrap returns a *sundial.Error as it is, for the client, and wraps any
-// other error with what was being done.
-func wrap(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errors.AsType[*sundial.Error](err); ok {
-		return err
-	}
-	return fmt.Errorf(format+": %w", append(args, err)...)
-}
-
-func notFound(field, format string, args ...any) *sundial.Error {
-	return sundial.Errorf(sundial.ENotFound, field, format, args...)
-}
-
-func conflict(field, format string, args ...any) *sundial.Error {
-	return sundial.Errorf(sundial.EConflict, field, format, args...)
-}
-
 // dbNow is the server's clock in microseconds since the Unix epoch: the
 // "database's clock" of node heartbeats. clock_timestamp() moves on within
 // a transaction, unlike now().
 const dbNow = `(extract(epoch from clock_timestamp()) * 1e6)::bigint`
 
-// Time columns hold microseconds since the Unix epoch.
-
-func micros(t time.Time) int64 { return t.UnixMicro() }
-
-func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
-
-// norm is t as the database gives it back: UTC, microseconds.
-func norm(t time.Time) time.Time { return fromMicros(micros(t)) }
-
-func normPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	n := norm(*t)
-	return &n
-}
-
+// nullMicros is *t as a nullable time column holds it, nil for NULL: the
+// form pgx binds in arrays.
 func nullMicros(t *time.Time) *int64 {
 	if t == nil {
 		return nil
 	}
-	v := micros(*t)
+	v := sqlrow.Micros(*t)
 	return &v
 }
 
+// timePtr is the time a nullable time column holds, or nil for NULL.
 func timePtr(v *int64) *time.Time {
 	if v == nil {
 		return nil
 	}
-	t := fromMicros(*v)
+	t := sqlrow.FromMicros(*v)
 	return &t
-}
-
-// clampLimit applies the list limits: 50 by default, at most 1000.
-func clampLimit(n int) int {
-	switch {
-	case n <= 0:
-		return 50
-	case n > 1000:
-		return 1000
-	}
-	return n
 }
 
 // sqlList renders statuses as an SQL list of literals: ('A', 'B').

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,57 +12,14 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
-
-const taskCols = `id, name, description, cron_expr, timezone, exec_type, http_method, target_url,
-	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
-	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-	callback_method, callback_timeout_sec, priority, status, version, created_at, updated_at,
-	next_fire_at`
-
-func scanTask(row pgx.Row) (*sundial.Task, error) {
-	var (
-		t                       sundial.Task
-		headers, retry          string
-		created, updated        int64
-		next                    *int64
-		execType, concPol       string
-		overlap, failure, catch string
-		status                  string
-	)
-	err := row.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
-		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
-		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
-		&t.CallbackMethod, &t.CallbackTimeout, &t.Priority, &status, &t.Version, &created, &updated,
-		&next)
-	if err != nil {
-		return nil, err
-	}
-	t.ExecType = sundial.ExecType(execType)
-	t.ConcurrencyPolicy = sundial.ConcurrencyPolicy(concPol)
-	t.OverlapAction = sundial.OverlapAction(overlap)
-	t.FailureAction = sundial.FailureAction(failure)
-	t.CatchUpMode = sundial.CatchUpMode(catch)
-	t.Status = sundial.TaskStatus(status)
-	t.Headers = map[string]string{}
-	if err := json.Unmarshal([]byte(headers), &t.Headers); err != nil {
-		return nil, fmt.Errorf("decode headers of task %d: %w", t.ID, err)
-	}
-	if t.Headers == nil {
-		t.Headers = map[string]string{}
-	}
-	t.RetryPolicy = json.RawMessage(retry)
-	t.CreatedAt = fromMicros(created)
-	t.UpdatedAt = fromMicros(updated)
-	t.NextFireTime = timePtr(next)
-	return &t, nil
-}
 
 func scanTasks(rows pgx.Rows) ([]*sundial.Task, error) {
 	defer rows.Close()
 	var out []*sundial.Task
 	for rows.Next() {
-		t, err := scanTask(rows)
+		t, err := sqlrow.ScanTask(rows)
 		if err != nil {
 			return nil, err
 		}
@@ -73,13 +29,11 @@ func scanTasks(rows pgx.Rows) ([]*sundial.Task, error) {
 }
 
 // taskWriteCols are the columns TaskCreate and TaskUpdate write, in the
-// order of taskArgs, bound to $1 to $23.
-const taskWriteCols = `name, description, cron_expr, timezone, exec_type, http_method, target_url,
-	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
-	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-	callback_method, callback_timeout_sec, priority, status, next_fire_at`
-
-const nTaskWriteCols = 23
+// order of sqlrow.TaskArgs, bound to $1 to $23.
+var (
+	taskWriteCols  = strings.Join(sqlrow.TaskWriteCols, ", ")
+	nTaskWriteCols = len(sqlrow.TaskWriteCols)
+)
 
 // params returns "$from, ..., $to".
 func params(from, to int) string {
@@ -93,28 +47,8 @@ func params(from, to int) string {
 	return b.String()
 }
 
-func taskArgs(t *sundial.Task) ([]any, error) {
-	headers := t.Headers
-	if headers == nil {
-		headers = map[string]string{}
-	}
-	hj, err := json.Marshal(headers)
-	if err != nil {
-		return nil, fmt.Errorf("encode headers: %w", err)
-	}
-	retry := string(t.RetryPolicy)
-	if retry == "" || retry == "null" {
-		retry = "{}"
-	}
-	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
-		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
-		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
-		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.Priority,
-		string(t.Status), nullMicros(t.NextFireTime)}, nil
-}
-
 func nameTaken(name string) *sundial.Error {
-	return conflict("name", "a task named %q already exists", name)
+	return sqlrow.Conflict("name", "a task named %q already exists", name)
 }
 
 // taskWriteErr turns the errors of writing a task that the client can act
@@ -134,26 +68,26 @@ var taskCreateSQL = `INSERT INTO tasks (` + taskWriteCols + `, version, created_
 
 // TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt.
 func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
-	args, err := taskArgs(t)
+	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	now = norm(now)
-	args = append(args, int64(1), micros(now), micros(now))
+	now = sqlrow.Norm(now)
+	args = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
 	var id int64
 	if err := s.pool.QueryRow(ctx, taskCreateSQL, args...).Scan(&id); err != nil {
-		return wrap(taskWriteErr(err, t.Name), "create task")
+		return sqlrow.Wrap(taskWriteErr(err, t.Name), "create task")
 	}
 	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
-	t.NextFireTime = normPtr(t.NextFireTime)
+	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
 	return nil
 }
 
 // TaskGet returns a live task, or ENotFound.
 func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
-	t, err := scanTask(s.pool.QueryRow(ctx, `SELECT `+taskCols+` FROM tasks WHERE id = $1 AND NOT deleted`, id))
+	t, err := sqlrow.ScanTask(s.pool.QueryRow(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = $1 AND NOT deleted`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, notFound("", "task %d not found", id)
+		return nil, sqlrow.NotFound("", "task %d not found", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get task %d: %w", id, err)
@@ -174,15 +108,15 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 		args = append(args, f.NamePrefix)
 		where = append(where, `starts_with(name, $`+strconv.Itoa(len(args))+`)`)
 	}
-	args = append(args, clampLimit(f.Limit))
-	rows, err := s.pool.Query(ctx, `SELECT `+taskCols+` FROM tasks WHERE `+strings.Join(where, ` AND `)+
+	args = append(args, sqlrow.ClampLimit(f.Limit))
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE `+strings.Join(where, ` AND `)+
 		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
 	if err != nil {
-		return nil, wrap(badTextOr(err), "list tasks")
+		return nil, sqlrow.Wrap(badTextOr(err), "list tasks")
 	}
 	out, err := scanTasks(rows)
 	if err != nil {
-		return nil, wrap(badTextOr(err), "list tasks")
+		return nil, sqlrow.Wrap(badTextOr(err), "list tasks")
 	}
 	return out, nil
 }
@@ -206,12 +140,12 @@ var taskUpdateSQL = `UPDATE tasks SET (` + taskWriteCols + `) = (` + params(1, n
 // first, so the DELETE (a later statement, with a later snapshot) also sees
 // the runs a planner that held the lock just committed.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
-	args, err := taskArgs(t)
+	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("update task %d: %w", t.ID, err)
 	}
-	now = norm(now)
-	args = append(args, micros(now), t.ID, t.Version)
+	now = sqlrow.Norm(now)
+	args = append(args, sqlrow.Micros(now), t.ID, t.Version)
 	var created int64
 	b := beginBatch()
 	b.Queue(taskUpdateSQL, args...).QueryRow(func(row pgx.Row) error {
@@ -229,18 +163,18 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		err = s.pool.QueryRow(ctx, `SELECT version FROM tasks WHERE id = $1 AND NOT deleted`, t.ID).Scan(&v)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
-			err = notFound("", "task %d not found", t.ID)
+			err = sqlrow.NotFound("", "task %d not found", t.ID)
 		case err == nil:
-			err = conflict("version", "task %d is at version %d, not %d: it changed since it was read", t.ID, v, t.Version)
+			err = sqlrow.Conflict("version", "task %d is at version %d, not %d: it changed since it was read", t.ID, v, t.Version)
 		}
 	}
 	if err != nil {
-		return wrap(err, "update task %d", t.ID)
+		return sqlrow.Wrap(err, "update task %d", t.ID)
 	}
 	t.Version++
 	t.UpdatedAt = now
-	t.CreatedAt = fromMicros(created)
-	t.NextFireTime = normPtr(t.NextFireTime)
+	t.CreatedAt = sqlrow.FromMicros(created)
+	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
 	return nil
 }
 
@@ -254,14 +188,14 @@ var errStaleOrGone = errors.New("no live task with this ID and version")
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	b := beginBatch()
 	b.Queue(`UPDATE tasks SET deleted = true, deleted_at = $1, updated_at = $1, next_fire_at = NULL
-		WHERE id = $2 AND NOT deleted`, micros(now), id).Exec(func(ct pgconn.CommandTag) error {
+		WHERE id = $2 AND NOT deleted`, sqlrow.Micros(now), id).Exec(func(ct pgconn.CommandTag) error {
 		if ct.RowsAffected() == 0 {
-			return notFound("", "task %d not found", id)
+			return sqlrow.NotFound("", "task %d not found", id)
 		}
 		return nil
 	})
 	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED'`, id)
 	b.Queue(`UPDATE runs SET status = 'CANCELED', error = 'task deleted', finished_at = $1, updated_at = $1
-		WHERE task_id = $2 AND status = 'QUEUED'`, micros(now), id)
-	return wrap(s.inTx(ctx, b, nil), "delete task %d", id)
+		WHERE task_id = $2 AND status = 'QUEUED'`, sqlrow.Micros(now), id)
+	return sqlrow.Wrap(s.inTx(ctx, b, nil), "delete task %d", id)
 }

@@ -10,28 +10,29 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
 const MaxSkipsSinceLast = 10
 
 const (
-	admitRunSQL = `SELECT ` + runCols + ` FROM runs
+	admitRunSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED')`
-	admitTaskSQL = `SELECT ` + taskCols + ` FROM tasks WHERE id = ? AND deleted = 0`
+	admitTaskSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id = ? AND deleted = 0`
 
 	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
 	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
-	admitPendingSQL = `SELECT ` + runCols + ` FROM runs
+	admitPendingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ?1 AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> ?2
 		UNION ALL
-		SELECT ` + runCols + ` FROM runs
+		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ?1 AND status = 'SCHEDULED' AND scheduled_at <= ?3
 			AND (scheduled_at < ?3 OR id < ?2)
 		ORDER BY scheduled_at, id`
 
 	// SkipsSinceLast: the first SKIPPED runs after (scheduled_at, id).
-	admitSkipsSQL = `SELECT ` + runCols + ` FROM runs
+	admitSkipsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ?1 AND status = 'SKIPPED' AND scheduled_at >= ?2
 			AND (scheduled_at > ?2 OR id > ?3)
 		ORDER BY scheduled_at, id
@@ -49,7 +50,7 @@ var admitLastSQL = func() string {
 		probes = append(probes, `SELECT id FROM (SELECT id FROM runs WHERE task_id = ?1 AND status = '`+string(st)+
 			`' AND id <> ?2 ORDER BY scheduled_at DESC, id DESC LIMIT 1)`)
 	}
-	return `SELECT ` + runCols + ` FROM runs WHERE id IN (` + strings.Join(probes, "\n\t\tUNION ALL ") + `)
+	return `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id IN (` + strings.Join(probes, "\n\t\tUNION ALL ") + `)
 		ORDER BY scheduled_at DESC, id DESC LIMIT 1`
 }()
 
@@ -57,31 +58,31 @@ const (
 	admitRunningSQL = `UPDATE runs
 		SET status = 'RUNNING', attempt = ?1, started_at = ?2, deliveries = deliveries + 1,
 			trace_id = ?3, updated_at = ?2
-		WHERE id = ?4 RETURNING ` + runCols
+		WHERE id = ?4 RETURNING ` + sqlrow.RunCols
 	admitQueuedSQL = `UPDATE runs SET status = 'QUEUED', attempt = ?1, updated_at = ?2
-		WHERE id = ?3 RETURNING ` + runCols
+		WHERE id = ?3 RETURNING ` + sqlrow.RunCols
 	admitSkippedSQL = `UPDATE runs
 		SET status = 'SKIPPED', skip_reason = ?1, attempt = ?2, finished_at = ?3, updated_at = ?3
-		WHERE id = ?4 RETURNING ` + runCols
+		WHERE id = ?4 RETURNING ` + sqlrow.RunCols
 )
 
 // RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
 // in one write transaction (which holds every task's lock).
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var out *sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		st := s.st.in(ctx, tx)
-		run, err := scanRun(st(s.st.admitRun).QueryRowContext(ctx, id, fence))
+		run, err := sqlrow.ScanRun(st(s.st.admitRun).QueryRowContext(ctx, id, fence))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "run %d is not waiting for admission under fence %d", id, fence)
+			return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 		}
 		if err != nil {
 			return err
 		}
-		task, err := scanTask(st(s.st.admitTask).QueryRowContext(ctx, run.TaskID))
+		task, err := sqlrow.ScanTask(st(s.st.admitTask).QueryRowContext(ctx, run.TaskID))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "task %d of run %d not found", run.TaskID, id)
+			return sqlrow.NotFound("", "task %d of run %d not found", run.TaskID, id)
 		}
 		if err != nil {
 			return err
@@ -93,20 +94,14 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		from, taskID := run.Status, run.TaskID
 		d := decide(state)
 
-		switch d.Status {
-		case sundial.RunRunning, sundial.RunQueued, sundial.RunSkipped:
-		default:
-			return conflict("status", "admission of run %d must be RUNNING, QUEUED or SKIPPED, not %q", id, d.Status)
-		}
-		// A QUEUED run that must keep waiting stays QUEUED: no status change.
-		if !sundial.CanTransition(from, d.Status) && !(from == sundial.RunQueued && d.Status == sundial.RunQueued) {
-			return conflict("status", "run %d cannot go from %s to %s", id, from, d.Status)
+		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
+			return err
 		}
 		for _, cid := range d.Cancel {
 			if cid == id {
 				continue
 			}
-			c, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, cid))
+			c, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, cid))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // gone: nothing left to cancel
 			}
@@ -122,16 +117,16 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		}
 		switch d.Status {
 		case sundial.RunRunning:
-			out, err = scanRun(st(s.st.admitRunning).QueryRowContext(ctx, d.Attempt, micros(now), d.TraceID, id))
+			out, err = sqlrow.ScanRun(st(s.st.admitRunning).QueryRowContext(ctx, d.Attempt, sqlrow.Micros(now), d.TraceID, id))
 		case sundial.RunQueued:
-			out, err = scanRun(st(s.st.admitQueued).QueryRowContext(ctx, d.Attempt, micros(now), id))
+			out, err = sqlrow.ScanRun(st(s.st.admitQueued).QueryRowContext(ctx, d.Attempt, sqlrow.Micros(now), id))
 		case sundial.RunSkipped:
-			out, err = scanRun(st(s.st.admitSkipped).QueryRowContext(ctx, string(d.SkipReason), d.Attempt, micros(now), id))
+			out, err = sqlrow.ScanRun(st(s.st.admitSkipped).QueryRowContext(ctx, string(d.SkipReason), d.Attempt, sqlrow.Micros(now), id))
 		}
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "admit run %d", id)
+		return nil, sqlrow.Wrap(err, "admit run %d", id)
 	}
 	return out, nil
 }
@@ -140,7 +135,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 func (s *Store) admitState(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, task *sundial.Task, run *sundial.Run) (sundial.AdmitState, error) {
 	state := sundial.AdmitState{Task: task, Run: run}
 	var err error
-	state.Pending, err = scanRuns(st(s.st.admitPending).QueryContext(ctx, run.TaskID, run.ID, micros(run.ScheduledTime)))
+	state.Pending, err = sqlrow.ScanRuns(st(s.st.admitPending).QueryContext(ctx, run.TaskID, run.ID, sqlrow.Micros(run.ScheduledTime)))
 	if err != nil {
 		return state, fmt.Errorf("read pending runs: %w", err)
 	}
@@ -152,16 +147,16 @@ func (s *Store) admitState(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, ta
 			state.Queued++
 		}
 	}
-	last, err := scanRuns(st(s.st.admitLast).QueryContext(ctx, run.TaskID, run.ID))
+	last, err := sqlrow.ScanRuns(st(s.st.admitLast).QueryContext(ctx, run.TaskID, run.ID))
 	if err != nil {
 		return state, fmt.Errorf("read last effective run: %w", err)
 	}
 	afterAt, afterID := int64(math.MinInt64), int64(0)
 	if len(last) > 0 {
 		state.LastEffective = last[0]
-		afterAt, afterID = micros(last[0].ScheduledTime), last[0].ID
+		afterAt, afterID = sqlrow.Micros(last[0].ScheduledTime), last[0].ID
 	}
-	state.SkipsSinceLast, err = scanRuns(st(s.st.admitSkips).QueryContext(ctx, run.TaskID, afterAt, afterID, MaxSkipsSinceLast))
+	state.SkipsSinceLast, err = sqlrow.ScanRuns(st(s.st.admitSkips).QueryContext(ctx, run.TaskID, afterAt, afterID, MaxSkipsSinceLast))
 	if err != nil {
 		return state, fmt.Errorf("read skips: %w", err)
 	}

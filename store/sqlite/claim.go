@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // Claims. SQLite has one writer, so a claim inside a write transaction is
@@ -23,7 +24,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	// on a reader first so that an idle claim does not take the writer.
 	var one int
 	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM runs INDEXED BY runs_unclaimed
-		WHERE status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ? LIMIT 1`, micros(until)).Scan(&one)
+		WHERE status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ? LIMIT 1`, sqlrow.Micros(until)).Scan(&one)
 	if err == sql.ErrNoRows {
 		return nil, nil, nil
 	}
@@ -38,7 +39,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		ids, err := queryIDs(ctx, tx, `SELECT r.id FROM runs r INDEXED BY runs_unclaimed
 			JOIN tasks t ON t.id = r.task_id
 			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= ?
-			ORDER BY t.priority DESC, r.scheduled_at, r.id LIMIT ?`, micros(until), limit)
+			ORDER BY t.priority DESC, r.scheduled_at, r.id LIMIT ?`, sqlrow.Micros(until), limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -49,7 +50,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		return err
 	})
 	if err != nil {
-		return nil, nil, wrap(err, "claim due runs for node %s", nodeID)
+		return nil, nil, sqlrow.Wrap(err, "claim due runs for node %s", nodeID)
 	}
 	return runs, tasks, nil
 }
@@ -66,7 +67,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		for _, ref := range refs {
 			res, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
 				WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED')`,
-				nodeID, micros(s.clock()), ref.ID, ref.Fence)
+				nodeID, sqlrow.Micros(s.clock()), ref.ID, ref.Fence)
 			if err != nil {
 				return err
 			}
@@ -84,7 +85,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		return err
 	})
 	if err != nil {
-		return nil, nil, wrap(err, "claim runs for node %s", nodeID)
+		return nil, nil, sqlrow.Wrap(err, "claim runs for node %s", nodeID)
 	}
 	return runs, tasks, nil
 }
@@ -116,7 +117,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		}
 		return nil
 	})
-	return wrap(err, "unplan runs of node %s", nodeID)
+	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
 }
 
 // RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
@@ -132,7 +133,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.deliveries, r.error, t.deleted, r.cancel_requested FROM runs r
 			JOIN tasks t ON t.id = r.task_id
-			WHERE r.status = 'INTERRUPTED' ORDER BY r.scheduled_at, r.id LIMIT ?`, clampLimit(limit*4))
+			WHERE r.status = 'INTERRUPTED' ORDER BY r.scheduled_at, r.id LIMIT ?`, sqlrow.ClampLimit(limit*4))
 		if err != nil {
 			return err
 		}
@@ -169,7 +170,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			if why != "" {
 				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'FAILED', error = ?1,
 					finished_at = ?2, updated_at = ?2 WHERE id = ?3`,
-					strings.TrimPrefix(c.reason+"; "+why, "; "), micros(now), c.id); err != nil {
+					strings.TrimPrefix(c.reason+"; "+why, "; "), sqlrow.Micros(now), c.id); err != nil {
 					return err
 				}
 				continue
@@ -179,7 +180,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SCHEDULED', node_id = ?1,
 				fence = fence + 1, finished_at = NULL, updated_at = ?2 WHERE id = ?3`,
-				nodeID, micros(now), c.id); err != nil {
+				nodeID, sqlrow.Micros(now), c.id); err != nil {
 				return err
 			}
 			ids = append(ids, c.id)
@@ -191,7 +192,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		return err
 	})
 	if err != nil {
-		return nil, nil, wrap(err, "redeliver interrupted runs for node %s", nodeID)
+		return nil, nil, sqlrow.Wrap(err, "redeliver interrupted runs for node %s", nodeID)
 	}
 	return runs, tasks, nil
 }
@@ -199,10 +200,10 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 // RunFindStuck returns SCHEDULED runs due before dueBefore held by nodeID,
 // by no node, or by a node that is not ALIVE.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
-	runs, err := scanRuns(s.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status = 'SCHEDULED' AND scheduled_at < ?
 		AND (node_id = ? OR node_id = '' OR node_id NOT IN (SELECT id FROM nodes WHERE state = 'ALIVE'))
-		ORDER BY scheduled_at, id LIMIT ?`, micros(dueBefore), nodeID, clampLimit(limit)))
+		ORDER BY scheduled_at, id LIMIT ?`, sqlrow.Micros(dueBefore), nodeID, sqlrow.ClampLimit(limit)))
 	if err != nil {
 		return nil, fmt.Errorf("find stuck runs: %w", err)
 	}
@@ -232,14 +233,14 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 func (s *Store) setHolder(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64) error {
 	q, args := inList(ids)
 	_, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
-		WHERE id IN (`+q+`)`, append([]any{nodeID, micros(s.clock())}, args...)...)
+		WHERE id IN (`+q+`)`, append([]any{nodeID, sqlrow.Micros(s.clock())}, args...)...)
 	return err
 }
 
 // runsAndTasks loads runs by ID, in the given order, and their tasks.
 func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	q, args := inList(ids)
-	got, err := scanRuns(tx.QueryContext(ctx, `SELECT `+runCols+` FROM runs WHERE id IN (`+q+`)`, args...))
+	got, err := sqlrow.ScanRuns(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id IN (`+q+`)`, args...))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -260,14 +261,14 @@ func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run,
 		taskIDs = append(taskIDs, id)
 	}
 	q, args = inList(taskIDs)
-	rows, err := tx.QueryContext(ctx, `SELECT `+taskCols+` FROM tasks WHERE id IN (`+q+`)`, args...)
+	rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id IN (`+q+`)`, args...)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	tasks := make(map[int64]*sundial.Task, len(taskIDs))
 	for rows.Next() {
-		t, err := scanTask(rows)
+		t, err := sqlrow.ScanTask(rows)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
@@ -15,12 +16,12 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 	if n.ID == "" {
 		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
 	}
-	now := norm(s.clock())
+	now := sqlrow.Norm(s.clock())
 	_, err := s.w.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
 		VALUES (?1, ?2, ?3, ?4, 'ALIVE', ?5, ?5)
 		ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, address = excluded.address,
 			state = 'ALIVE', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
-		n.ID, n.Host, n.PID, n.Address, micros(now))
+		n.ID, n.Host, n.PID, n.Address, sqlrow.Micros(now))
 	if err != nil {
 		return fmt.Errorf("register node %s: %w", n.ID, err)
 	}
@@ -32,14 +33,14 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 // ENotFound.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE id = ? AND state = 'ALIVE'`,
-		micros(s.clock()), id)
+		sqlrow.Micros(s.clock()), id)
 	if err != nil {
 		return fmt.Errorf("heartbeat node %s: %w", id, err)
 	}
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("heartbeat node %s: %w", id, err)
 	} else if n == 0 {
-		return notFound("", "node %s is not alive: it was declared dead or left", id)
+		return sqlrow.NotFound("", "node %s is not alive: it was declared dead or left", id)
 	}
 	return nil
 }
@@ -53,7 +54,7 @@ func (s *Store) NodeLeave(ctx context.Context, id string) error {
 	if n, err := res.RowsAffected(); err != nil {
 		return fmt.Errorf("leave node %s: %w", id, err)
 	} else if n == 0 {
-		return notFound("", "node %s not found", id)
+		return sqlrow.NotFound("", "node %s not found", id)
 	}
 	return nil
 }
@@ -75,7 +76,7 @@ func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
 		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
 			return nil, fmt.Errorf("list nodes: %w", err)
 		}
-		n.StartedAt, n.HeartbeatAt = fromMicros(started), fromMicros(hb)
+		n.StartedAt, n.HeartbeatAt = sqlrow.FromMicros(started), sqlrow.FromMicros(hb)
 		out = append(out, &n)
 	}
 	if err := rows.Err(); err != nil {
@@ -91,7 +92,7 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 	var dead []string
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		dead = dead[:0]
-		cutoff := micros(s.clock()) - deadAfter.Microseconds()
+		cutoff := sqlrow.Micros(s.clock()) - deadAfter.Microseconds()
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM nodes
 			WHERE state = 'ALIVE' AND heartbeat_at < ? ORDER BY id`, cutoff)
 		if err != nil {

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // The literal status and deleted terms let SQLite use the partial index
 // tasks_due: the scan covers the due tasks only.
-const planDueSQL = `SELECT ` + taskCols + ` FROM tasks
+const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
 	WHERE status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?
 	ORDER BY priority DESC, next_fire_at, id
 	LIMIT ?`
@@ -26,25 +27,12 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 	if limit <= 0 {
 		return nil, nil
 	}
-	now = norm(now)
+	now = sqlrow.Norm(now)
 	var out []*sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
-		rows, err := tx.QueryContext(ctx, planDueSQL, micros(until), limit)
+		tasks, err := sqlrow.ScanTasks(tx.QueryContext(ctx, planDueSQL, sqlrow.Micros(until), limit))
 		if err != nil {
-			return err
-		}
-		var tasks []*sundial.Task
-		for rows.Next() {
-			t, err := scanTask(rows)
-			if err != nil {
-				rows.Close()
-				return err
-			}
-			tasks = append(tasks, t)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
 			return err
 		}
 		insert := tx.StmtContext(ctx, s.st.runInsert)
@@ -54,7 +42,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 			for _, r := range p.Runs {
 				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
 				r.CreatedAt, r.UpdatedAt = now, now
-				if err := prepareNew(r, now); err != nil {
+				if err := sqlrow.PrepareNew(r, now); err != nil {
 					return fmt.Errorf("plan task %d: %w", t.ID, err)
 				}
 				ok, err := insertRun(ctx, insert, r)
@@ -65,7 +53,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 					out = append(out, r)
 				}
 			}
-			if _, err := next.ExecContext(ctx, nullMicros(p.Next), t.ID); err != nil {
+			if _, err := next.ExecContext(ctx, sqlrow.NullMicros(p.Next), t.ID); err != nil {
 				return err
 			}
 		}

@@ -5,112 +5,21 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-const runCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
-	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
-
-func scanRun(sc scanner) (*sundial.Run, error) {
-	var (
-		r                       sundial.Run
-		trigger, status, reason string
-		scheduled, created, upd int64
-		started, finished       sql.NullInt64
-		cancelRequested         int64
-	)
-	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
-		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd)
-	if err != nil {
-		return nil, err
-	}
-	r.Trigger = sundial.Trigger(trigger)
-	r.Status = sundial.RunStatus(status)
-	r.SkipReason = sundial.SkipReason(reason)
-	r.ScheduledTime = fromMicros(scheduled)
-	r.StartedAt = timePtr(started)
-	r.FinishedAt = timePtr(finished)
-	r.CancelRequested = cancelRequested != 0
-	r.CreatedAt = fromMicros(created)
-	r.UpdatedAt = fromMicros(upd)
-	return &r, nil
-}
-
-func scanRuns(rows *sql.Rows, err error) ([]*sundial.Run, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []*sundial.Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
-}
-
-const runInsertSQL = `INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status,
-	skip_reason, missed_count, attempt, deliveries, node_id, fence, started_at, finished_at,
-	http_status, response_body, error, trace_id, idempotency_key, cancel_requested, created_at,
-	updated_at)
+const runInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (task_id, fire_key) DO NOTHING`
 
-// prepareNew fills the defaults of a run about to be inserted and
-// normalises its times to what the database gives back. A new run is
-// SCHEDULED, or SKIPPED as a record of a fire that will not run.
-func prepareNew(r *sundial.Run, now time.Time) error {
-	if r.Status == "" {
-		r.Status = sundial.RunScheduled
-	}
-	if r.Status != sundial.RunScheduled && r.Status != sundial.RunSkipped {
-		return sundial.Errorf(sundial.EInvalid, "status", "a new run is SCHEDULED or SKIPPED, not %s", r.Status)
-	}
-	if r.FireKey == "" {
-		return sundial.Errorf(sundial.EInvalid, "fire_key", "a run needs a fire key")
-	}
-	if r.Trigger == "" {
-		r.Trigger = sundial.TriggerSchedule
-	}
-	if r.IdempotencyKey == "" {
-		r.IdempotencyKey = sundial.IdempotencyKeyFor(r.TaskID, r.FireKey)
-	}
-	if r.Fence == 0 {
-		r.Fence = 1
-	}
-	if r.CreatedAt.IsZero() {
-		r.CreatedAt = now
-	}
-	if r.UpdatedAt.IsZero() {
-		r.UpdatedAt = r.CreatedAt
-	}
-	if r.Status == sundial.RunSkipped && r.FinishedAt == nil {
-		f := r.CreatedAt
-		r.FinishedAt = &f
-	}
-	r.ResponseBody = cutBody(r.ResponseBody)
-	r.ScheduledTime = norm(r.ScheduledTime)
-	r.StartedAt = normPtr(r.StartedAt)
-	r.FinishedAt = normPtr(r.FinishedAt)
-	r.CreatedAt = norm(r.CreatedAt)
-	r.UpdatedAt = norm(r.UpdatedAt)
-	return nil
-}
-
 func runInsertArgs(r *sundial.Run) []any {
-	return []any{r.TaskID, r.FireKey, string(r.Trigger), micros(r.ScheduledTime), string(r.Status),
+	return []any{r.TaskID, r.FireKey, string(r.Trigger), sqlrow.Micros(r.ScheduledTime), string(r.Status),
 		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
-		nullMicros(r.StartedAt), nullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
-		r.TraceID, r.IdempotencyKey, r.CancelRequested, micros(r.CreatedAt), micros(r.UpdatedAt)}
+		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
+		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt)}
 }
 
 // insertRun inserts r unless its (task, fire key) exists, and reports
@@ -128,30 +37,17 @@ func insertRun(ctx context.Context, stmt *sql.Stmt, r *sundial.Run) (bool, error
 	return err == nil, err
 }
 
-// cutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
-// UTF-8 sequence.
-func cutBody(b string) string {
-	if len(b) <= sundial.MaxResponseBody {
-		return b
-	}
-	n := sundial.MaxResponseBody
-	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return b[:n]
-}
-
 // RunInsert inserts a run (a manual trigger) of a live task. An existing
 // (TaskID, FireKey) is EConflict; a missing task ENotFound.
 func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
-	if err := prepareNew(r, s.clock()); err != nil {
+	if err := sqlrow.PrepareNew(r, s.clock()); err != nil {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ? AND deleted = 0`, r.TaskID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("task_id", "task %d not found", r.TaskID)
+			return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
 		}
 		if err != nil {
 			return err
@@ -161,18 +57,18 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 			return err
 		}
 		if !ok {
-			return conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
+			return sqlrow.Conflict("fire_key", "task %d already has a run with fire key %q", r.TaskID, r.FireKey)
 		}
 		return nil
 	})
-	return wrap(err, "insert run")
+	return sqlrow.Wrap(err, "insert run")
 }
 
 // RunGet returns a run, or ENotFound.
 func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("", "run %d not found", id)
+		return nil, sqlrow.NotFound("", "run %d not found", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get run %d: %w", id, err)
@@ -182,37 +78,14 @@ func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
 
 // RunList returns runs newest first (by ID).
 func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
-	var (
-		where []string
-		args  []any
-	)
-	if f.TaskID != 0 {
-		where = append(where, `task_id = ?`)
-		args = append(args, f.TaskID)
-	}
-	if f.Status != "" {
-		where = append(where, `status = ?`)
-		args = append(args, string(f.Status))
-	}
-	if !f.From.IsZero() {
-		where = append(where, `scheduled_at >= ?`)
-		args = append(args, micros(f.From))
-	}
-	if !f.To.IsZero() {
-		where = append(where, `scheduled_at < ?`)
-		args = append(args, micros(f.To))
-	}
-	if f.BeforeID > 0 {
-		where = append(where, `id < ?`)
-		args = append(args, f.BeforeID)
-	}
-	q := `SELECT ` + runCols + ` FROM runs`
-	if len(where) > 0 {
-		q += ` WHERE ` + strings.Join(where, ` AND `)
+	where, args := sqlrow.RunFilter(f, sqlrow.Question)
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
+	if where != "" {
+		q += ` WHERE ` + where
 	}
 	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, clampLimit(f.Limit))
-	out, err := scanRuns(s.r.QueryContext(ctx, q, args...))
+	args = append(args, sqlrow.ClampLimit(f.Limit))
+	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
@@ -234,7 +107,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.st.runStart)
 		for i, st := range starts {
-			res, err := stmt.ExecContext(ctx, st.Attempt, micros(st.StartedAt), st.TraceID, st.ID, st.Fence)
+			res, err := stmt.ExecContext(ctx, st.Attempt, sqlrow.Micros(st.StartedAt), st.TraceID, st.ID, st.Fence)
 			if err != nil {
 				return err
 			}
@@ -289,7 +162,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	}
 	for _, f := range finishes {
 		if _, legal := finishFrom[f.Status]; !legal {
-			return nil, conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
 		}
 	}
 	now := s.clock()
@@ -306,8 +179,8 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				updated = f.FinishedAt
 			}
 			from := finishFrom[f.Status]
-			res, err := stmt.ExecContext(ctx, string(f.Status), nullMicros(started), nullMicros(finished),
-				f.HTTPStatus, cutBody(f.ResponseBody), f.Error, micros(updated), f.ID, f.Fence, from[0], from[1])
+			res, err := stmt.ExecContext(ctx, string(f.Status), sqlrow.NullMicros(started), sqlrow.NullMicros(finished),
+				f.HTTPStatus, sqlrow.CutBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, from[0], from[1])
 			if err != nil {
 				return err
 			}
@@ -331,39 +204,39 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
 	var out *sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		r, err := scanRun(tx.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs WHERE id = ?`, id))
+		r, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
-			return notFound("", "run %d not found", id)
+			return sqlrow.NotFound("", "run %d not found", id)
 		}
 		if err != nil {
 			return err
 		}
 		if r.Status.Final() {
-			return conflict("status", "run %d is already %s", id, r.Status)
+			return sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
 		}
 		out, err = cancelRun(ctx, tx, r, now)
 		return err
 	})
 	if err != nil {
-		return nil, wrap(err, "cancel run %d", id)
+		return nil, sqlrow.Wrap(err, "cancel run %d", id)
 	}
 	return out, nil
 }
 
 // cancelRun cancels the unfinished run r inside tx and returns it updated.
 func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (*sundial.Run, error) {
-	q := `UPDATE runs SET cancel_requested = 1, updated_at = ?1 WHERE id = ?2 RETURNING ` + runCols
+	q := `UPDATE runs SET cancel_requested = 1, updated_at = ?1 WHERE id = ?2 RETURNING ` + sqlrow.RunCols
 	if sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active() {
 		q = `UPDATE runs SET status = 'CANCELED', finished_at = ?1, updated_at = ?1
-			WHERE id = ?2 RETURNING ` + runCols
+			WHERE id = ?2 RETURNING ` + sqlrow.RunCols
 	}
-	return scanRun(tx.QueryRowContext(ctx, q, micros(now), r.ID))
+	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, sqlrow.Micros(now), r.ID))
 }
 
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
 // of a task, or nil.
 func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
-	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs
+	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -377,7 +250,7 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, 
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
 func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
-	out, err := scanRuns(s.r.QueryContext(ctx, `SELECT `+runCols+` FROM runs
+	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
 		ORDER BY scheduled_at, id`, nodeID))
 	if err != nil {
@@ -389,7 +262,7 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, e
 // RunRelease gives up nodeID's runs on shutdown.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
-	return wrap(err, "release runs of node %s", nodeID)
+	return sqlrow.Wrap(err, "release runs of node %s", nodeID)
 }
 
 // release gives up nodeID's runs inside tx:
@@ -436,12 +309,12 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 	if _, err := tx.ExecContext(ctx, `UPDATE runs
 		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = ?1,
 			finished_at = ?2, updated_at = ?2
-		WHERE status = 'SCHEDULED' AND node_id = ?3`, reason, micros(now), nodeID); err != nil {
+		WHERE status = 'SCHEDULED' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID); err != nil {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, `UPDATE runs
 		SET status = 'INTERRUPTED', error = ?1, finished_at = ?2, updated_at = ?2, fence = fence + 1
-		WHERE status = 'RUNNING' AND node_id = ?3`, reason, micros(now), nodeID)
+		WHERE status = 'RUNNING' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID)
 	return err
 }
 
@@ -456,7 +329,7 @@ func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int,
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (
 			SELECT id FROM runs INDEXED BY runs_created
 			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')
-			ORDER BY created_at, id LIMIT ?)`, micros(before), limit)
+			ORDER BY created_at, id LIMIT ?)`, sqlrow.Micros(before), limit)
 		if err != nil {
 			return err
 		}

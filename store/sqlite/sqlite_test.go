@@ -150,36 +150,7 @@ func TestQueryPlans(t *testing.T) {
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
-	ctx := context.Background()
-	s := open(b)
-	const n = 1000
-	for i := range n {
-		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-		if err := tk.Normalize(); err != nil {
-			b.Fatal(err)
-		}
-		next := time.Unix(0, 0)
-		tk.NextFireTime = &next
-		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	until := time.Unix(1_900_000_000, 0)
-	plan := func(tk *sundial.Task) sundial.Plan {
-		at := *tk.NextFireTime
-		next := at.Add(time.Second)
-		return sundial.Plan{
-			Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
-			Next: &next,
-		}
-	}
-	for b.Loop() {
-		runs, err := s.PlanDue(ctx, until, n, "node", time.Now(), plan)
-		if err != nil || len(runs) != n {
-			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+	storetest.BenchPlanDue(b, open(b))
 }
 
 // BenchmarkRunFinish records 1,000 outcomes in one batch per operation.

@@ -3,98 +3,31 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-const taskCols = `id, name, description, cron_expr, timezone, exec_type, http_method, target_url,
-	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
-	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-	callback_method, callback_timeout_sec, priority, status, version, created_at, updated_at,
-	next_fire_at`
-
-func scanTask(sc scanner) (*sundial.Task, error) {
-	var (
-		t                       sundial.Task
-		headers, retry          string
-		created, updated        int64
-		next                    sql.NullInt64
-		execType, concPol       string
-		overlap, failure, catch string
-		status                  string
-	)
-	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
-		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
-		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
-		&t.CallbackMethod, &t.CallbackTimeout, &t.Priority, &status, &t.Version, &created, &updated,
-		&next)
-	if err != nil {
-		return nil, err
-	}
-	t.ExecType = sundial.ExecType(execType)
-	t.ConcurrencyPolicy = sundial.ConcurrencyPolicy(concPol)
-	t.OverlapAction = sundial.OverlapAction(overlap)
-	t.FailureAction = sundial.FailureAction(failure)
-	t.CatchUpMode = sundial.CatchUpMode(catch)
-	t.Status = sundial.TaskStatus(status)
-	t.Headers = map[string]string{}
-	if err := json.Unmarshal([]byte(headers), &t.Headers); err != nil {
-		return nil, fmt.Errorf("decode headers of task %d: %w", t.ID, err)
-	}
-	if t.Headers == nil {
-		t.Headers = map[string]string{}
-	}
-	t.RetryPolicy = json.RawMessage(retry)
-	t.CreatedAt = fromMicros(created)
-	t.UpdatedAt = fromMicros(updated)
-	t.NextFireTime = timePtr(next)
-	return &t, nil
-}
-
-// taskArgs are the columns TaskCreate and TaskUpdate write, in the order of
-// taskWriteCols.
-const taskWriteCols = `name, description, cron_expr, timezone, exec_type, http_method, target_url,
-	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
-	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-	callback_method, callback_timeout_sec, priority, status, next_fire_at`
-
-func taskArgs(t *sundial.Task) ([]any, error) {
-	headers := t.Headers
-	if headers == nil {
-		headers = map[string]string{}
-	}
-	hj, err := json.Marshal(headers)
-	if err != nil {
-		return nil, fmt.Errorf("encode headers: %w", err)
-	}
-	retry := string(t.RetryPolicy)
-	if retry == "" || retry == "null" {
-		retry = "{}"
-	}
-	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
-		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
-		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
-		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.Priority,
-		string(t.Status), nullMicros(t.NextFireTime)}, nil
-}
+// taskWriteCols are the columns TaskCreate and TaskUpdate write, in the
+// order of sqlrow.TaskArgs.
+var taskWriteCols = strings.Join(sqlrow.TaskWriteCols, ", ")
 
 func nameTaken(name string) *sundial.Error {
-	return conflict("name", "a task named %q already exists", name)
+	return sqlrow.Conflict("name", "a task named %q already exists", name)
 }
 
 // TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt.
 func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
-	args, err := taskArgs(t)
+	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
 	}
-	now = norm(now)
-	args = append(args, int64(1), micros(now), micros(now))
+	now = sqlrow.Norm(now)
+	args = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
 	res, err := s.w.ExecContext(ctx, `INSERT INTO tasks (`+taskWriteCols+`, version, created_at, updated_at)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
 	if isUniqueViolation(err) {
@@ -108,16 +41,16 @@ func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) 
 		return fmt.Errorf("create task: %w", err)
 	}
 	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
-	t.NextFireTime = normPtr(t.NextFireTime)
+	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
 	return nil
 }
 
 // TaskGet returns a live task, or ENotFound.
 func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
-	t, err := scanTask(s.r.QueryRowContext(ctx,
-		`SELECT `+taskCols+` FROM tasks WHERE id = ? AND deleted = 0`, id))
+	t, err := sqlrow.ScanTask(s.r.QueryRowContext(ctx,
+		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ? AND deleted = 0`, id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, notFound("", "task %d not found", id)
+		return nil, sqlrow.NotFound("", "task %d not found", id)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("get task %d: %w", id, err)
@@ -142,22 +75,10 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 		where.WriteString(` AND substr(name, 1, length(?)) = ?`)
 		args = append(args, f.NamePrefix, f.NamePrefix)
 	}
-	args = append(args, clampLimit(f.Limit))
-	rows, err := s.r.QueryContext(ctx,
-		`SELECT `+taskCols+` FROM tasks WHERE `+where.String()+` ORDER BY id LIMIT ?`, args...)
+	args = append(args, sqlrow.ClampLimit(f.Limit))
+	out, err := sqlrow.ScanTasks(s.r.QueryContext(ctx,
+		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE `+where.String()+` ORDER BY id LIMIT ?`, args...))
 	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	defer rows.Close()
-	var out []*sundial.Task
-	for rows.Next() {
-		t, err := scanTask(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list tasks: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list tasks: %w", err)
 	}
 	return out, nil
@@ -166,12 +87,12 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 // TaskUpdate replaces the task whose ID and Version match t and deletes its
 // planned (non-manual) SCHEDULED runs.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
-	args, err := taskArgs(t)
+	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("update task %d: %w", t.ID, err)
 	}
-	now = norm(now)
-	args = append(args, micros(now), t.ID, t.Version)
+	now = sqlrow.Norm(now)
+	args = append(args, sqlrow.Micros(now), t.ID, t.Version)
 	var created int64
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE tasks SET (`+taskWriteCols+`) =
@@ -186,12 +107,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 			var v int64
 			err := tx.QueryRowContext(ctx, `SELECT version FROM tasks WHERE id = ? AND deleted = 0`, t.ID).Scan(&v)
 			if errors.Is(err, sql.ErrNoRows) {
-				return notFound("", "task %d not found", t.ID)
+				return sqlrow.NotFound("", "task %d not found", t.ID)
 			}
 			if err != nil {
 				return err
 			}
-			return conflict("version", "task %d is at version %d, not %d: it changed since it was read", t.ID, v, t.Version)
+			return sqlrow.Conflict("version", "task %d is at version %d, not %d: it changed since it was read", t.ID, v, t.Version)
 		}
 		if err != nil {
 			return err
@@ -201,12 +122,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		return err
 	})
 	if err != nil {
-		return wrap(err, "update task %d", t.ID)
+		return sqlrow.Wrap(err, "update task %d", t.ID)
 	}
 	t.Version++
 	t.UpdatedAt = now
-	t.CreatedAt = fromMicros(created)
-	t.NextFireTime = normPtr(t.NextFireTime)
+	t.CreatedAt = sqlrow.FromMicros(created)
+	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
 	return nil
 }
 
@@ -216,25 +137,25 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
 			SET deleted = 1, deleted_at = ?1, updated_at = ?1, next_fire_at = NULL
-			WHERE id = ?2 AND deleted = 0`, micros(now), id)
+			WHERE id = ?2 AND deleted = 0`, sqlrow.Micros(now), id)
 		if err != nil {
 			return err
 		}
 		if n, err := res.RowsAffected(); err != nil {
 			return err
 		} else if n == 0 {
-			return notFound("", "task %d not found", id)
+			return sqlrow.NotFound("", "task %d not found", id)
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE task_id = ? AND status = 'SCHEDULED'`, id); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs
 			SET status = 'CANCELED', error = 'task deleted', finished_at = ?1, updated_at = ?1
-			WHERE task_id = ?2 AND status = 'QUEUED'`, micros(now), id)
+			WHERE task_id = ?2 AND status = 'QUEUED'`, sqlrow.Micros(now), id)
 		return err
 	})
 	if err != nil {
-		return wrap(err, "delete task %d", id)
+		return sqlrow.Wrap(err, "delete task %d", id)
 	}
 	return nil
 }

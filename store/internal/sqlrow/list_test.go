@@ -1,0 +1,45 @@
+package sqlrow
+
+import (
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+func TestRunFilter(t *testing.T) {
+	t.Parallel()
+	dollar := func(n int) string { return "$" + strconv.Itoa(n) }
+	from, to := time.Unix(10, 0), time.Unix(20, 0)
+	all := sundial.RunFilter{TaskID: 7, Status: sundial.RunQueued, From: from, To: to, BeforeID: 9}
+	for _, tc := range []struct {
+		name  string
+		f     sundial.RunFilter
+		ph    Placeholder
+		where string
+		args  []any
+	}{
+		{"none", sundial.RunFilter{}, Question, "", nil},
+		{"question", all, Question,
+			"task_id = ? AND status = ? AND scheduled_at >= ? AND scheduled_at < ? AND id < ?",
+			[]any{int64(7), "QUEUED", Micros(from), Micros(to), int64(9)}},
+		{"dollar", sundial.RunFilter{Status: sundial.RunQueued, BeforeID: 9}, dollar,
+			"status = $1 AND id < $2", []any{"QUEUED", int64(9)}},
+	} {
+		where, args := RunFilter(tc.f, tc.ph)
+		if where != tc.where || !slices.Equal(args, tc.args) {
+			t.Errorf("%s: RunFilter = %q %v, want %q %v", tc.name, where, args, tc.where, tc.args)
+		}
+	}
+}
+
+func TestClampLimit(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[int]int{-1: 50, 0: 50, 1: 1, 1000: 1000, 1001: 1000} {
+		if got := ClampLimit(in); got != want {
+			t.Errorf("ClampLimit(%d) = %d, want %d", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,146 @@
+package sqlrow
+
+import (
+	"database/sql"
+	"time"
+	"unicode/utf8"
+
+	"github.com/sundialhq/sundial"
+)
+
+// RunCols are the columns of a run, in the order ScanRun reads them.
+const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
+	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+
+// RunWriteCols are the columns a new run is inserted with: RunCols but id.
+const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
+	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+
+// ScanRun reads a row of RunCols from a database/sql driver, which gives
+// response_body as text and cancel_requested as an integer.
+func ScanRun(sc Scanner) (*sundial.Run, error) {
+	var (
+		r                       sundial.Run
+		trigger, status, reason string
+		scheduled, created, upd int64
+		started, finished       sql.NullInt64
+		cancelRequested         int64
+	)
+	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
+		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
+		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd)
+	if err != nil {
+		return nil, err
+	}
+	r.Trigger = sundial.Trigger(trigger)
+	r.Status = sundial.RunStatus(status)
+	r.SkipReason = sundial.SkipReason(reason)
+	r.ScheduledTime = FromMicros(scheduled)
+	r.StartedAt = TimePtr(started)
+	r.FinishedAt = TimePtr(finished)
+	r.CancelRequested = cancelRequested != 0
+	r.CreatedAt = FromMicros(created)
+	r.UpdatedAt = FromMicros(upd)
+	return &r, nil
+}
+
+// ScanRuns reads the rows of RunCols that a query returned, and closes
+// them. It passes on the query's error.
+func ScanRuns(rows *sql.Rows, err error) ([]*sundial.Run, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sundial.Run
+	for rows.Next() {
+		r, err := ScanRun(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// CheckNew refuses a run that cannot be inserted: a new run is SCHEDULED,
+// or SKIPPED as a record of a fire that will not run, and has a fire key.
+// An empty status is SCHEDULED.
+func CheckNew(r *sundial.Run) error {
+	if r.Status != "" && r.Status != sundial.RunScheduled && r.Status != sundial.RunSkipped {
+		return sundial.Errorf(sundial.EInvalid, "status", "a new run is SCHEDULED or SKIPPED, not %s", r.Status)
+	}
+	if r.FireKey == "" {
+		return sundial.Errorf(sundial.EInvalid, "fire_key", "a run needs a fire key")
+	}
+	return nil
+}
+
+// PrepareNew fills the defaults of a run about to be inserted and
+// normalises its times to what the database gives back; now is its
+// creation time if it has none. A run CheckNew refuses is refused, its
+// status set to SCHEDULED if it had none.
+func PrepareNew(r *sundial.Run, now time.Time) error {
+	if r.Status == "" {
+		r.Status = sundial.RunScheduled
+	}
+	if err := CheckNew(r); err != nil {
+		return err
+	}
+	if r.Trigger == "" {
+		r.Trigger = sundial.TriggerSchedule
+	}
+	if r.IdempotencyKey == "" {
+		r.IdempotencyKey = sundial.IdempotencyKeyFor(r.TaskID, r.FireKey)
+	}
+	if r.Fence == 0 {
+		r.Fence = 1
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.CreatedAt
+	}
+	if r.Status == sundial.RunSkipped && r.FinishedAt == nil {
+		f := r.CreatedAt
+		r.FinishedAt = &f
+	}
+	r.ResponseBody = CutBody(r.ResponseBody)
+	r.ScheduledTime = Norm(r.ScheduledTime)
+	r.StartedAt = NormPtr(r.StartedAt)
+	r.FinishedAt = NormPtr(r.FinishedAt)
+	r.CreatedAt = Norm(r.CreatedAt)
+	r.UpdatedAt = Norm(r.UpdatedAt)
+	return nil
+}
+
+// CutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
+// UTF-8 sequence.
+func CutBody(b string) string {
+	if len(b) <= sundial.MaxResponseBody {
+		return b
+	}
+	n := sundial.MaxResponseBody
+	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return b[:n]
+}
+
+// CheckAdmission refuses an admission decision that moves run id from
+// status from to an outcome other than RUNNING, QUEUED or SKIPPED, or by a
+// change the run's states do not allow. A QUEUED run that must keep
+// waiting stays QUEUED: no status change.
+func CheckAdmission(id int64, from, to sundial.RunStatus) error {
+	switch to {
+	case sundial.RunRunning, sundial.RunQueued, sundial.RunSkipped:
+	default:
+		return Conflict("status", "admission of run %d must be RUNNING, QUEUED or SKIPPED, not %q", id, to)
+	}
+	if !sundial.CanTransition(from, to) && !(from == sundial.RunQueued && to == sundial.RunQueued) {
+		return Conflict("status", "run %d cannot go from %s to %s", id, from, to)
+	}
+	return nil
+}

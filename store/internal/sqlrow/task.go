@@ -1,0 +1,102 @@
+package sqlrow
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+
+	"github.com/sundialhq/sundial"
+)
+
+// TaskCols are the columns ScanTask reads, in its order.
+const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_method, target_url,
+	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
+	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
+	callback_method, callback_timeout_sec, priority, status, version, created_at, updated_at,
+	next_fire_at`
+
+// TaskWriteCols are the columns TaskCreate and TaskUpdate write, in the
+// order of TaskArgs.
+var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "exec_type", "http_method",
+	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
+	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
+	"callback_method", "callback_timeout_sec", "priority", "status", "next_fire_at"}
+
+// ScanTask reads a row of TaskCols.
+func ScanTask(sc Scanner) (*sundial.Task, error) {
+	var (
+		t                       sundial.Task
+		headers, retry          string
+		created, updated        int64
+		next                    sql.NullInt64
+		execType, concPol       string
+		overlap, failure, catch string
+		status                  string
+	)
+	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
+		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
+		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
+		&t.CallbackMethod, &t.CallbackTimeout, &t.Priority, &status, &t.Version, &created, &updated,
+		&next)
+	if err != nil {
+		return nil, err
+	}
+	t.ExecType = sundial.ExecType(execType)
+	t.ConcurrencyPolicy = sundial.ConcurrencyPolicy(concPol)
+	t.OverlapAction = sundial.OverlapAction(overlap)
+	t.FailureAction = sundial.FailureAction(failure)
+	t.CatchUpMode = sundial.CatchUpMode(catch)
+	t.Status = sundial.TaskStatus(status)
+	t.Headers = map[string]string{}
+	if err := json.Unmarshal([]byte(headers), &t.Headers); err != nil {
+		return nil, fmt.Errorf("decode headers of task %d: %w", t.ID, err)
+	}
+	if t.Headers == nil {
+		t.Headers = map[string]string{}
+	}
+	t.RetryPolicy = json.RawMessage(retry)
+	t.CreatedAt = FromMicros(created)
+	t.UpdatedAt = FromMicros(updated)
+	t.NextFireTime = TimePtr(next)
+	return &t, nil
+}
+
+// ScanTasks reads the rows of TaskCols that a query returned, and closes
+// them. It passes on the query's error.
+func ScanTasks(rows *sql.Rows, err error) ([]*sundial.Task, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*sundial.Task
+	for rows.Next() {
+		t, err := ScanTask(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// TaskArgs are the values of TaskWriteCols for t: headers and retry policy
+// as JSON (an empty object for none), the next fire time as NullMicros.
+func TaskArgs(t *sundial.Task) ([]any, error) {
+	headers := t.Headers
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	hj, err := json.Marshal(headers)
+	if err != nil {
+		return nil, fmt.Errorf("encode headers: %w", err)
+	}
+	retry := string(t.RetryPolicy)
+	if retry == "" || retry == "null" {
+		retry = "{}"
+	}
+	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
+		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
+		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
+		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.Priority,
+		string(t.Status), NullMicros(t.NextFireTime)}, nil
+}
