@@ -6,6 +6,7 @@
 //	sundial migrate          create or upgrade the database schema
 //	sundial cron next EXPR   print the next fire times of a cron expression
 //	sundial cron explain EXPR
+//	sundial bench precision [flags]
 //	sundial version
 //
 // A failure prints one line, "sundial: <message>", on stderr and exits with
@@ -36,6 +37,7 @@ Usage:
   sundial cron next [--tz ZONE] [--from RFC3339] [--count N] [--] EXPR
                                         print the next fire times of EXPR
   sundial cron explain EXPR             describe EXPR in plain English
+  sundial bench precision [flags]       measure fire lag on nodes started for the purpose
   sundial version                       print the version
   sundial help                          print this help
 
@@ -95,6 +97,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
 	case "cron":
 		return runCron(rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		_, err := fmt.Fprintln(stdout, "sundial "+buildVersion())
 		return err

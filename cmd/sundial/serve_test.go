@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -95,8 +94,6 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
-
-var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
 
 // startNode runs serve on a free port with the SQLite database file db.
 func startNode(t *testing.T, db string, extra ...string) *node {

@@ -1,0 +1,168 @@
+// Package bench owns Sundial's measuring instrument: a loopback HTTP target
+// that records every delivery it receives, the accounting that turns those
+// records into the numbers a scheduler is judged by (fires expected and
+// received, lost, duplicates, lag percentiles, fires per second), per-node
+// CPU and memory read from /proc, and the report printed as a table and as
+// one JSON object. The scenarios that drive it live in cmd/sundial (sundial
+// bench).
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Fire names one expected fire: a task and its scheduled instant.
+type Fire struct {
+	Task      string
+	Scheduled time.Time
+}
+
+// Report is what one scenario measured.
+type Report struct {
+	Scenario      string  `json:"scenario"`
+	Backend       string  `json:"backend"`
+	Nodes         int     `json:"nodes"`
+	Tasks         int     `json:"tasks"`
+	WindowSeconds float64 `json:"window_seconds"`
+
+	Expected   int `json:"fires_expected"`
+	Received   int `json:"fires_received"` // distinct expected fires delivered at least once
+	Lost       int `json:"lost"`           // expected fires never delivered
+	Duplicates int `json:"duplicates"`     // deliveries beyond the first of a fire
+	Unexpected int `json:"unexpected"`     // deliveries scheduled in the window that no expected fire explains
+
+	LagMS          Percentiles        `json:"lag_ms"`
+	FiresPerSecond float64            `json:"fires_per_second"`
+	Share          map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
+	NodeStats      []NodeStats        `json:"node_stats,omitempty"`
+}
+
+// Percentiles of a lag distribution, in milliseconds.
+type Percentiles struct {
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99.9"`
+	Max  float64 `json:"max"`
+}
+
+// Percentile returns the q-quantile (0 < q <= 1) of sorted by the nearest
+// rank method: the smallest value with at least q of the values at or
+// below it. It returns 0 for no values.
+func Percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(q*float64(len(sorted)) + 0.999999999) // ceil without float surprises at exact ranks
+	return sorted[min(max(rank, 1), len(sorted))-1]
+}
+
+// Analyze accounts the deliveries of fires scheduled in [from, to) against
+// the expected fires; deliveries scheduled outside the window (warm-up,
+// tail) are ignored. Lag is taken from the first delivery of each fire
+// (received minus scheduled); later deliveries of the same fire count as
+// duplicates.
+func Analyze(expected []Fire, got []Arrival, from, to time.Time) Report {
+	window := to.Sub(from)
+	want := make(map[Fire]bool, len(expected))
+	for _, f := range expected {
+		want[f] = true
+	}
+	first := make(map[Fire]time.Time, len(expected))
+	var r Report
+	byNode := map[string]int{}
+	for _, a := range got {
+		if a.Scheduled.Before(from) || !a.Scheduled.Before(to) {
+			continue
+		}
+		f := Fire{a.Task, a.Scheduled.UTC()}
+		if !want[f] {
+			r.Unexpected++
+			continue
+		}
+		byNode[a.Node]++
+		if at, seen := first[f]; seen {
+			r.Duplicates++
+			if a.At.Before(at) {
+				first[f] = a.At
+			}
+			continue
+		}
+		first[f] = a.At
+	}
+	lags := make([]time.Duration, 0, len(first))
+	for f, at := range first {
+		lags = append(lags, at.Sub(f.Scheduled))
+	}
+	slices.Sort(lags)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	r.Expected = len(want)
+	r.Received = len(first)
+	r.Lost = r.Expected - r.Received
+	r.LagMS = Percentiles{
+		P50: ms(Percentile(lags, 0.50)), P90: ms(Percentile(lags, 0.90)), P99: ms(Percentile(lags, 0.99)),
+		P999: ms(Percentile(lags, 0.999)), Max: ms(Percentile(lags, 1)),
+	}
+	r.WindowSeconds = window.Seconds()
+	if window > 0 {
+		r.FiresPerSecond = float64(r.Received) / window.Seconds()
+	}
+	total := 0
+	for _, n := range byNode {
+		total += n
+	}
+	if len(byNode) > 1 || (len(byNode) == 1 && !hasKey(byNode, "")) {
+		r.Share = map[string]float64{}
+		for node, n := range byNode {
+			r.Share[node] = 100 * float64(n) / float64(total)
+		}
+	}
+	return r
+}
+
+func hasKey(m map[string]int, k string) bool { _, ok := m[k]; return ok }
+
+// WriteTable prints the report for a person.
+func (r Report) WriteTable(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	row("scenario", fmt.Sprintf("%s (%s, %d node(s), %d tasks, %.0f s window)", r.Scenario, r.Backend, r.Nodes, r.Tasks, r.WindowSeconds))
+	row("fires", fmt.Sprintf("%d expected, %d received, %d lost, %d duplicates, %d unexpected",
+		r.Expected, r.Received, r.Lost, r.Duplicates, r.Unexpected))
+	row("lag (ms)", fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
+		r.LagMS.P50, r.LagMS.P90, r.LagMS.P99, r.LagMS.P999, r.LagMS.Max))
+	row("rate", fmt.Sprintf("%.1f fires per second", r.FiresPerSecond))
+	if len(r.Share) > 0 {
+		nodes := make([]string, 0, len(r.Share))
+		for n := range r.Share {
+			nodes = append(nodes, n)
+		}
+		sort.Strings(nodes)
+		var parts []string
+		for _, n := range nodes {
+			parts = append(parts, fmt.Sprintf("%s %.1f%%", n, r.Share[n]))
+		}
+		row("share", strings.Join(parts, ", "))
+	}
+	for _, s := range r.NodeStats {
+		row("node "+s.Node, fmt.Sprintf("cpu %.2f s, peak rss %.1f MB", s.CPUSeconds, float64(s.PeakRSSBytes)/1e6))
+	}
+	return tw.Flush()
+}
+
+// WriteJSON prints the report as one JSON object on one line.
+func (r Report) WriteJSON(w io.Writer) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}

@@ -1,0 +1,135 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func ms(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+
+func TestPercentile(t *testing.T) {
+	t.Parallel()
+	var hundred []time.Duration
+	for i := 1; i <= 100; i++ {
+		hundred = append(hundred, ms(i))
+	}
+	tests := []struct {
+		in   []time.Duration
+		q    float64
+		want time.Duration
+	}{
+		{nil, 0.5, 0},
+		{[]time.Duration{ms(7)}, 0.5, ms(7)},
+		{[]time.Duration{ms(7)}, 0.999, ms(7)},
+		{hundred, 0.50, ms(50)}, // 50 of 100 at or below 50 ms
+		{hundred, 0.90, ms(90)},
+		{hundred, 0.99, ms(99)},
+		{hundred, 0.999, ms(100)}, // 99.9 of 100 values: the 100th
+		{hundred, 1, ms(100)},
+		{[]time.Duration{ms(1), ms(2), ms(3)}, 0.5, ms(2)},
+		{[]time.Duration{ms(1), ms(2), ms(3), ms(4)}, 0.5, ms(2)},
+	}
+	for _, tc := range tests {
+		if got := Percentile(tc.in, tc.q); got != tc.want {
+			t.Errorf("Percentile(%d values, %v) = %s, want %s", len(tc.in), tc.q, got, tc.want)
+		}
+	}
+}
+
+func TestAnalyze(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	sec := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Second) }
+	var expected []Fire
+	for _, task := range []string{"1", "2"} {
+		for s := 1; s <= 5; s++ {
+			expected = append(expected, Fire{task, sec(s)})
+		}
+	}
+	var got []Arrival
+	add := func(task string, s int, lag time.Duration, node string) {
+		got = append(got, Arrival{At: sec(s).Add(lag), Scheduled: sec(s), Task: task, Key: task + "-" + sec(s).String(), Node: node})
+	}
+	for s := 1; s <= 5; s++ {
+		add("1", s, ms(s), "a") // lags 1..5 ms
+	}
+	for s := 1; s <= 3; s++ {
+		add("2", s, ms(10*s), "b") // lags 10, 20, 30 ms; seconds 4 and 5 lost
+	}
+	add("2", 2, ms(900), "a")                                                                                 // a duplicate, later: lag stays the first's
+	add("2", 1, ms(5), "a")                                                                                   // a duplicate that came first: lag 5 ms
+	add("1", 9, ms(1), "a")                                                                                   // outside the window: ignored
+	add("1", 0, ms(1), "a")                                                                                   // warm-up: ignored
+	add("3", 1, ms(1), "b")                                                                                   // an unknown task in the window: unexpected
+	got = append(got, Arrival{At: sec(2).Add(ms(600)), Scheduled: sec(2).Add(ms(500)), Task: "1", Node: "a"}) // off schedule: unexpected
+
+	r := Analyze(expected, got, sec(1), sec(6))
+	if r.Expected != 10 || r.Received != 8 || r.Lost != 2 || r.Duplicates != 2 || r.Unexpected != 2 {
+		t.Fatalf("accounting = expected %d received %d lost %d duplicates %d unexpected %d; want 10 8 2 2 2",
+			r.Expected, r.Received, r.Lost, r.Duplicates, r.Unexpected)
+	}
+	// First-delivery lags: 1 2 3 4 5 | 5 20 30 (task 2 second 1 came first at 5 ms).
+	want := Percentiles{P50: 4, P90: 30, P99: 30, P999: 30, Max: 30}
+	if r.LagMS != want {
+		t.Errorf("lag = %+v, want %+v", r.LagMS, want)
+	}
+	if r.FiresPerSecond != 8.0/5 {
+		t.Errorf("rate = %v, want 1.6", r.FiresPerSecond)
+	}
+	// Deliveries of expected fires by node: a 5 + 2 duplicates, b 3.
+	if math.Abs(r.Share["a"]-70) > 1e-9 || math.Abs(r.Share["b"]-30) > 1e-9 {
+		t.Errorf("share = %v, want a 70%%, b 30%%", r.Share)
+	}
+}
+
+func TestReportOutput(t *testing.T) {
+	t.Parallel()
+	r := Report{Scenario: "precision", Backend: "sqlite", Nodes: 1, Tasks: 10, WindowSeconds: 5,
+		Expected: 50, Received: 50, LagMS: Percentiles{P50: 0.5, P99: 2}, FiresPerSecond: 10,
+		NodeStats: []NodeStats{{Node: "n1", PID: 42, CPUSeconds: 1.5, PeakRSSBytes: 30e6}}}
+	var table, js bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"precision (sqlite, 1 node(s), 10 tasks, 5 s window)", "50 expected, 50 received, 0 lost",
+		"p99 2.00", "10.0 fires per second", "cpu 1.50 s, peak rss 30.0 MB"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || strings.Count(js.String(), "\n") != 1 {
+		t.Fatalf("JSON output %q: %v", js.String(), err)
+	}
+	if back["lost"] != 0.0 || back["lag_ms"].(map[string]any)["p99"] != 2.0 {
+		t.Errorf("JSON = %s", js.String())
+	}
+}
+
+func TestProcParsing(t *testing.T) {
+	t.Parallel()
+	cpu, err := parseStatCPU("1234 (sundial (x)) S 1 1234 1234 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 8 0 100 1 2")
+	if err != nil || cpu != 3 {
+		t.Errorf("parseStatCPU = %v, %v; want 3 s (250+50 ticks)", cpu, err)
+	}
+	rss, err := parseStatusHWM("Name:\tsundial\nVmPeak:\t 100 kB\nVmHWM:\t   2048 kB\nVmRSS:\t 1000 kB\n")
+	if err != nil || rss != 2048*1024 {
+		t.Errorf("parseStatusHWM = %v, %v; want 2 MiB", rss, err)
+	}
+	if _, err := parseStatusHWM("Name: x\n"); err == nil {
+		t.Error("parseStatusHWM accepted a status without VmHWM")
+	}
+	// This very process, through /proc.
+	cpu, rss, err = ReadProc(os.Getpid())
+	if err != nil || cpu < 0 || rss <= 0 {
+		t.Errorf("ReadProc(self) = %v, %v, %v", cpu, rss, err)
+	}
+}
