@@ -61,7 +61,14 @@ type Store interface {
 	RunStart(ctx context.Context, starts []RunStart) (ok []bool, err error)
 	// RunFinish records outcomes of RUNNING runs, each only if its fence
 	// matches and the run is still active; ok[i] reports whether it applied.
+	// Each applied outcome of a RUNNING run (the end of a delivery's call;
+	// for an ASYNC run, WAITING_CALLBACK) is also recorded as an attempt of
+	// its run, numbered by the run's delivery count (see RunAttempts).
 	RunFinish(ctx context.Context, finishes []RunFinish) (ok []bool, err error)
+	// RunAttempts returns the attempts recorded for a run, oldest first:
+	// one per delivery that ended, including deliveries cut off by a node's
+	// death or stop (RunRelease, NodeReap), which end INTERRUPTED.
+	RunAttempts(ctx context.Context, runID int64) ([]*Attempt, error)
 	// RunCancel cancels a run: SCHEDULED and QUEUED ones at once, RUNNING and
 	// WAITING_CALLBACK ones by setting CancelRequested for their node. A
 	// final run is EConflict.
@@ -74,7 +81,8 @@ type Store interface {
 	// RunRelease gives up nodeID's runs on shutdown: SCHEDULED ones are
 	// deleted and their tasks' NextFireTime rewound to the earliest of them,
 	// so the next planner pass (on any node) plans them again under the
-	// task's catch-up mode; RUNNING ones become INTERRUPTED with the reason.
+	// task's catch-up mode; RUNNING ones become INTERRUPTED with the reason,
+	// each recorded as an INTERRUPTED attempt of nodeID.
 	RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error
 	// RunPurge deletes up to limit final runs created before before, and
 	// reports how many it deleted.
@@ -205,6 +213,19 @@ type Admission struct {
 	// Cancel lists runs to cancel first (CANCEL_PREV): RunAdmit treats each
 	// as RunCancel does.
 	Cancel []int64
+}
+
+// Attempt is one delivery of a run and how it ended.
+type Attempt struct {
+	RunID        int64      `json:"-"`
+	Delivery     int        `json:"delivery"` // 1 for the first delivery of the fire
+	NodeID       string     `json:"node_id"`
+	Status       RunStatus  `json:"status"`
+	HTTPStatus   int        `json:"http_status,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	ResponseBody string     `json:"response_body,omitempty"` // the first 4 KiB
+	StartedAt    *time.Time `json:"started_at"`
+	FinishedAt   time.Time  `json:"finished_at"`
 }
 
 // RunRef names a run as its holder knows it: ID and fence.

@@ -47,6 +47,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunRedeliver", testRunRedeliver},
 		{"RunFindStuck", testRunFindStuck},
 		{"RunCancelRequested", testRunCancelRequested},
+		{"RunAttempts", testRunAttempts},
 		{"Node", testNode},
 		{"Transitions", testTransitions},
 	} {
