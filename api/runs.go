@@ -117,7 +117,23 @@ func (s *Server) handleRunGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, utcRun(run))
+	attempts, err := s.store.RunAttempts(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	for _, a := range attempts {
+		a.StartedAt = utcPtr(a.StartedAt)
+		a.FinishedAt = a.FinishedAt.UTC()
+	}
+	writeJSON(w, http.StatusOK, runDetail{Run: utcRun(run), Attempts: attempts})
+}
+
+// runDetail is the body of GET /api/v1/runs/{id}: the run and each of its
+// deliveries that ended, oldest first.
+type runDetail struct {
+	*sundial.Run
+	Attempts []*sundial.Attempt `json:"attempts"`
 }
 
 // handleRunCancel serves POST /api/v1/runs/{id}/cancel. A run not yet

@@ -161,6 +161,32 @@ func TestRunGet(t *testing.T) {
 		got.IdempotencyKey != sundial.IdempotencyKeyFor(tk.ID, r.FireKey) {
 		t.Errorf("run = %+v", got)
 	}
+	var raw map[string]any
+	want(t, b.do(t, http.MethodGet, runPath(r.ID, ""), nil), http.StatusOK, &raw)
+	if a, ok := raw["attempts"].([]any); !ok || len(a) != 0 {
+		t.Errorf("attempts of a run not delivered yet = %v, want []", raw["attempts"])
+	}
+
+	// A delivery that ended is listed under the run.
+	ok, err := b.store.RunStart(t.Context(), []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: r.ScheduledTime}})
+	if err != nil || !ok[0] {
+		t.Fatalf("RunStart: %v %v", ok, err)
+	}
+	ok, err = b.store.RunFinish(t.Context(), []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		StartedAt: r.ScheduledTime, FinishedAt: r.ScheduledTime.Add(time.Second), HTTPStatus: 503, Error: "HTTP 503"}})
+	if err != nil || !ok[0] {
+		t.Fatalf("RunFinish: %v %v", ok, err)
+	}
+	var detail struct {
+		Status   sundial.RunStatus `json:"status"`
+		Attempts []sundial.Attempt `json:"attempts"`
+	}
+	want(t, b.do(t, http.MethodGet, runPath(r.ID, ""), nil), http.StatusOK, &detail)
+	if detail.Status != sundial.RunFailed || len(detail.Attempts) != 1 || detail.Attempts[0].Delivery != 1 ||
+		detail.Attempts[0].HTTPStatus != 503 || detail.Attempts[0].Status != sundial.RunFailed {
+		t.Errorf("run with one failed delivery = %+v", detail)
+	}
+
 	wantError(t, b.do(t, http.MethodGet, runPath(999, ""), nil), 404, errorDetail{Code: sundial.ENotFound})
 	wantError(t, b.do(t, http.MethodGet, "/api/v1/runs/one", nil), 400,
 		errorDetail{Code: sundial.EInvalid, Field: "id", Token: "one"})

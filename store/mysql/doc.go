@@ -50,10 +50,18 @@
 //     (SELECT ... FOR UPDATE), decide in Go which rows apply (fence and
 //     status), and update those in one UPDATE joined to the batch's values,
 //     still guarded by fence and status. A run is changed only under its
-//     row lock, so a late write with an old fence is refused.
+//     row lock, so a late write with an old fence is refused. RunFinish
+//     then inserts, in the same transaction, one attempt per applied
+//     outcome of a RUNNING run, in one multi-row INSERT per chunk, from
+//     what it read under the lock (deliveries, node, start time); outcomes
+//     of WAITING_CALLBACK runs (callbacks) are none.
 //   - TaskUpdate, TaskDelete, RunRelease and NodeReap lock the task rows
 //     they change before the runs they delete, and NodeReap locks the node
 //     rows it declares dead, so two reapers do not release one node twice.
+//     RunRelease and NodeReap lock the node's RUNNING runs (FOR UPDATE, a
+//     range of runs_claim), insert an INTERRUPTED attempt of each, and
+//     interrupt exactly those by primary key: a run that starts on the node
+//     meanwhile gets neither.
 //   - RunClaimDue, every node's hot path, works as PlanDue does, on runs:
 //     it reads the most urgent unowned due runs without locking (a range
 //     scan of runs_claim (status, node_id, scheduled_at, task_id) joined to
@@ -76,11 +84,23 @@
 //     deleted while its run becomes SCHEDULED again), then the runs by
 //     primary key with SKIP LOCKED, so two redeliverers do not wait for
 //     each other.
-//   - RunFindStuck and RunCancelRequested only read. A run's holder is
+//   - RunFindStuck, RunCancelRequested and RunAttempts only read. A run's holder is
 //     "not ALIVE" when no ALIVE row of nodes has its ID, which includes an
 //     ID nodes does not hold.
 //   - Migrate holds GET_LOCK on one connection for the whole run (see
 //     Migrate).
+//
+// # Attempts
+//
+// run_attempts (migrations/0003_attempts.sql) holds one row per ended
+// delivery, read by RunAttempts by run_id in ID order (run_attempts_run).
+// Its foreign key to runs is ON DELETE CASCADE: RunPurge, and every delete
+// of a SCHEDULED run that was delivered before (TaskUpdate, TaskDelete,
+// RunRelease, RunUnplan), take the run's attempts with it. Attempts are
+// inserted by multi-row INSERT ... VALUES, whose row count InnoDB knows in
+// advance, so that under innodb_autoinc_lock_mode 1 (MariaDB's default)
+// they do not hold the table's AUTO-INC lock for the statement, as
+// INSERT ... SELECT would.
 //
 // # Clock
 //

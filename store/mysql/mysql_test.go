@@ -144,17 +144,17 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	if fmt.Sprint(applied) != "[1 2]" {
-		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2]", nodes, applied)
+	if fmt.Sprint(applied) != "[1 2 3]" {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3]", nodes, applied)
 	}
 	s := openDSN(t, dsn) // migrates again: nothing to do
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 2 {
-		t.Fatalf("schema_migrations rows = %d, %v; want 2", n, err)
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 3 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 3", n, err)
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
-		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes')`).Scan(&n); err != nil || n != 3 {
-		t.Fatalf("tables = %d, %v; want 3", n, err)
+		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts')`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("tables = %d, %v; want 4", n, err)
 	}
 }
 
@@ -336,6 +336,13 @@ func TestBytes(t *testing.T) {
 	if got.ResponseBody != body || got.Error != "bad \uFFFD byte" {
 		t.Fatalf("body %q, error %q; want %q, %q", got.ResponseBody, got.Error, body, "bad \uFFFD byte")
 	}
+	atts, err := s.RunAttempts(ctx, r.ID)
+	if err != nil || len(atts) != 1 {
+		t.Fatalf("RunAttempts = %v, %v; want 1", atts, err)
+	}
+	if atts[0].ResponseBody != body || atts[0].Error != "bad \uFFFD byte" {
+		t.Fatalf("attempt body %q, error %q; want %q, %q", atts[0].ResponseBody, atts[0].Error, body, "bad \uFFFD byte")
+	}
 }
 
 // TestQueryPlans keeps the hot queries on their indexes: a full scan of
@@ -374,7 +381,13 @@ func TestQueryPlans(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, runInsertSQL(runs), args...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes`); err != nil {
+	// Three attempts of every run.
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO run_attempts (`+attemptWriteCols+`)
+		SELECT r.id, d.n, r.node_id, 'FAILED', 500, 'e', '', r.scheduled_at, r.scheduled_at + 1
+		FROM runs r CROSS JOIN (SELECT 1 AS n UNION ALL SELECT 2 UNION ALL SELECT 3) AS d`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes, run_attempts`); err != nil {
 		t.Fatal(err)
 	}
 	lastArgs := make([]any, 2*len(lastStatuses))
@@ -411,6 +424,8 @@ func TestQueryPlans(t *testing.T) {
 		{"RunRedeliver candidates", fmt.Sprintf(redeliverCandidatesSQL, redeliverAfterSQL), []any{1, 1, 2, 10}},
 		{"RunFindStuck", findStuckSQL, []any{int64(1) << 60, "node-1", 10}},
 		{"RunCancelRequested", cancelRequestedSQL, []any{"node-1"}},
+		{"RunAttempts", attemptsSQL, []any{7}},
+		{"release interrupt lock", interruptLockSQL, []any{"node-1"}},
 	} {
 		q := tc.sql
 		if i := strings.Index(q, "FOR UPDATE"); i >= 0 {
@@ -437,12 +452,19 @@ func TestQueryPlans(t *testing.T) {
 			}
 			plan = append(plan, fmt.Sprint(row))
 			if (row["table"] == "tasks" || row["table"] == "runs" || row["table"] == "r" || row["table"] == "t" ||
-				row["table"] == "nodes" || row["table"] == "n") && row["type"] == "ALL" {
+				row["table"] == "nodes" || row["table"] == "n" || row["table"] == "run_attempts") && row["type"] == "ALL" {
 				t.Errorf("%s scans a table: %v", tc.name, row)
 			}
 			if strings.HasPrefix(tc.name, "RunClaimDue candidates") && row["table"] == "r" &&
 				(row["key"] != "runs_claim" || row["type"] != "range") {
 				t.Errorf("%s reads runs without a range of runs_claim: %v", tc.name, row)
+			}
+			if tc.name == "RunAttempts" && (row["key"] != "run_attempts_run" || row["type"] != "ref" ||
+				strings.Contains(row["Extra"], "filesort")) {
+				t.Errorf("%s reads run_attempts without run_attempts_run in order: %v", tc.name, row)
+			}
+			if tc.name == "release interrupt lock" && row["key"] != "runs_claim" {
+				t.Errorf("%s reads runs without runs_claim: %v", tc.name, row)
 			}
 		}
 		rows.Close()
@@ -816,9 +838,32 @@ func TestMigrationsRerun(t *testing.T) {
 		}
 		return strings.Join(out, " ")
 	}
-	before := indexes()
-	if !strings.Contains(before, "runs.runs_claim.4.task_id") || strings.Contains(before, "runs_status_node") {
+	foreignKeys := func() string {
+		t.Helper()
+		rows, err := s.db.QueryContext(ctx, `SELECT table_name, constraint_name, referenced_table_name, delete_rule
+			FROM information_schema.referential_constraints WHERE constraint_schema = DATABASE()
+			ORDER BY table_name, constraint_name`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []string
+		for rows.Next() {
+			var tbl, name, ref, del string
+			if err := rows.Scan(&tbl, &name, &ref, &del); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprintf("%s.%s->%s(%s)", tbl, name, ref, del))
+		}
+		return strings.Join(out, " ")
+	}
+	before, beforeFK := indexes(), foreignKeys()
+	if !strings.Contains(before, "runs.runs_claim.4.task_id") || strings.Contains(before, "runs_status_node") ||
+		!strings.Contains(before, "run_attempts.run_attempts_run.1.run_id run_attempts.run_attempts_run.2.id") {
 		t.Fatalf("indexes after Open: %s", before)
+	}
+	if !strings.Contains(beforeFK, "run_attempts.run_attempts_run_fk->runs(CASCADE)") {
+		t.Fatalf("foreign keys after Open: %s", beforeFK)
 	}
 	files, err := migrationFiles.ReadDir("migrations")
 	if err != nil {
@@ -843,6 +888,9 @@ func TestMigrationsRerun(t *testing.T) {
 	}
 	if after := indexes(); after != before {
 		t.Fatalf("indexes after running the migrations again:\n%s\nwant\n%s", after, before)
+	}
+	if after := foreignKeys(); after != beforeFK {
+		t.Fatalf("foreign keys after running the migrations again:\n%s\nwant\n%s", after, beforeFK)
 	}
 }
 
@@ -913,5 +961,93 @@ func seedHistory(t testing.TB, s *Store, n int, t0 time.Time) {
 	insertRuns(t, s, rs)
 	if _, err := s.db.ExecContext(context.Background(), `ANALYZE TABLE tasks, runs`); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAttempts covers what the conformance case does not: NodeReap records
+// the deliveries it cuts off, a batch that finishes one run twice records
+// one attempt (the second outcome is its callback's), and purging a run
+// deletes its attempts.
+func TestAttempts(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	ctx := t.Context()
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	started := func(key, node string) *sundial.Run {
+		t.Helper()
+		r := &sundial.Run{TaskID: tk.ID, FireKey: key, Trigger: sundial.TriggerManual, ScheduledTime: t0, NodeID: node}
+		if err := s.RunInsert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: t0}}); err != nil || !ok[0] {
+			t.Fatalf("RunStart: %v %v", ok, err)
+		}
+		return r
+	}
+
+	// NodeReap.
+	if err := s.NodeRegister(ctx, &sundial.Node{ID: "dead"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = 0 WHERE id = 'dead'`); err != nil {
+		t.Fatal(err)
+	}
+	reaped := []*sundial.Run{started("m:1", "dead"), started("m:2", "dead")}
+	other := started("m:3", "alive")
+	now := t0.Add(time.Minute)
+	if dead, err := s.NodeReap(ctx, time.Minute, now); err != nil || !slices.Equal(dead, []string{"dead"}) {
+		t.Fatalf("NodeReap = %v, %v", dead, err)
+	}
+	for _, r := range reaped {
+		atts, err := s.RunAttempts(ctx, r.ID)
+		if err != nil || len(atts) != 1 {
+			t.Fatalf("attempts of reaped run %d = %v, %v; want 1", r.ID, atts, err)
+		}
+		a := atts[0]
+		if a.RunID != r.ID || a.Delivery != 1 || a.NodeID != "dead" || a.Status != sundial.RunInterrupted ||
+			!strings.Contains(a.Error, "declared dead") || a.StartedAt == nil || !a.StartedAt.Equal(t0) ||
+			!a.FinishedAt.Equal(now) || a.HTTPStatus != 0 || a.ResponseBody != "" {
+			t.Errorf("attempt of reaped run %d = %+v", r.ID, a)
+		}
+		if got, err := s.RunGet(ctx, r.ID); err != nil || got.Status != sundial.RunInterrupted || got.Fence != r.Fence+1 {
+			t.Errorf("reaped run = %+v, %v", got, err)
+		}
+	}
+	if atts, err := s.RunAttempts(ctx, other.ID); err != nil || len(atts) != 0 || atts == nil {
+		t.Fatalf("attempts of a live node's run = %#v, %v; want an empty slice", atts, err)
+	}
+
+	// One batch: RUNNING -> WAITING_CALLBACK, then its callback -> SUCCESS.
+	ok, err := s.RunFinish(ctx, []sundial.RunFinish{
+		{ID: other.ID, Fence: other.Fence, Status: sundial.RunWaitingCallback, StartedAt: t0, FinishedAt: t0.Add(time.Second),
+			HTTPStatus: 202, ResponseBody: "accepted"},
+		{ID: other.ID, Fence: other.Fence, Status: sundial.RunSuccess, FinishedAt: t0.Add(2 * time.Second)},
+	})
+	if err != nil || !ok[0] || !ok[1] {
+		t.Fatalf("RunFinish = %v, %v", ok, err)
+	}
+	atts, err := s.RunAttempts(ctx, other.ID)
+	if err != nil || len(atts) != 1 {
+		t.Fatalf("attempts = %v, %v; want 1", atts, err)
+	}
+	if a := atts[0]; a.Status != sundial.RunWaitingCallback || a.NodeID != "alive" || a.Delivery != 1 ||
+		a.HTTPStatus != 202 || a.ResponseBody != "accepted" || !a.FinishedAt.Equal(t0.Add(time.Second)) {
+		t.Errorf("attempt = %+v", a)
+	}
+
+	// RunPurge takes the attempts with the run.
+	if n, err := s.RunPurge(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("RunPurge = %d, %v; want 1", n, err)
+	}
+	var left int
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM run_attempts WHERE run_id = ?`, other.ID).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("attempts of the purged run = %d, %v; want 0", left, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
@@ -20,7 +21,8 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 //   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
 //     as SKIPPED (MISFIRE) with the reason;
 //   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
-//     late write from the old owner is refused.
+//     late write from the old owner is refused, each recorded as an
+//     INTERRUPTED attempt of nodeID (interrupt).
 //
 // QUEUED runs stay: the queue is the task's, drained by whichever node frees
 // a slot (RunQueuedNext).
@@ -102,10 +104,62 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 		WHERE status = 'SCHEDULED' AND node_id = ?`, reason, at, at, nodeID); err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, `UPDATE runs
-		SET status = 'INTERRUPTED', error = ?, finished_at = ?, updated_at = ?, fence = fence + 1
-		WHERE status = 'RUNNING' AND node_id = ?`, reason, at, at, nodeID)
-	return err
+	return interrupt(ctx, tx, nodeID, reason, at)
+}
+
+// interruptLockSQL locks nodeID's RUNNING runs: a range of runs_claim.
+const interruptLockSQL = `SELECT id, deliveries, started_at FROM runs
+	WHERE status = 'RUNNING' AND node_id = ? FOR UPDATE`
+
+// interrupt makes nodeID's RUNNING runs INTERRUPTED with the reason,
+// finished at at, and a new fence, each recorded as an INTERRUPTED attempt
+// of nodeID. The runs are locked first and then changed by primary key, so
+// that the attempts are those of exactly the runs interrupted: a run that
+// starts on nodeID meanwhile is neither.
+func interrupt(ctx context.Context, tx *sql.Tx, nodeID, reason string, at int64) error {
+	rows, err := tx.QueryContext(ctx, interruptLockSQL, nodeID)
+	if err != nil {
+		return err
+	}
+	type running struct {
+		id         int64
+		deliveries int
+		started    sql.NullInt64
+	}
+	var runs []running
+	for rows.Next() {
+		var r running
+		if err := rows.Scan(&r.id, &r.deliveries, &r.started); err != nil {
+			rows.Close()
+			return err
+		}
+		runs = append(runs, r)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	finished := sql.NullInt64{Int64: at, Valid: true}
+	for _, part := range chunks(len(runs), func(int) int { return 2 * len(reason) }, nil) {
+		ids := make([]any, 0, len(part))
+		atts := make([]any, 0, 9*len(part))
+		for _, i := range part {
+			r := runs[i]
+			ids = append(ids, r.id)
+			atts = attemptArgs(atts, r.id, r.deliveries, nodeID, sundial.RunInterrupted, 0, reason, []byte{},
+				r.started, finished)
+		}
+		if _, err := tx.ExecContext(ctx, attemptInsertSQL(len(part)), atts...); err != nil {
+			return err
+		}
+		args := append([]any{reason, at, at}, ids...)
+		if err := applyBatch(ctx, tx, `UPDATE runs
+			SET status = 'INTERRUPTED', error = ?, finished_at = ?, updated_at = ?, fence = fence + 1
+			WHERE id IN (`+placeholders(len(ids))+`)`, len(ids), args); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // int64s reads a one-column result of integers.

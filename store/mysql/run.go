@@ -125,20 +125,24 @@ func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Ru
 	return out, nil
 }
 
-// runState is what RunStart and RunFinish check before changing a run.
+// runState is what RunStart and RunFinish check before changing a run,
+// and what RunFinish records of it in an attempt.
 type runState struct {
-	fence  int64
-	status sundial.RunStatus
+	fence      int64
+	status     sundial.RunStatus
+	deliveries int
+	nodeID     string
+	startedAt  sql.NullInt64
 }
 
-// lockRuns locks the runs ids by primary key and returns their fence and
-// status; missing runs are absent from the map.
+// lockRuns locks the runs ids by primary key and returns their state;
+// missing runs are absent from the map.
 func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]runState, error) {
 	args := make([]any, len(ids))
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, fence, status FROM runs
+	rows, err := tx.QueryContext(ctx, `SELECT id, fence, status, deliveries, node_id, started_at FROM runs
 		WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, args...)
 	if err != nil {
 		return nil, err
@@ -151,7 +155,7 @@ func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]runState,
 			st     runState
 			status string
 		)
-		if err := rows.Scan(&id, &st.fence, &status); err != nil {
+		if err := rows.Scan(&id, &st.fence, &status, &st.deliveries, &st.nodeID, &st.startedAt); err != nil {
 			return nil, err
 		}
 		st.status = sundial.RunStatus(status)
@@ -269,7 +273,10 @@ func runFinishSQL(n int) string {
 // and its status may move to the outcome's. An outcome no active run may
 // reach (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
 // Like RunStart, it locks the batch's runs and updates those that apply in
-// one UPDATE per chunk; a run listed twice is finished in order.
+// one UPDATE per chunk; a run listed twice is finished in order. Each
+// applied outcome of a RUNNING run is also an attempt, numbered by the run's
+// deliveries and held by its node, inserted by one multi-row INSERT per
+// chunk; an outcome of a WAITING_CALLBACK run (its callback) is none.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
@@ -297,8 +304,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				return err
 			}
 			var (
-				args  []any
-				apply []int
+				args     []any
+				apply    []int
+				attempts []any
+				nAtt     int
 			)
 			for _, i := range part {
 				f := finishes[i]
@@ -314,16 +323,31 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				if !f.FinishedAt.IsZero() {
 					finished = &f.FinishedAt
 				}
+				body, msg := bin(sqlrow.CutBody(f.ResponseBody)), text(f.Error)
 				apply = append(apply, i)
 				args = append(args, f.ID, f.Fence, string(f.Status), string(from[0]), string(from[len(from)-1]),
-					sqlrow.NullMicros(started), sqlrow.NullMicros(finished), f.HTTPStatus, bin(sqlrow.CutBody(f.ResponseBody)),
-					text(f.Error), sqlrow.NullMicros(finished))
+					sqlrow.NullMicros(started), sqlrow.NullMicros(finished), f.HTTPStatus, body, msg,
+					sqlrow.NullMicros(finished))
+				if c.status == sundial.RunRunning { // the end of a delivery's call
+					attStarted := c.startedAt // the run's, as the UPDATE keeps it
+					if started != nil {
+						attStarted = sqlrow.NullMicros(started)
+					}
+					nAtt++
+					attempts = attemptArgs(attempts, f.ID, c.deliveries, c.nodeID, f.Status, f.HTTPStatus,
+						msg, body, attStarted, sqlrow.NullMicros(finished))
+				}
 			}
 			if len(apply) == 0 {
 				continue
 			}
 			if err := applyBatch(ctx, tx, runFinishSQL(len(apply)), len(apply), args); err != nil {
 				return err
+			}
+			if nAtt > 0 {
+				if _, err := tx.ExecContext(ctx, attemptInsertSQL(nAtt), attempts...); err != nil {
+					return err
+				}
 			}
 			for _, i := range apply {
 				ok[i] = true

@@ -23,7 +23,11 @@
 // found through a partial index on next_fire_at, the SCHEDULED runs no node
 // holds (an empty node_id) through one on scheduled_at, and (task_id,
 // fire_key) is UNIQUE. Flags are BOOLEAN, and runs.response_body is BYTEA
-// so that any bytes a target answers with are kept as received.
+// so that any bytes a target answers with are kept as received; so is
+// run_attempts.response_body. run_attempts holds one row per delivery that
+// ended (RunAttempts reads them by run_id, id); its run_id references runs
+// ON DELETE CASCADE, so that deleting a run (RunPurge, or a SCHEDULED run
+// delivered before) deletes its attempts.
 //
 // # Concurrency
 //
@@ -45,17 +49,30 @@
 //     serialised across the cluster and max_concurrency is a cluster-wide
 //     limit. Its writes are guarded by the run's fence and status as well,
 //     because RunStart, RunCancel and RunFinish do not take the task lock.
-//   - RunStart and RunFinish are one UPDATE ... FROM unnest(arrays) each,
-//     guarded by id, fence and the allowed from-statuses, in one round trip
-//     and one implicit transaction. An ID listed twice goes into a second
-//     statement of the same batch, so the batch applies as if its items ran
-//     one after another. They are planned for each batch (plan_cache_mode
-//     force_custom_plan for the transaction): a generic plan, made for an
-//     array of unknown length, can be quadratic in a batch of thousands.
+//   - RunStart and RunFinish are one statement each around an UPDATE ...
+//     FROM unnest(arrays), guarded by id, fence and the allowed
+//     from-statuses, in one round trip and one implicit transaction. An ID
+//     listed twice goes into a second statement of the same batch, so the
+//     batch applies as if its items ran one after another. They are planned
+//     for each batch (plan_cache_mode force_custom_plan for the
+//     transaction): a generic plan, made for an array of unknown length, can
+//     be quadratic in a batch of thousands.
+//   - RunFinish's statement also records attempts. A CTE first locks the
+//     runs it may change (SELECT ... ORDER BY id FOR NO KEY UPDATE), reading
+//     the status each had, read again under the lock if a concurrent
+//     outcome changed it; the UPDATE applies the outcomes, and an INSERT
+//     into run_attempts records those that ended a RUNNING run's delivery.
+//     Reading the old status through a plain self-join would see it as of
+//     the statement's start: a callback's outcome that waited for its call's
+//     WAITING_CALLBACK would record the delivery a second time. Each attempt
+//     costs an insert and its foreign-key check (a primary-key lookup and
+//     lock of the run).
 //   - RunInsert takes FOR SHARE on its task, so it and TaskDelete (which
 //     deletes the task's SCHEDULED runs) cannot interleave.
 //   - RunRelease and NodeReap lock the tasks whose runs they release before
-//     touching the runs; NodeReap claims dead nodes with FOR UPDATE SKIP
+//     touching the runs, and record each RUNNING run they interrupt as an
+//     INTERRUPTED attempt in the same statement (UPDATE ... RETURNING
+//     feeding an INSERT); NodeReap claims dead nodes with FOR UPDATE SKIP
 //     LOCKED, so two reapers never release one node twice. RunPurge deletes
 //     with SKIP LOCKED too.
 //   - RunClaimDue, every node's hot path, is one statement in one round
@@ -80,15 +97,16 @@
 //     under the locks; the runs are locked FOR UPDATE SKIP LOCKED, so two
 //     redeliverers never take one run and do not wait for each other.
 //   - RunFindStuck and RunCancelRequested only read: what they return is
-//     acted on through fenced writes (RunClaim, RunFinish).
+//     acted on through fenced writes (RunClaim, RunFinish). RunAttempts
+//     only reads too.
 //   - Node heartbeats, start times and the dead-node cutoff all come from the
 //     server's clock_timestamp(), so a node whose own clock is off cannot
 //     make a healthy node look dead.
 //
 // Locks are taken in one order: a node row, then task rows, then run rows.
 // Where one statement locks several rows of a kind it takes them in ID
-// order (ORDER BY id FOR UPDATE), except RunStart, RunFinish, RunClaim and
-// RunUnplan, whose order follows the plan (their input is sorted by ID).
+// order (ORDER BY id FOR UPDATE), except RunStart, RunClaim and RunUnplan,
+// whose order follows the plan (their input is sorted by ID).
 // RunClaim, RunUnplan and RunRedeliver lock the runs' tasks before the
 // runs, as RunRelease does. PlanDue cannot deadlock: it never waits for a
 // task lock, and it inserts runs only for the tasks it holds; RunClaimDue

@@ -663,6 +663,141 @@ func TestRunFinishBatchInOrder(t *testing.T) {
 	if got, err := s.RunGet(ctx, r.ID); err != nil || got.Status != sundial.RunSuccess {
 		t.Fatalf("run after the batch: %v, %v; want SUCCESS", got, err)
 	}
+	// Only the first outcome ended the delivery's call.
+	if as, err := s.RunAttempts(ctx, r.ID); err != nil || len(as) != 1 || as[0].Status != sundial.RunWaitingCallback {
+		t.Fatalf("RunAttempts = %+v, %v; want one WAITING_CALLBACK attempt", as, err)
+	}
+}
+
+// startedRun inserts a run of a new task held by node and starts it.
+func startedRun(t *testing.T, s *Store, name, node string, now time.Time) *sundial.Run {
+	t.Helper()
+	ctx := t.Context()
+	tk := newTask(t, name, now)
+	if err := s.TaskCreate(ctx, tk, now); err != nil {
+		t.Fatalf("TaskCreate: %v", err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: now, NodeID: node}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatalf("RunInsert: %v", err)
+	}
+	if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now}}); err != nil || !ok[0] {
+		t.Fatalf("RunStart: %v %v", ok, err)
+	}
+	return r
+}
+
+// TestRunFinishAttemptRace: an outcome that waits for another one of the
+// same run (a callback behind its call's WAITING_CALLBACK) sees the status
+// that one left, not the status at its own start, so the delivery is
+// recorded once.
+func TestRunFinishAttemptRace(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	now := time.Now()
+	r := startedRun(t, s, "a", "node-a", now)
+
+	// The call's outcome, in a transaction left open.
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	us := sqlrow.Micros(now)
+	rows, err := tx.Query(ctx, runFinishSQL, []int64{r.ID}, []int64{r.Fence}, []string{"WAITING_CALLBACK"},
+		[]*int64{&us}, []*int64{&us}, []int32{202}, [][]byte{{}}, []string{""}, []int64{us})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil || len(ids) != 1 {
+		t.Fatalf("WAITING_CALLBACK: %v, %v", ids, err)
+	}
+	var holder int
+	if err := tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&holder); err != nil {
+		t.Fatal(err)
+	}
+	// The callback's outcome waits for it.
+	done := make(chan error, 1)
+	go func() {
+		ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+			FinishedAt: now, HTTPStatus: 500}})
+		if err == nil && !ok[0] {
+			err = fmt.Errorf("the callback's outcome was refused")
+		}
+		done <- err
+	}()
+	for {
+		var waiting bool
+		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE $1::integer = ANY (pg_blocking_pids(pid)))`, holder).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("RunFinish: %v", err)
+	}
+	as, err := s.RunAttempts(ctx, r.ID)
+	if err != nil || len(as) != 1 || as[0].Status != sundial.RunWaitingCallback || as[0].Delivery != 1 {
+		t.Fatalf("RunAttempts = %+v, %v; want one WAITING_CALLBACK attempt", as, err)
+	}
+	if got, err := s.RunGet(ctx, r.ID); err != nil || got.Status != sundial.RunFailed {
+		t.Fatalf("run = %+v, %v; want FAILED", got, err)
+	}
+}
+
+// TestAttemptsReapAndPurge: NodeReap records the deliveries of a dead node
+// as INTERRUPTED attempts of that node, and purging a run deletes its
+// attempts.
+func TestAttemptsReapAndPurge(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	now := time.Now()
+	if err := s.NodeRegister(ctx, &sundial.Node{ID: "dead"}); err != nil {
+		t.Fatal(err)
+	}
+	r := startedRun(t, s, "a", "dead", now)
+	other := startedRun(t, s, "b", "alive", now)
+	if _, err := s.pool.Exec(ctx, `UPDATE nodes SET heartbeat_at = 0`); err != nil {
+		t.Fatal(err)
+	}
+	dead, err := s.NodeReap(ctx, time.Second, now.Add(time.Minute))
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("NodeReap = %v, %v", dead, err)
+	}
+	as, err := s.RunAttempts(ctx, r.ID)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("RunAttempts = %+v, %v; want one", as, err)
+	}
+	a := as[0]
+	if a.RunID != r.ID || a.Delivery != 1 || a.NodeID != "dead" || a.Status != sundial.RunInterrupted ||
+		!strings.Contains(a.Error, "declared dead") || a.StartedAt == nil || !a.StartedAt.Equal(sqlrow.Norm(now)) ||
+		!a.FinishedAt.Equal(sqlrow.Norm(now.Add(time.Minute))) {
+		t.Fatalf("attempt = %+v", a)
+	}
+	if as, err := s.RunAttempts(ctx, other.ID); err != nil || as == nil || len(as) != 0 {
+		t.Fatalf("RunAttempts of a running run = %#v, %v; want an empty slice", as, err)
+	}
+
+	// Redelivery leaves no runs to redeliver: the run fails, and is purged.
+	if _, _, err := s.RunRedeliver(ctx, "alive", 1, 10, now); err != nil {
+		t.Fatalf("RunRedeliver: %v", err)
+	}
+	if n, err := s.RunPurge(ctx, time.Now().Add(time.Hour), 10); err != nil || n != 1 {
+		t.Fatalf("RunPurge = %d, %v; want 1", n, err)
+	}
+	var left int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM run_attempts WHERE run_id = $1`, r.ID).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("%d attempts left after the purge, %v", left, err)
+	}
 }
 
 // TestBytesAndText: a response body keeps any bytes; text PostgreSQL
@@ -707,6 +842,10 @@ func TestBytesAndText(t *testing.T) {
 	if got.Error != "bad \uFFFD byte \uFFFD" {
 		t.Fatalf("Error = %q", got.Error)
 	}
+	as, err := s.RunAttempts(ctx, r.ID)
+	if err != nil || len(as) != 1 || as[0].ResponseBody != body || as[0].Error != got.Error {
+		t.Fatalf("RunAttempts = %+v, %v; want the run's body and error", as, err)
+	}
 }
 
 // TestNodeClock: node times come from the server's clock, and a heartbeat
@@ -750,7 +889,8 @@ func TestQueryPlans(t *testing.T) {
 	// 5,000 tasks and 50,000 runs: a tenth each SCHEDULED, RUNNING,
 	// SKIPPED and QUEUED, the rest SUCCESS. Then 100,000 finished runs
 	// (half of them SKIPPED records no node holds) and 1,000 SCHEDULED runs
-	// no node holds yet, due from 200,000 on; 3 nodes, one of them ALIVE.
+	// no node holds yet, due from 200,000 on; 3 nodes, one of them ALIVE;
+	// two attempts of each SUCCESS run.
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
 			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
@@ -774,7 +914,10 @@ func TestQueryPlans(t *testing.T) {
 		FROM generate_series(200001, 201000) AS g;
 		INSERT INTO nodes (id, state, started_at, heartbeat_at)
 		VALUES ('node-0', 'ALIVE', 0, 0), ('node-1', 'DEAD', 0, 0), ('node-2', 'LEFT', 0, 0);
-		ANALYZE tasks, runs, nodes`)
+		INSERT INTO run_attempts (run_id, delivery, node_id, status, started_at, finished_at)
+		SELECT id, d, node_id, CASE d WHEN 1 THEN 'INTERRUPTED' ELSE status END, scheduled_at, scheduled_at
+		FROM runs, generate_series(1, 2) AS d WHERE status = 'SUCCESS';
+		ANALYZE tasks, runs, nodes, run_attempts`)
 	if err != nil {
 		t.Fatalf("fill tables: %v", err)
 	}
@@ -811,6 +954,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunPurge", runPurgeSQL, []any{40_000, 500}, "runs_created", ""},
 		{"release lock", releaseLockSQL, []any{"node-1"}, "tasks_pkey", ""},
 		{"release running", releaseRunningSQL, []any{"node-1", "", 1}, "runs_pkey", ""},
+		{"RunAttempts", runAttemptsSQL, []any{40}, "run_attempts_run", ""},
 		// Claims. An idle claim (nothing due) and a claim of 1,000 runs
 		// read the runs no node holds only.
 		{"RunClaimDue idle", claimDueSQL, []any{"node-0", 150_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},

@@ -321,19 +321,45 @@ var finishEdges, finishTargets = func() (string, map[sundial.RunStatus]bool) {
 	return "(" + strings.Join(pairs, ", ") + ")", targets
 }()
 
-var runFinishSQL = `UPDATE runs
-	SET status = u.status, started_at = COALESCE(u.started_at, runs.started_at), finished_at = u.finished_at,
-		http_status = u.http_status, response_body = u.response_body, error = u.error, updated_at = u.updated_at
-	FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::integer[],
-		$7::bytea[], $8::text[], $9::bigint[])
-		AS u (id, fence, status, started_at, finished_at, http_status, response_body, error, updated_at)
-	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
-		AND (runs.status, u.status) IN ` + finishEdges + `
-	RETURNING runs.id`
+// runFinishSQL applies one round of outcomes and records an attempt for
+// each that ends a delivery's call. The CTE prev finds the runs by primary
+// key, as RunStart does, and locks them in ID order before the UPDATE (FOR
+// NO KEY UPDATE, the lock the UPDATE takes): the status it returns (was)
+// is the one the UPDATE replaces, read again under the lock if another
+// transaction changed the run since the statement began (READ COMMITTED).
+// An outcome of a RUNNING run ends a delivery, recorded as attempt number
+// runs.deliveries; one of a WAITING_CALLBACK run (its callback) records
+// nothing. The statement returns the IDs of the runs it changed.
+var runFinishSQL = `WITH prev AS (
+		SELECT runs.id, runs.status AS was, u.status, u.started_at, u.finished_at, u.http_status,
+			u.response_body, u.error, u.updated_at
+		FROM runs, unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::integer[],
+			$7::bytea[], $8::text[], $9::bigint[])
+			AS u (id, fence, status, started_at, finished_at, http_status, response_body, error, updated_at)
+		WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
+			AND (runs.status, u.status) IN ` + finishEdges + `
+		ORDER BY runs.id
+		FOR NO KEY UPDATE OF runs
+	), done AS (
+		UPDATE runs
+		SET status = p.status, started_at = COALESCE(p.started_at, runs.started_at), finished_at = p.finished_at,
+			http_status = p.http_status, response_body = p.response_body, error = p.error, updated_at = p.updated_at
+		FROM prev AS p
+		WHERE runs.id = p.id
+		RETURNING runs.id, p.was, runs.deliveries, runs.node_id, runs.status, runs.http_status, runs.error,
+			runs.response_body, runs.started_at, COALESCE(runs.finished_at, runs.updated_at) AS ended
+	), attempts AS (
+		INSERT INTO run_attempts (run_id, delivery, node_id, status, http_status, error, response_body,
+			started_at, finished_at)
+		SELECT id, deliveries, node_id, status, http_status, error, response_body, started_at, ended
+		FROM done WHERE was = 'RUNNING'
+	)
+	SELECT id FROM done`
 
 // RunFinish records outcomes of active runs, each only if its fence matches
 // and its status may move to the outcome's, in one statement (one per
-// repeat of an ID) and one round trip. An outcome no active run may reach
+// repeat of an ID) and one round trip. Each outcome of a RUNNING run is
+// also recorded as an attempt (runFinishSQL). An outcome no active run may reach
 // (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
 	ok := make([]bool, len(finishes))
@@ -487,10 +513,18 @@ const (
 		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = $2,
 			finished_at = $3, updated_at = $3
 		WHERE status = 'SCHEDULED' AND node_id = $1`
-	releaseRunningSQL = `UPDATE runs
-		SET status = 'INTERRUPTED', error = $2, finished_at = $3, updated_at = $3, fence = fence + 1
-		WHERE status = 'RUNNING' AND node_id = $1 AND id = ANY (ARRAY(
-			SELECT id FROM runs WHERE status = 'RUNNING' AND node_id = $1 ORDER BY id FOR UPDATE))`
+	// releaseRunningSQL interrupts the node's RUNNING runs, locked in ID
+	// order, and records each cut-off delivery as an INTERRUPTED attempt of
+	// the node, with the reason.
+	releaseRunningSQL = `WITH cut AS (
+			UPDATE runs
+			SET status = 'INTERRUPTED', error = $2, finished_at = $3, updated_at = $3, fence = fence + 1
+			WHERE status = 'RUNNING' AND node_id = $1 AND id = ANY (ARRAY(
+				SELECT id FROM runs WHERE status = 'RUNNING' AND node_id = $1 ORDER BY id FOR UPDATE))
+			RETURNING id, deliveries, started_at
+		)
+		INSERT INTO run_attempts (run_id, delivery, node_id, status, error, started_at, finished_at)
+		SELECT id, deliveries, $1, 'INTERRUPTED', $2, started_at, $3 FROM cut`
 )
 
 // queueRelease queues onto b the statements that give up nodeID's runs:
@@ -501,7 +535,8 @@ const (
 //   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
 //     as SKIPPED (MISFIRE) with the reason;
 //   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
-//     late write from the old owner is refused.
+//     late write from the old owner is refused, and each delivery so cut
+//     off is recorded as an INTERRUPTED attempt of nodeID.
 //
 // QUEUED runs stay: the queue is the task's, drained by whichever node frees
 // a slot (RunQueuedNext).

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -168,6 +169,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	now := s.clock()
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.st.runFinish)
+		var ended []int64 // runs that left RUNNING: deliveries to record
 		for i, f := range finishes {
 			var started, finished *time.Time
 			if !f.StartedAt.IsZero() {
@@ -178,17 +180,47 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				finished = &f.FinishedAt
 				updated = f.FinishedAt
 			}
+			apply := func(a, b string) (bool, error) {
+				res, err := stmt.ExecContext(ctx, string(f.Status), sqlrow.NullMicros(started), sqlrow.NullMicros(finished),
+					f.HTTPStatus, sqlrow.CutBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, a, b)
+				if err != nil {
+					return false, err
+				}
+				n, err := res.RowsAffected()
+				return n == 1, err
+			}
 			from := finishFrom[f.Status]
-			res, err := stmt.ExecContext(ctx, string(f.Status), sqlrow.NullMicros(started), sqlrow.NullMicros(finished),
-				f.HTTPStatus, sqlrow.CutBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, from[0], from[1])
-			if err != nil {
+			running := string(sundial.RunRunning)
+			var err error
+			if from[0] != running && from[1] != running {
+				if ok[i], err = apply(from[0], from[1]); err != nil {
+					return err
+				}
+				continue
+			}
+			// A run leaving RUNNING ends a delivery: record it as an attempt.
+			if ok[i], err = apply(running, running); err != nil {
 				return err
 			}
-			n, err := res.RowsAffected()
-			if err != nil {
+			if ok[i] {
+				ended = append(ended, f.ID)
+				continue
+			}
+			if other := from[0]; other != running {
+				if ok[i], err = apply(other, other); err != nil {
+					return err
+				}
+			} else if other := from[1]; other != running {
+				if ok[i], err = apply(other, other); err != nil {
+					return err
+				}
+			}
+		}
+		for part := range slices.Chunk(ended, 500) {
+			q, args := inList(part)
+			if _, err := tx.ExecContext(ctx, attemptFromRunSQL+` IN (`+q+`)`, args...); err != nil {
 				return err
 			}
-			ok[i] = n == 1
 		}
 		return nil
 	})
@@ -312,10 +344,53 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 		WHERE status = 'SCHEDULED' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID); err != nil {
 		return err
 	}
+	// Each call cut off is an attempt of its run.
+	if _, err := tx.ExecContext(ctx, `INSERT INTO run_attempts
+		(run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
+		SELECT id, deliveries, node_id, 'INTERRUPTED', 0, ?1, '', started_at, ?2
+		FROM runs WHERE status = 'RUNNING' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID); err != nil {
+		return err
+	}
 	_, err = tx.ExecContext(ctx, `UPDATE runs
 		SET status = 'INTERRUPTED', error = ?1, finished_at = ?2, updated_at = ?2, fence = fence + 1
 		WHERE status = 'RUNNING' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID)
 	return err
+}
+
+// attemptFromRunSQL records the deliveries the runs listed after it (IN
+// (...)) just ended, from the runs.
+const attemptFromRunSQL = `INSERT INTO run_attempts
+	(run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
+	SELECT id, deliveries, node_id, status, http_status, error, response_body, started_at,
+		COALESCE(finished_at, updated_at)
+	FROM runs WHERE id`
+
+// RunAttempts returns the attempts of a run, oldest first.
+func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT run_id, delivery, node_id, status, http_status, error,
+		response_body, started_at, finished_at FROM run_attempts WHERE run_id = ? ORDER BY id`, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	out := []*sundial.Attempt{}
+	for rows.Next() {
+		var (
+			a        sundial.Attempt
+			status   string
+			started  sql.NullInt64
+			finished int64
+		)
+		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error,
+			&a.ResponseBody, &started, &finished); err != nil {
+			return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+		}
+		a.Status = sundial.RunStatus(status)
+		a.StartedAt = sqlrow.TimePtr(started)
+		a.FinishedAt = sqlrow.FromMicros(finished)
+		out = append(out, &a)
+	}
+	return out, rows.Err()
 }
 
 // RunPurge deletes up to limit final runs created before before, oldest

@@ -1,0 +1,71 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
+)
+
+// attemptWriteCols are the columns an attempt is inserted with, in the
+// order of attemptArgs.
+const attemptWriteCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
+
+// attemptInsertSQL inserts n attempts in one statement; a finish time left
+// NULL is the server's clock, as a run's updated_at is in RunFinish.
+func attemptInsertSQL(n int) string {
+	one := "(" + placeholders(8) + ", COALESCE(?, " + nowSQL + "))"
+	var b strings.Builder
+	b.WriteString("INSERT INTO run_attempts (" + attemptWriteCols + ") VALUES ")
+	b.Grow(n * (len(one) + 2))
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(one)
+	}
+	return b.String()
+}
+
+// attemptArgs appends the arguments of one attempt: body and error as they
+// are stored in runs (bin, text).
+func attemptArgs(args []any, runID int64, delivery int, nodeID string, status sundial.RunStatus, httpStatus int,
+	errText string, body []byte, started, finished sql.NullInt64) []any {
+	return append(args, runID, delivery, nodeID, string(status), httpStatus, errText, body, started, finished)
+}
+
+// RunAttempts returns the attempts recorded for a run, oldest first (by
+// ID): a range of run_attempts_run. An unknown run has none.
+func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error) {
+	rows, err := s.db.QueryContext(ctx, attemptsSQL, runID)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+	}
+	defer rows.Close()
+	out := []*sundial.Attempt{}
+	for rows.Next() {
+		var (
+			a        sundial.Attempt
+			status   string
+			started  sql.NullInt64
+			finished int64
+		)
+		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error, &a.ResponseBody,
+			&started, &finished); err != nil {
+			return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+		}
+		a.Status = sundial.RunStatus(status)
+		a.StartedAt = sqlrow.TimePtr(started)
+		a.FinishedAt = sqlrow.FromMicros(finished)
+		out = append(out, &a)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
+	}
+	return out, nil
+}
+
+const attemptsSQL = `SELECT ` + attemptWriteCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`
