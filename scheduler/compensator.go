@@ -124,7 +124,7 @@ func (c *compensator) Run(ctx context.Context) {
 	defer timer.Stop()
 	for {
 		c.mu.Lock()
-		wait := c.lastPoll.Add(c.interval()).Sub(time.Now())
+		wait := time.Until(c.lastPoll.Add(c.interval()))
 		c.mu.Unlock()
 		timer.Reset(max(wait, 0))
 		select {

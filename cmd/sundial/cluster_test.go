@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -57,7 +56,7 @@ func sundialBinary(t *testing.T) string {
 			return
 		}
 		binPath = filepath.Join(dir, "sundial")
-		out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", binPath, ".").CombinedOutput()
+		out, err := exec.Command(goTool(t), "build", "-o", binPath, ".").CombinedOutput()
 		if err != nil {
 			binErr = fmt.Errorf("go build: %v\n%s", err, out)
 		}
@@ -66,6 +65,15 @@ func sundialBinary(t *testing.T) string {
 		t.Fatal(binErr)
 	}
 	return binPath
+}
+
+// goTool finds the go command on PATH, to build the binary under test.
+func goTool(t *testing.T) string {
+	p, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("no go command on PATH: %v", err)
+	}
+	return p
 }
 
 func randomName(prefix string) string {

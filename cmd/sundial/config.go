@@ -237,7 +237,7 @@ func (c *config) validate() error {
 		return errors.New("listen: must not be empty")
 	case !strings.HasPrefix(c.DB, "sqlite:") && !strings.HasPrefix(c.DB, "postgres://") &&
 		!strings.HasPrefix(c.DB, "postgresql://") && !strings.HasPrefix(c.DB, "mysql://"):
-		return fmt.Errorf("db: %q: want sqlite:PATH, postgres://... or mysql://...", c.DB)
+		return fmt.Errorf("db: %q: want sqlite:PATH, postgres://URL or mysql://URL", c.DB)
 	case c.DB == "sqlite:":
 		return errors.New("db: sqlite: needs a file path, such as sqlite:./sundial.db")
 	case !oneOf(c.Log.Level, "debug", "info", "warn", "error"):

@@ -147,8 +147,6 @@ func (a *runArrays) add(r *sundial.Run) {
 	a.updated = append(a.updated, sqlrow.Micros(r.UpdatedAt))
 }
 
-func (a *runArrays) len() int { return len(a.taskID) }
-
 func (a *runArrays) args() []any {
 	return []any{a.taskID, a.fireKey, a.trigger, a.scheduled, a.status, a.skipReason, a.missed,
 		a.attempt, a.deliveries, a.nodeID, a.fence, a.started, a.finished, a.httpStatus, a.body,
