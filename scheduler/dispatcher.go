@@ -313,10 +313,12 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 	var (
 		task     *sundial.Task
 		decision sundial.Admission
+		freeSlot bool
 	)
 	trace := executor.NewTraceID()
 	r, err := d.s.store.RunAdmit(ctx, it.run.ID, it.run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
 		task = st.Task
+		freeSlot = st.Task.MaxConcurrency > 0 && st.Active < st.Task.MaxConcurrency
 		decision = Admit(st)
 		decision.TraceID = trace
 		return decision
@@ -336,6 +338,11 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 			"attempt", r.Attempt, "scheduled_time", r.ScheduledTime)
 	case sundial.RunQueued:
 		d.s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
+		if freeSlot && it.run.Status != sundial.RunQueued {
+			// Queued behind older runs while a slot is free: start the
+			// oldest.
+			d.s.startQueued(ctx, task)
+		}
 	}
 	// RunAdmit marked the runs to cancel; stop the calls made from here.
 	// (Calls on other nodes see the mark when they next look.)

@@ -70,10 +70,13 @@ func Admit(s sundial.AdmitState) sundial.Admission {
 
 // concurrency applies max_concurrency and its policy to a decision to run.
 // Runs being cancelled by the same decision no longer count as active.
+// Under QUEUE the queue is first in, first out: while runs wait in it, a new
+// fire joins them even if a slot is free (the oldest queued run takes it).
 func concurrency(s sundial.AdmitState, a sundial.Admission, ignore bool) sundial.Admission {
 	t := s.Task
 	active := s.Active - len(a.Cancel)
-	if ignore || t.MaxConcurrency <= 0 || active < t.MaxConcurrency {
+	queueAhead := t.ConcurrencyPolicy == sundial.ConcurrencyQueue && s.Queued > 0
+	if ignore || t.MaxConcurrency <= 0 || (active < t.MaxConcurrency && !queueAhead) {
 		return a
 	}
 	switch t.ConcurrencyPolicy {

@@ -161,6 +161,29 @@ func (s *Scheduler) startStuck(ctx context.Context, stuck []*sundial.Run) int {
 	return len(runs)
 }
 
+// startQueued hands the oldest QUEUED run of t to admission: a slot may
+// have freed. A run queued on another node is taken over first.
+func (s *Scheduler) startQueued(ctx context.Context, t *sundial.Task) {
+	q, err := s.store.RunQueuedNext(ctx, t.ID)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("find queued run", "task_id", t.ID, "err", err)
+		}
+		return
+	}
+	if q == nil {
+		return
+	}
+	if q.NodeID != s.cfg.Node.ID {
+		runs, _, err := s.store.RunClaim(ctx, s.cfg.Node.ID, []sundial.RunRef{{ID: q.ID, Fence: q.Fence}})
+		if err != nil || len(runs) == 0 {
+			return // taken by another node meanwhile
+		}
+		q = runs[0]
+	}
+	s.disp.addAdmitted(q, t)
+}
+
 // CompensationStatus returns the state of seed 000's compensator.
 func (s *Scheduler) CompensationStatus() sundial.CompensationStatus { return s.comp.Status() }
 

@@ -546,3 +546,37 @@ func TestStartRateLimit(t *testing.T) {
 		}
 	})
 }
+
+// TestQueueFirstInFirstOut: queued runs are delivered in order and a fire
+// due as a slot frees, with the queue full, is QUEUE_FULL. (The rule that a
+// new fire queues behind waiting runs even with a slot free is pinned by
+// TestAdmit; on a fake clock the queue's head always starts first.)
+func TestQueueFirstInFirstOut(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = 3 * time.Second // the fire of 1 s runs until 4 s, when the next is due
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "1-4 * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy, tk.MaxQueue = 1, sundial.ConcurrencyQueue, 2
+		})
+		waitUntil(start.Add(15 * time.Second))
+		b.stop(t)
+		got := summarize(b.runs(t, tk.ID))
+		want := []runSummary{
+			{sundial.RunSuccess, "", 1}, {sundial.RunSuccess, "", 1}, {sundial.RunSuccess, "", 1},
+			{sundial.RunSkipped, sundial.SkipQueueFull, 1},
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("runs:\n got  %v\n want %v", got, want)
+		}
+		var order []time.Duration
+		for _, c := range b.target.snapshot() {
+			order = append(order, c.scheduled.Sub(start))
+		}
+		if want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}; !slices.Equal(order, want) {
+			t.Errorf("delivered the fires of %v, want %v in that order", order, want)
+		}
+	})
+}

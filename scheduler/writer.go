@@ -135,23 +135,7 @@ func (w *writer) write(batch []result) {
 		}
 	}
 	// A slot has freed: the oldest queued run of each such task may start.
-	for id, t := range queueTasks {
-		q, err := w.s.store.RunQueuedNext(ctx, id)
-		if err != nil {
-			w.s.log.Error("find queued run", "task_id", id, "err", err)
-			continue
-		}
-		if q == nil {
-			continue
-		}
-		if q.NodeID != w.s.cfg.Node.ID {
-			// Queued on another node: take it over, then admit it here.
-			runs, _, err := w.s.store.RunClaim(ctx, w.s.cfg.Node.ID, []sundial.RunRef{{ID: q.ID, Fence: q.Fence}})
-			if err != nil || len(runs) == 0 {
-				continue // taken by another node meanwhile
-			}
-			q = runs[0]
-		}
-		w.s.disp.addAdmitted(q, t)
+	for _, t := range queueTasks {
+		w.s.startQueued(ctx, t)
 	}
 }
