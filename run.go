@@ -1,6 +1,7 @@
 package sundial
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 )
@@ -13,6 +14,7 @@ import (
 //	    |--policy--> SKIPPED (reason: OVERLAP | FAILURE | CONCURRENCY | MISFIRE | QUEUE_FULL)
 //	    |--policy--> QUEUED --slot free--> RUNNING
 //	RUNNING on a dead node --> INTERRUPTED --> SCHEDULED again (next try) or FAILED (tries used up)
+//	RUNNING, WAITING_CALLBACK --retryable failure, attempts left--> SCHEDULED (due after the backoff)
 type RunStatus string
 
 const (
@@ -32,8 +34,8 @@ const (
 var transitions = map[RunStatus][]RunStatus{
 	RunScheduled:       {RunRunning, RunQueued, RunSkipped, RunCanceled},
 	RunQueued:          {RunRunning, RunSkipped, RunCanceled},
-	RunRunning:         {RunSuccess, RunFailed, RunTimeout, RunCanceled, RunWaitingCallback, RunInterrupted},
-	RunWaitingCallback: {RunSuccess, RunFailed, RunFailedTimeout, RunCanceled, RunInterrupted},
+	RunRunning:         {RunSuccess, RunFailed, RunTimeout, RunCanceled, RunWaitingCallback, RunInterrupted, RunScheduled},
+	RunWaitingCallback: {RunSuccess, RunFailed, RunFailedTimeout, RunCanceled, RunInterrupted, RunScheduled},
 	RunInterrupted:     {RunScheduled, RunFailed},
 }
 
@@ -102,31 +104,49 @@ const (
 // MaxResponseBody is how much of a target's answer a run keeps.
 const MaxResponseBody = 4096
 
+// Limits of what a target may report about a run.
+const (
+	MaxResultLen     = 64 << 10 // a callback's result
+	MaxProgressLen   = 4 << 10  // a progress report's progress
+	MaxCheckpointLen = 8 << 10  // a checkpoint, sent back as a header
+)
+
 // Run is one fire of a task (or one manual trigger) and what became of it.
 // (TaskID, FireKey) is unique: one scheduled second has at most one run.
 type Run struct {
-	ID              int64      `json:"id"`
-	TaskID          int64      `json:"task_id"`
-	FireKey         string     `json:"fire_key"`
-	Trigger         Trigger    `json:"trigger"`
-	ScheduledTime   time.Time  `json:"scheduled_time"`
-	Status          RunStatus  `json:"status"`
-	SkipReason      SkipReason `json:"skip_reason,omitempty"`
-	MissedCount     int        `json:"missed_count,omitempty"`
-	Attempt         int        `json:"attempt"`
-	Deliveries      int        `json:"deliveries"`
-	NodeID          string     `json:"node_id,omitempty"`
-	Fence           int64      `json:"fence"`
-	StartedAt       *time.Time `json:"started_at"`
-	FinishedAt      *time.Time `json:"finished_at"`
-	HTTPStatus      int        `json:"http_status,omitempty"`
-	ResponseBody    string     `json:"response_body,omitempty"`
-	Error           string     `json:"error,omitempty"`
-	TraceID         string     `json:"trace_id,omitempty"`
-	IdempotencyKey  string     `json:"idempotency_key"`
-	CancelRequested bool       `json:"cancel_requested,omitempty"`
-	CreatedAt       time.Time  `json:"created_at"`
-	UpdatedAt       time.Time  `json:"updated_at"`
+	ID            int64     `json:"id"`
+	TaskID        int64     `json:"task_id"`
+	FireKey       string    `json:"fire_key"`
+	Trigger       Trigger   `json:"trigger"`
+	ScheduledTime time.Time `json:"scheduled_time"`
+	// DueAt is when the run next needs a node: its first delivery
+	// (ScheduledTime), a retry after its backoff (SCHEDULED with
+	// Deliveries > 0), or its callback deadline (WAITING_CALLBACK).
+	DueAt        time.Time  `json:"due_at"`
+	Status       RunStatus  `json:"status"`
+	SkipReason   SkipReason `json:"skip_reason,omitempty"`
+	MissedCount  int        `json:"missed_count,omitempty"`
+	Attempt      int        `json:"attempt"`
+	Deliveries   int        `json:"deliveries"`
+	NodeID       string     `json:"node_id,omitempty"`
+	Fence        int64      `json:"fence"`
+	StartedAt    *time.Time `json:"started_at"`
+	FinishedAt   *time.Time `json:"finished_at"`
+	HTTPStatus   int        `json:"http_status,omitempty"`
+	ResponseBody string     `json:"response_body,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	TraceID      string     `json:"trace_id,omitempty"`
+	// Result is what an ASYNC run's callback reported (any JSON).
+	Result json.RawMessage `json:"result,omitempty"`
+	// Progress and Checkpoint are the latest a long job reported
+	// (POST /runs/{id}/progress); the checkpoint goes with every later
+	// delivery of the run, so the target can resume from it.
+	Progress        json.RawMessage `json:"progress,omitempty"`
+	Checkpoint      json.RawMessage `json:"checkpoint,omitempty"`
+	IdempotencyKey  string          `json:"idempotency_key"`
+	CancelRequested bool            `json:"cancel_requested,omitempty"`
+	CreatedAt       time.Time       `json:"created_at"`
+	UpdatedAt       time.Time       `json:"updated_at"`
 }
 
 // ScheduledFireKey is the fire key of the scheduled fire of a task at t: its

@@ -2,6 +2,8 @@ package sundial
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -19,18 +21,31 @@ type Store interface {
 
 	// TaskCreate inserts t (already normalised), setting ID, Version (1),
 	// CreatedAt and UpdatedAt (now). A live task with the same name is
-	// EConflict (field "name").
+	// EConflict (field "name"); so is one with the same RequestID (field
+	// "request_id"), whatever its RequestHash: TaskCreateMany resolves
+	// idempotent requests.
 	TaskCreate(ctx context.Context, t *Task, now time.Time) error
+	// TaskCreateMany inserts the tasks in one transaction, as TaskCreate
+	// does, except for a task whose RequestID names a live task: when that
+	// task has the same RequestHash, nothing is inserted for it, *ts[i]
+	// becomes the existing task and existed[i] is true; otherwise it is
+	// EConflict (field "request_id"). An error about one task is a
+	// *BatchError with its index, and inserts nothing at all. Concurrent
+	// calls with the same RequestID create one task.
+	TaskCreateMany(ctx context.Context, ts []*Task, now time.Time) (existed []bool, err error)
 	// TaskGet returns a live task, or ENotFound.
 	TaskGet(ctx context.Context, id int64) (*Task, error)
 	// TaskList returns live tasks ordered by ID.
 	TaskList(ctx context.Context, f TaskFilter) ([]*Task, error)
 	// TaskUpdate replaces the task whose ID and Version match t, bumping
-	// Version and setting UpdatedAt, and deletes its SCHEDULED runs so that
-	// the planner plans it anew from t.NextFireTime. A missing task is
-	// ENotFound, a version mismatch EConflict (field "version").
+	// Version and setting UpdatedAt, and deletes its upcoming runs (planned
+	// SCHEDULED runs never delivered: Deliveries 0, trigger not MANUAL) so
+	// that the planner plans it anew from t.NextFireTime. Runs waiting for
+	// a retry stay. A missing task is ENotFound, a version mismatch
+	// EConflict (field "version").
 	TaskUpdate(ctx context.Context, t *Task, now time.Time) error
-	// TaskDelete marks the task deleted and deletes its SCHEDULED runs.
+	// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
+	// delivered and cancels its other SCHEDULED and its QUEUED runs.
 	TaskDelete(ctx context.Context, id int64, now time.Time) error
 
 	// PlanDue claims up to limit enabled tasks whose NextFireTime is at or
@@ -64,33 +79,66 @@ type Store interface {
 	// Each applied outcome of a RUNNING run (the end of a delivery's call;
 	// for an ASYNC run, WAITING_CALLBACK) is also recorded as an attempt of
 	// its run, numbered by the run's delivery count (see RunAttempts).
+	//
+	// An outcome with Retry set records the attempt with its Status, but
+	// the run goes back to SCHEDULED, held by no node, due at DueAt (the
+	// end of its backoff), keeping HTTPStatus, ResponseBody and Error of the
+	// failed delivery. A WAITING_CALLBACK outcome sets DueAt, the callback
+	// deadline. CompleteTask, when set, becomes the status of the run's
+	// task in the same transaction (a one-off task that ended).
 	RunFinish(ctx context.Context, finishes []RunFinish) (ok []bool, err error)
+	// RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose
+	// callback came before its call's answer was recorded (a callback, or
+	// a callback deadline passed): c.Status becomes the run's, or, with
+	// c.Retry, the run goes back to SCHEDULED for another delivery as in
+	// RunFinish. The run's latest attempt takes the outcome (a RUNNING
+	// run's delivery is recorded as a new attempt). A missing run is
+	// ENotFound; a fence that is not the run's is EConflict (field
+	// "fence"): the delivery was superseded; a run that is not RUNNING or
+	// WAITING_CALLBACK is EConflict (field "status").
+	RunComplete(ctx context.Context, c RunCompletion) (*Run, error)
+	// RunProgress saves what a RUNNING or WAITING_CALLBACK run reports
+	// about itself (progress, checkpoint; nil keeps the saved one) and, for
+	// a WAITING_CALLBACK run, moves its callback deadline to p.DueAt when
+	// that is later. Errors as RunComplete.
+	RunProgress(ctx context.Context, p RunProgress) (*Run, error)
+	// RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
+	// callback deadline (DueAt) is at or before now, oldest first, and
+	// their tasks (deleted ones too) by ID.
+	RunCallbackExpired(ctx context.Context, now time.Time, limit int) ([]*Run, map[int64]*Task, error)
+	// RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED,
+	// never delivered), by scheduled time then ID.
+	RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*Run, error)
 	// RunAttempts returns the attempts recorded for a run, oldest first:
 	// one per delivery that ended, including deliveries cut off by a node's
 	// death or stop (RunRelease, NodeReap), which end INTERRUPTED.
 	RunAttempts(ctx context.Context, runID int64) ([]*Attempt, error)
 	// RunCancel cancels a run: SCHEDULED and QUEUED ones at once, RUNNING and
 	// WAITING_CALLBACK ones by setting CancelRequested for their node. A
-	// final run is EConflict.
+	// final run is EConflict. A one-off task whose scheduled run is
+	// cancelled at once becomes FAILED.
 	RunCancel(ctx context.Context, id int64, now time.Time) (*Run, error)
 	// RunQueuedNext returns the oldest QUEUED run of a task, or nil.
 	RunQueuedNext(ctx context.Context, taskID int64) (*Run, error)
 	// RunsOwned returns the unfinished runs (SCHEDULED, QUEUED, RUNNING)
 	// owned by nodeID.
 	RunsOwned(ctx context.Context, nodeID string) ([]*Run, error)
-	// RunRelease gives up nodeID's runs on shutdown: SCHEDULED ones are
-	// deleted and their tasks' NextFireTime rewound to the earliest of them,
-	// so the next planner pass (on any node) plans them again under the
-	// task's catch-up mode; RUNNING ones become INTERRUPTED with the reason,
-	// each recorded as an INTERRUPTED attempt of nodeID.
+	// RunRelease gives up nodeID's runs on shutdown: planned SCHEDULED ones
+	// never delivered are deleted and their tasks' NextFireTime rewound to
+	// the earliest of them, so the next planner pass (on any node) plans
+	// them again under the task's catch-up mode; SCHEDULED ones delivered
+	// before (a retry, a redelivery) are handed back to no node, as they
+	// are; MANUAL ones are SKIPPED (MISFIRE); RUNNING ones become
+	// INTERRUPTED with the reason, each recorded as an INTERRUPTED attempt
+	// of nodeID.
 	RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error
 	// RunPurge deletes up to limit final runs created before before, and
 	// reports how many it deleted.
 	RunPurge(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
-	// holds and that are due at or before until, most urgent first (their
-	// task's priority descending, then scheduled time, then ID): it sets
+	// holds and that are due (DueAt) at or before until, most urgent first
+	// (their task's priority descending, then DueAt, then ID): it sets
 	// their node and bumps their fence. Concurrent claims never take the
 	// same run and do not wait for each other. It returns the claimed runs,
 	// and their tasks by ID.
@@ -104,22 +152,29 @@ type Store interface {
 	// alone) and rewinds each task's NextFireTime to its earliest deleted
 	// run when that is earlier, so that the planner plans those fires again:
 	// used for runs found too late to fire, which then follow the task's
-	// catch-up mode.
+	// catch-up mode. Runs delivered before are handed back to no node
+	// instead of deleted.
 	RunUnplan(ctx context.Context, nodeID string, refs []RunRef) error
 	// RunRedeliver takes up to limit INTERRUPTED runs, oldest first: each
 	// that has had fewer than maxDeliveries deliveries, whose task is live
 	// and whose cancellation was not requested becomes SCHEDULED again, held
 	// by nodeID with a bumped fence, and is returned (with its task) to be
 	// delivered again; the others become FAILED (finished now, with the
-	// reason in Error).
+	// reason in Error, and a one-off task whose scheduled run this is
+	// becomes FAILED). A redelivered run is due now.
 	RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*Run, map[int64]*Task, error)
-	// RunFindStuck returns up to limit SCHEDULED runs due before dueBefore
+	// RunFindStuck returns up to limit SCHEDULED runs due (DueAt) before dueBefore
 	// that nodeID holds, that no node holds, or whose node is not ALIVE,
 	// oldest first: the compensator's query.
 	RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*Run, error)
 	// RunCancelRequested returns the IDs of RUNNING and WAITING_CALLBACK
 	// runs held by nodeID whose cancellation was requested.
 	RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error)
+
+	// SettingEnsure returns the value of a cluster-wide setting, storing
+	// value first when the setting has none (the first node to start
+	// decides, e.g. the callback secret).
+	SettingEnsure(ctx context.Context, name, value string) (string, error)
 
 	// NodeRegister inserts or revives a node as ALIVE, its heartbeat and
 	// start time taken from the database's clock.
@@ -160,7 +215,8 @@ type Node struct {
 type TaskFilter struct {
 	Status     TaskStatus // empty: any
 	NamePrefix string
-	AfterID    int64 // paging: IDs greater than this
+	BizID      string // empty: any
+	AfterID    int64  // paging: IDs greater than this
 	Limit      int
 }
 
@@ -213,6 +269,9 @@ type Admission struct {
 	// Cancel lists runs to cancel first (CANCEL_PREV): RunAdmit treats each
 	// as RunCancel does.
 	Cancel []int64
+	// CompleteTask, when set, becomes the task's status with the decision
+	// (a one-off task whose only fire is SKIPPED: FAILED).
+	CompleteTask TaskStatus
 }
 
 // Attempt is one delivery of a run and how it ended.
@@ -250,7 +309,45 @@ type RunFinish struct {
 	HTTPStatus   int
 	ResponseBody string
 	Error        string
+	// Retry sends the run back to SCHEDULED, due at DueAt, instead of
+	// ending it with Status (which its attempt records).
+	Retry bool
+	// DueAt is the retry's time (Retry), or the callback deadline (Status
+	// WAITING_CALLBACK).
+	DueAt time.Time
+	// CompleteTask, when set, becomes the status of the run's task.
+	CompleteTask TaskStatus
 }
+
+// RunCompletion ends an ASYNC run (RunComplete).
+type RunCompletion struct {
+	ID, Fence    int64
+	Status       RunStatus // SUCCESS, FAILED or FAILED_TIMEOUT
+	Result       json.RawMessage
+	Error        string
+	FinishedAt   time.Time
+	Retry        bool      // back to SCHEDULED, due at DueAt, instead
+	DueAt        time.Time // the retry's time
+	CompleteTask TaskStatus
+}
+
+// RunProgress is a long job's report on its run (RunProgress).
+type RunProgress struct {
+	ID, Fence  int64
+	Progress   json.RawMessage // nil: keep
+	Checkpoint json.RawMessage // nil: keep
+	DueAt      time.Time       // the new callback deadline, if later
+	Now        time.Time
+}
+
+// BatchError is the error of one item of a batch (TaskCreateMany).
+type BatchError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string { return fmt.Sprintf("item %d: %v", e.Index, e.Err) }
+func (e *BatchError) Unwrap() error { return e.Err }
 
 // CompensationStatus is the state of a node's start compensator (seed
 // 000's safety net for runs stuck before start), as

@@ -1,6 +1,10 @@
 package sundial
 
 import (
+	"bytes"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -68,6 +72,11 @@ type TaskStatus string
 const (
 	TaskEnabled  TaskStatus = "ENABLED"
 	TaskDisabled TaskStatus = "DISABLED"
+	// A one-off task ends COMPLETED when its fire succeeded, FAILED when it
+	// failed for good (retries used up, cancelled or skipped). The server
+	// sets these; a client may only set ENABLED or DISABLED.
+	TaskCompleted TaskStatus = "COMPLETED"
+	TaskFailed    TaskStatus = "FAILED"
 )
 
 // Limits on task fields.
@@ -80,15 +89,32 @@ const (
 	DefaultMaxQueue    = 100
 	DefaultCatchUp     = 100
 	MaxCatchUpLimit    = 10000
+	MaxRequestIDLen    = 128
+	MaxBizIDLen        = 128
+	MaxParamsLen       = 64 << 10
+	MaxDelaySeconds    = 10 * 366 * 24 * 3600 // ten years
+	MaxCallbackTimeout = 7 * 24 * 3600        // seconds
 )
 
 // Task is a schedule and the HTTP call it makes. The JSON shape is the
 // task API's (seed 001's table in snake_case).
 type Task struct {
-	ID                int64             `json:"id"`
-	Name              string            `json:"name"`
-	Description       string            `json:"description"`
-	CronExpr          string            `json:"cron_expr"`
+	ID          int64  `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	CronExpr    string `json:"cron_expr"` // "" for a one-off task
+	// RunAt is the one moment a one-off task fires (seed 003's push task,
+	// seed 004's timer); nil for a cron task. DelaySeconds is its other
+	// spelling on input: RunAt becomes the time of the request plus it.
+	RunAt        *time.Time `json:"run_at"`
+	DelaySeconds *int       `json:"delay_seconds,omitempty"`
+	// RequestID is the client's idempotency key: creating a task with the
+	// RequestID of a live task answers with that task when the request was
+	// the same (RequestHash), and is a conflict when it was not.
+	RequestID         string            `json:"request_id,omitempty"`
+	RequestHash       string            `json:"-"`
+	BizID             string            `json:"biz_id,omitempty"` // the client's business key, filterable
+	Params            json.RawMessage   `json:"params,omitempty"` // any JSON: {{params}} and {{params.path}}
 	Timezone          string            `json:"timezone"`
 	ExecType          ExecType          `json:"exec_type"`
 	HTTPMethod        string            `json:"http_method"`
@@ -105,13 +131,66 @@ type Task struct {
 	CatchUpMode       CatchUpMode       `json:"catch_up_mode"`
 	CatchUpLimit      int               `json:"catch_up_limit"`
 	CallbackMethod    string            `json:"callback_method"`
-	CallbackTimeout   int               `json:"callback_timeout_sec"`
+	CallbackTimeout   int               `json:"callback_timeout_sec"` // 0: the server's callback timeout
 	Priority          int               `json:"priority"`
 	Status            TaskStatus        `json:"status"`
 	Version           int64             `json:"version"`
 	CreatedAt         time.Time         `json:"created_at"`
 	UpdatedAt         time.Time         `json:"updated_at"`
 	NextFireTime      *time.Time        `json:"next_fire_time"`
+}
+
+// OneOff reports whether the task fires once, at RunAt, instead of on a
+// cron schedule.
+func (t *Task) OneOff() bool { return t.CronExpr == "" && t.RunAt != nil }
+
+// RetryPolicyOf returns the task's retry policy; a stored policy is valid,
+// so an error (impossible) falls back to one delivery.
+func (t *Task) RetryPolicyOf() RetryPolicy {
+	p, err := ParseRetryPolicy(t.RetryPolicy)
+	if err != nil {
+		p.MaxAttempts = 1
+	}
+	return p
+}
+
+// FirstFire is the first fire of the task after now: RunAt for a one-off
+// task (at once if RunAt has passed), the next cron time otherwise, and nil
+// for a task that is not ENABLED.
+func (t *Task) FirstFire(now time.Time) *time.Time {
+	if t.Status != TaskEnabled {
+		return nil
+	}
+	if t.OneOff() {
+		at := t.RunAt.UTC()
+		return &at
+	}
+	return t.NextAfter(now)
+}
+
+// InputHash identifies what a client asked for when it created the task:
+// the writable fields as given (before defaults), with JSON values
+// compacted. Two requests with the same request_id are the same request
+// when their hashes are equal.
+func (t *Task) InputHash() string {
+	in := *t
+	in.ID, in.Version, in.CreatedAt, in.UpdatedAt, in.NextFireTime = 0, 0, time.Time{}, time.Time{}, nil
+	in.RequestHash = ""
+	compact := func(raw json.RawMessage) json.RawMessage {
+		var b bytes.Buffer
+		if len(raw) == 0 || json.Compact(&b, raw) != nil {
+			return raw
+		}
+		return b.Bytes()
+	}
+	in.RetryPolicy, in.Params = compact(in.RetryPolicy), compact(in.Params)
+	if in.RunAt != nil {
+		at := in.RunAt.UTC()
+		in.RunAt = &at
+	}
+	b, _ := json.Marshal(&in)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // Schedule parses the task's expression and loads its zone.
@@ -160,10 +239,31 @@ func (t *Task) NextAfter(after time.Time) *time.Time {
 }
 
 // Normalize fills defaults and normalises the fields of a task about to be
-// created or replaced, then validates it. On error the task may be partly
-// normalised; callers discard it.
-func (t *Task) Normalize() error {
+// created or replaced, then validates it. now resolves delay_seconds into
+// run_at. On error the task may be partly normalised; callers discard it.
+func (t *Task) Normalize(now time.Time) error {
 	t.Name = strings.TrimSpace(t.Name)
+	if t.DelaySeconds != nil {
+		if t.RunAt != nil {
+			return Errorf(EInvalid, "delay_seconds", "give run_at or delay_seconds, not both")
+		}
+		if d := *t.DelaySeconds; d < 0 || d > MaxDelaySeconds {
+			return &Error{Code: EInvalid, Field: "delay_seconds", Token: fmt.Sprint(d),
+				Message: fmt.Sprintf("must be from 0 to %d", MaxDelaySeconds)}
+		}
+		at := now.Add(time.Duration(*t.DelaySeconds) * time.Second).UTC().Truncate(time.Microsecond)
+		t.RunAt, t.DelaySeconds = &at, nil
+	}
+	if t.RunAt != nil {
+		at := t.RunAt.UTC().Truncate(time.Microsecond)
+		t.RunAt = &at
+		if t.Name == "" {
+			t.Name = "once-" + randomHex(8)
+		}
+	}
+	if len(t.Params) == 0 || string(t.Params) == "null" {
+		t.Params = nil
+	}
 	if t.Timezone == "" {
 		t.Timezone = "UTC"
 	}
@@ -200,6 +300,11 @@ func (t *Task) Normalize() error {
 	}
 	if len(t.RetryPolicy) == 0 || string(t.RetryPolicy) == "null" {
 		t.RetryPolicy = json.RawMessage("{}")
+	} else if p, err := ParseRetryPolicy(t.RetryPolicy); err != nil {
+		return err
+	} else if string(bytes.TrimSpace(t.RetryPolicy)) != "{}" {
+		// Stored with every key, so a read shows the policy in force.
+		t.RetryPolicy, _ = json.Marshal(p)
 	}
 	if t.CallbackMethod == "" {
 		t.CallbackMethod = "POST"
@@ -210,7 +315,8 @@ func (t *Task) Normalize() error {
 
 func (t *Task) validate() error {
 	for field, v := range map[string]string{"name": t.Name, "description": t.Description, "cron_expr": t.CronExpr,
-		"timezone": t.Timezone, "target_url": t.TargetURL, "body_template": t.BodyTemplate} {
+		"timezone": t.Timezone, "target_url": t.TargetURL, "body_template": t.BodyTemplate,
+		"request_id": t.RequestID, "biz_id": t.BizID} {
 		if strings.ContainsRune(v, 0) || !utf8.ValidString(v) {
 			return Errorf(EInvalid, field, "%s contains a NUL byte or invalid UTF-8", field)
 		}
@@ -223,19 +329,38 @@ func (t *Task) validate() error {
 	case utf8.RuneCountInString(t.Description) > MaxDescriptionLen:
 		return Errorf(EInvalid, "description", "description is longer than %d characters", MaxDescriptionLen)
 	}
-	if t.CronExpr == "" {
-		return Errorf(EInvalid, "cron_expr", "cron_expr is required")
-	}
-	s, err := cron.Parse(t.CronExpr)
-	if err != nil {
-		pe, _ := err.(*cron.ParseError)
-		if pe == nil {
-			return Errorf(EInvalid, "cron_expr", "%v", err)
+	switch {
+	case t.CronExpr == "" && t.RunAt == nil:
+		return Errorf(EInvalid, "cron_expr", "give cron_expr for a recurring task, or run_at or delay_seconds for a one-off task")
+	case t.CronExpr != "" && t.RunAt != nil:
+		return Errorf(EInvalid, "run_at", "a task has cron_expr or run_at (delay_seconds), not both")
+	case t.CronExpr != "":
+		s, err := cron.Parse(t.CronExpr)
+		if err != nil {
+			pe, _ := err.(*cron.ParseError)
+			if pe == nil {
+				return Errorf(EInvalid, "cron_expr", "%v", err)
+			}
+			return &Error{Code: EInvalid, Field: "cron_expr", Token: pe.Token,
+				Message: fmt.Sprintf("%s: %q: %s", pe.Field, pe.Token, pe.Reason)}
 		}
-		return &Error{Code: EInvalid, Field: "cron_expr", Token: pe.Token,
-			Message: fmt.Sprintf("%s: %q: %s", pe.Field, pe.Token, pe.Reason)}
+		t.CronExpr = s.String()
+	case t.RunAt.Year() < 2000 || t.RunAt.Year() > 9999:
+		return &Error{Code: EInvalid, Field: "run_at", Token: t.RunAt.Format(time.RFC3339),
+			Message: "run_at must be a time from the year 2000 to 9999"}
 	}
-	t.CronExpr = s.String()
+	if len(t.RequestID) > MaxRequestIDLen {
+		return Errorf(EInvalid, "request_id", "request_id is longer than %d bytes", MaxRequestIDLen)
+	}
+	if len(t.BizID) > MaxBizIDLen {
+		return Errorf(EInvalid, "biz_id", "biz_id is longer than %d bytes", MaxBizIDLen)
+	}
+	if len(t.Params) > MaxParamsLen {
+		return Errorf(EInvalid, "params", "params are larger than %d bytes", MaxParamsLen)
+	}
+	if t.Params != nil && !json.Valid(t.Params) {
+		return Errorf(EInvalid, "params", "params must be JSON")
+	}
 	if _, err := LoadLocation(t.Timezone); err != nil || t.Timezone == "Local" {
 		return &Error{Code: EInvalid, Field: "timezone", Token: t.Timezone,
 			Message: "not an IANA time zone name (for example UTC, Europe/Berlin)"}
@@ -243,8 +368,6 @@ func (t *Task) validate() error {
 	switch t.ExecType {
 	case ExecSync:
 	case ExecAsync:
-		return &Error{Code: EInvalid, Field: "exec_type", Token: string(t.ExecType),
-			Message: "ASYNC execution is not available yet; use SYNC"}
 	default:
 		return enumErr("exec_type", string(t.ExecType), "SYNC", "ASYNC")
 	}
@@ -270,9 +393,6 @@ func (t *Task) validate() error {
 	if t.TimeoutSeconds < 0 || t.TimeoutSeconds > MaxTimeoutSeconds {
 		return Errorf(EInvalid, "timeout_seconds",
 			"timeout_seconds must be from 1 to %d, or 0 for the server's executor.request_timeout", MaxTimeoutSeconds)
-	}
-	if err := validateObject("retry_policy", t.RetryPolicy); err != nil {
-		return err
 	}
 	if t.MaxConcurrency < 0 {
 		return Errorf(EInvalid, "max_concurrency", "max_concurrency must be 0 (no limit) or more")
@@ -308,18 +428,28 @@ func (t *Task) validate() error {
 	default:
 		return enumErr("callback_method", t.CallbackMethod, "GET", "POST", "PUT", "PATCH")
 	}
-	if t.CallbackTimeout < 0 {
-		return Errorf(EInvalid, "callback_timeout_sec", "callback_timeout_sec must be 0 or more")
+	if t.CallbackTimeout < 0 || t.CallbackTimeout > MaxCallbackTimeout {
+		return Errorf(EInvalid, "callback_timeout_sec",
+			"callback_timeout_sec must be from 1 to %d, or 0 for the server's callback timeout", MaxCallbackTimeout)
 	}
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")
 	}
 	switch t.Status {
 	case TaskEnabled, TaskDisabled:
+	case TaskCompleted, TaskFailed:
+		return &Error{Code: EInvalid, Field: "status", Token: string(t.Status),
+			Message: "COMPLETED and FAILED are set by the server when a one-off task ends; give ENABLED or DISABLED"}
 	default:
 		return enumErr("status", string(t.Status), "ENABLED", "DISABLED")
 	}
 	return nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 func enumErr(field, got string, allowed ...string) *Error {
@@ -338,14 +468,6 @@ func validateURL(raw string) error {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return &Error{Code: EInvalid, Field: "target_url", Token: raw,
 			Message: "must be an absolute http or https URL"}
-	}
-	return nil
-}
-
-func validateObject(field string, raw json.RawMessage) error {
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return Errorf(EInvalid, field, "%s must be a JSON object", field)
 	}
 	return nil
 }

@@ -118,7 +118,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 			if c.TaskID != taskID || c.Status.Final() {
 				continue
 			}
-			if _, err := cancelRun(ctx, tx, c, now); err != nil {
+			if _, err := cancelRun(ctx, tx, c, now, task.OneOff()); err != nil {
 				return err
 			}
 		}
@@ -139,6 +139,13 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		}
 		if err != nil {
 			return err
+		}
+		if d.CompleteTask != "" && d.Status == sundial.RunSkipped {
+			// A one-off task whose only fire is skipped ends with it: the
+			// task's lock is held since the start.
+			if err := completeTasks(ctx, tx, []taskEnd{{taskID, d.CompleteTask, sql.NullInt64{Int64: at, Valid: true}}}); err != nil {
+				return err
+			}
 		}
 		out, err = getRun(ctx, tx, id, false)
 		return err

@@ -25,23 +25,24 @@ const batchIDs = 1000
 const claimRounds = 4
 
 // claimCandidatesSQL reads the most urgent unowned due runs without locking
-// them: a range scan of runs_claim (covering), joined to each run's task by
-// primary key for its priority. Its cost grows with the unowned due runs
-// only: an idle call reads no row. The optional keyset condition (%s)
-// continues after the previous round's last candidate.
-const claimCandidatesSQL = `SELECT r.id, t.priority, r.scheduled_at
+// them: a range scan of runs_claim (status, node_id, due_at, task_id),
+// which covers it, joined to each run's task by primary key for its
+// priority. Its cost grows with the unowned due runs only: an idle call
+// reads no row. The optional keyset condition (%s) continues after the
+// previous round's last candidate.
+const claimCandidatesSQL = `SELECT r.id, t.priority, r.due_at
 	FROM runs AS r FORCE INDEX (runs_claim) STRAIGHT_JOIN tasks AS t FORCE INDEX (PRIMARY) ON t.id = r.task_id
-	WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= ?%s
-	ORDER BY t.priority DESC, r.scheduled_at, r.id
+	WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.due_at <= ?%s
+	ORDER BY t.priority DESC, r.due_at, r.id
 	LIMIT ?`
 
-const claimAfterSQL = ` AND (t.priority < ? OR (t.priority = ? AND (r.scheduled_at > ? OR (r.scheduled_at = ? AND r.id > ?))))`
+const claimAfterSQL = ` AND (t.priority < ? OR (t.priority = ? AND (r.due_at > ? OR (r.due_at = ? AND r.id > ?))))`
 
 // claimLockSQL locks the candidates still unowned and due by primary key,
 // skipping those another claimer holds, and reads the server's clock for
 // their updated_at.
 const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + ` FROM runs FORCE INDEX (PRIMARY)
-	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ?
+	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
 	FOR UPDATE SKIP LOCKED`
 
 // claimSetSQL gives locked runs to a node (arguments: node, updated_at,
@@ -85,7 +86,7 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 
 // RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
 // holds and that are due at until, most urgent first (task priority
-// descending, scheduled time, ID). The first candidates are read before the
+// descending, due time, ID). The first candidates are read before the
 // transaction, so an idle call is one statement; the claim then locks them
 // by primary key with SKIP LOCKED and gives them to nodeID in one UPDATE.
 // Runs another claimer holds are skipped, never waited for, and further
@@ -137,7 +138,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		}
 		slices.SortFunc(out, func(a, b *sundial.Run) int {
 			return cmp.Or(cmp.Compare(prio[b.ID], prio[a.ID]),
-				cmp.Compare(sqlrow.Micros(a.ScheduledTime), sqlrow.Micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
+				cmp.Compare(sqlrow.Micros(a.DueAt), sqlrow.Micros(b.DueAt)), cmp.Compare(a.ID, b.ID))
 		})
 		var err error
 		tasks, err = readTasks(ctx, tx, runTaskIDs(out))
@@ -258,8 +259,11 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 
 // RunUnplan deletes the given SCHEDULED runs that nodeID holds under the
 // given fence and rewinds each task's next_fire_at to its earliest deleted
-// run when that is earlier (or the task has none), as RunRelease does. It
-// locks the runs' tasks in ID order, then the runs.
+// run when that is earlier (or the task has none), as RunRelease does.
+// Runs delivered before (waiting for a retry, or redelivered) are no
+// planner's to make again either: they are handed back to no node, as they
+// are, for any node to claim. It locks the runs' tasks in ID order, then
+// the runs.
 func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
 	if len(refs) == 0 {
 		return nil
@@ -273,19 +277,26 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		if _, err := lockTasks(ctx, tx, taskIDs, true, false); err != nil {
 			return err
 		}
-		cur, _, err := lockRunsFull(ctx, tx, ids)
+		cur, now, err := lockRunsFull(ctx, tx, ids)
 		if err != nil {
 			return err
 		}
 		var (
-			del    []int64
-			rewind = map[int64]int64{} // task ID -> earliest scheduled_at
-			order  []int64
+			del, handBack []int64
+			rewind        = map[int64]int64{} // task ID -> earliest scheduled_at
+			order         []int64
 		)
 		for _, ref := range refs {
 			r, ok := cur[ref.ID]
-			if !ok || r.Fence != ref.Fence || r.Status != sundial.RunScheduled || r.NodeID != nodeID ||
-				r.Trigger == sundial.TriggerManual {
+			if !ok || r.Fence != ref.Fence || r.Status != sundial.RunScheduled || r.NodeID != nodeID {
+				continue
+			}
+			if r.Deliveries > 0 {
+				delete(cur, ref.ID)
+				handBack = append(handBack, r.ID)
+				continue
+			}
+			if r.Trigger == sundial.TriggerManual {
 				continue // a manual run is no planner's to make again
 			}
 			delete(cur, ref.ID) // a run listed twice is deleted once
@@ -312,6 +323,13 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 				return fmt.Errorf("unplan deleted %d of %d locked runs: %w", n, len(part), errRetry)
 			}
 		}
+		for part := range slices.Chunk(handBack, batchIDs) {
+			if err := applyBatch(ctx, tx, `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = '', updated_at = ?
+				WHERE id IN (`+placeholders(len(part))+`) AND status = 'SCHEDULED'`, len(part),
+				append([]any{now}, int64Args(part)...)); err != nil {
+				return err
+			}
+		}
 		slices.Sort(order)
 		for _, part := range chunks(len(order), nil, nil) {
 			args := make([]any, 0, 2*len(part))
@@ -330,8 +348,9 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 }
 
 // redeliverCandidatesSQL reads INTERRUPTED runs, oldest (by scheduled time,
-// then ID) first, without locking them; runs_claim covers it. The optional
-// keyset condition (%s) continues after the previous round.
+// then ID) first, without locking them: the INTERRUPTED range of
+// runs_claim, few runs, sorted. The optional keyset condition (%s)
+// continues after the previous round.
 const redeliverCandidatesSQL = `SELECT id, task_id, scheduled_at FROM runs FORCE INDEX (runs_claim)
 	WHERE status = 'INTERRUPTED'%s
 	ORDER BY scheduled_at, id
@@ -341,13 +360,16 @@ const redeliverAfterSQL = ` AND (scheduled_at > ? OR (scheduled_at = ? AND id > 
 
 // RunRedeliver takes up to limit INTERRUPTED runs, oldest first (scheduled
 // time, then ID): each with fewer than maxDeliveries deliveries and a live
-// task becomes SCHEDULED again, held by nodeID with fence+1 and no finish
-// time, and is returned with its task; the others become FAILED, finished
-// at now, their interruption's reason kept in Error after why they failed.
-// Failed runs do not count in limit. Each round reads candidates without
-// locking, locks their live tasks (shared, in ID order) so that none is
-// deleted meanwhile, then the runs by primary key with SKIP LOCKED: two
-// redeliverers do not wait for each other.
+// task becomes SCHEDULED again, held by nodeID with fence+1, due now and
+// with no finish time, and is returned with its task; the others become
+// FAILED, finished at now, their interruption's reason kept in Error after
+// why they failed, and a one-off task whose scheduled run fails so fails
+// too (if still ENABLED). Failed runs do not count in limit. Each round
+// reads candidates without locking, locks their live tasks (shared, in ID
+// order) so that none is deleted meanwhile, then the runs by primary key
+// with SKIP LOCKED: two redeliverers do not wait for each other. (Failing
+// a one-off task upgrades its shared lock; two redeliverers never fail the
+// same run, so a deadlock there is rare, and retried.)
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (
 	[]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
@@ -409,22 +431,29 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 				return cmp.Or(cmp.Compare(sqlrow.Micros(a.ScheduledTime), sqlrow.Micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
 			})
 			var (
-				again  []*sundial.Run
-				failed []any // id, error pairs
+				again     []*sundial.Run
+				failed    []any   // id, error pairs
+				failTasks []int64 // tasks of failed scheduled fires: one-off tasks fail with them
 			)
 			for _, r := range locked {
 				t, isLive := live[r.TaskID]
+				why := ""
 				switch {
 				case !isLive:
-					failed = append(failed, r.ID, failReason(r, "its task was deleted"))
+					why = "its task was deleted"
 				case r.CancelRequested:
-					failed = append(failed, r.ID, failReason(r, "its cancellation was requested"))
+					why = "its cancellation was requested"
 				case r.Deliveries >= maxDeliveries:
-					failed = append(failed, r.ID, failReason(r,
-						fmt.Sprintf("no deliveries left (%d of at most %d made)", r.Deliveries, maxDeliveries)))
+					why = fmt.Sprintf("no deliveries left (%d of at most %d made)", r.Deliveries, maxDeliveries)
 				case len(out)+len(again) < limit:
 					again = append(again, r)
 					tasks[t.ID] = t
+				}
+				if why != "" {
+					failed = append(failed, r.ID, failReason(r, why))
+					if r.Trigger == sundial.TriggerSchedule && (!isLive || t.OneOff()) {
+						failTasks = append(failTasks, r.TaskID)
+					}
 				}
 			}
 			for part := range slices.Chunk(again, batchIDs) {
@@ -438,6 +467,15 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 				if err := applyBatch(ctx, tx, `UPDATE `+joinValues("runs", "r", []string{"id", "error"}, len(part))+`
 					SET r.status = 'FAILED', r.error = v.error, r.finished_at = ?, r.updated_at = ?
 					WHERE r.status = 'INTERRUPTED'`, len(part), append(slices.Clone(args), at, at)); err != nil {
+					return err
+				}
+			}
+			slices.Sort(failTasks)
+			for part := range slices.Chunk(slices.Compact(failTasks), batchIDs) {
+				if _, err := tx.ExecContext(ctx, `UPDATE tasks FORCE INDEX (PRIMARY)
+					SET status = 'FAILED', next_fire_at = NULL, updated_at = ?
+					WHERE id IN (`+placeholders(len(part))+`) AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`,
+					append([]any{at}, int64Args(part)...)...); err != nil {
 					return err
 				}
 			}
@@ -464,16 +502,17 @@ func failReason(r *sundial.Run, why string) string {
 }
 
 // redeliver makes the INTERRUPTED runs this transaction has locked
-// SCHEDULED again, held by nodeID with fence+1, in the database and in runs.
+// SCHEDULED again, held by nodeID with fence+1 and due at, in the database
+// and in runs.
 func redeliver(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, at int64) error {
 	ids := make([]int64, len(runs))
 	for i, r := range runs {
 		ids[i] = r.ID
 	}
 	res, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (PRIMARY)
-		SET status = 'SCHEDULED', node_id = ?, fence = fence + 1, finished_at = NULL, updated_at = ?
+		SET status = 'SCHEDULED', node_id = ?, fence = fence + 1, finished_at = NULL, due_at = ?, updated_at = ?
 		WHERE id IN (`+placeholders(len(ids))+`) AND status = 'INTERRUPTED'`,
-		append([]any{nodeID, at}, int64Args(ids)...)...)
+		append([]any{nodeID, at, at}, int64Args(ids)...)...)
 	if err != nil {
 		return err
 	}
@@ -484,25 +523,26 @@ func redeliver(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.R
 	}
 	for _, r := range runs {
 		r.Status, r.NodeID, r.Fence = sundial.RunScheduled, nodeID, r.Fence+1
-		r.FinishedAt, r.UpdatedAt = nil, sqlrow.FromMicros(at)
+		r.FinishedAt, r.DueAt, r.UpdatedAt = nil, sqlrow.FromMicros(at), sqlrow.FromMicros(at)
 	}
 	return nil
 }
 
 // findStuckSQL: SCHEDULED runs due before a time that the node holds, that
 // no node holds, or whose holder is not an ALIVE node (LEFT, DEAD, or no
-// row in nodes), oldest first. A range scan of runs_claim's status prefix;
-// the holder is looked up in nodes by primary key.
+// row in nodes), oldest (by due_at) first. A range scan of runs_claim's
+// status prefix; the holder is looked up in nodes by primary key.
 const findStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r FORCE INDEX (runs_claim)
-	WHERE r.status = 'SCHEDULED' AND r.scheduled_at < ?
+	WHERE r.status = 'SCHEDULED' AND r.due_at < ?
 		AND (r.node_id = ? OR r.node_id = ''
 			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
-	ORDER BY r.scheduled_at, r.id
+	ORDER BY r.due_at, r.id
 	LIMIT ?`
 
-// RunFindStuck returns up to limit SCHEDULED runs due before dueBefore that
-// nodeID holds, that no node holds, or whose node is not ALIVE (including a
-// node with no row in nodes), oldest (by scheduled time, then ID) first.
+// RunFindStuck returns up to limit SCHEDULED runs due (due_at) before
+// dueBefore that nodeID holds, that no node holds, or whose node is not
+// ALIVE (including a node with no row in nodes), oldest (by due time, then
+// ID) first.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -571,10 +611,10 @@ func lockTasks(ctx context.Context, tx *sql.Tx, ids []int64, exclusive, liveOnly
 }
 
 // readTasks reads the tasks ids, deleted or not, by ID, without locking.
-func readTasks(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Task, error) {
+func readTasks(ctx context.Context, q querier, ids []int64) (map[int64]*sundial.Task, error) {
 	out := make(map[int64]*sundial.Task, len(ids))
 	for part := range slices.Chunk(ids, batchIDs) {
-		rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks FORCE INDEX (PRIMARY)
+		rows, err := q.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks FORCE INDEX (PRIMARY)
 			WHERE id IN (`+placeholders(len(part))+`)`, int64Args(part)...)
 		if err != nil {
 			return nil, err

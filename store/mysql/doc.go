@@ -54,7 +54,19 @@
 //     then inserts, in the same transaction, one attempt per applied
 //     outcome of a RUNNING run, in one multi-row INSERT per chunk, from
 //     what it read under the lock (deliveries, node, start time); outcomes
-//     of WAITING_CALLBACK runs (callbacks) are none.
+//     of WAITING_CALLBACK runs (callbacks) are none. A batch with outcomes
+//     that end their task (CompleteTask) first locks those tasks, in ID
+//     order, before the runs; a batch without reads no task.
+//   - RunComplete and RunProgress lock their run by primary key (its task
+//     first when the completion ends the task) and check fence and status
+//     under the lock. RunCancel locks the task of a one-off task's
+//     scheduled run before the run, as it may fail the task.
+//   - TaskCreateMany reads the live tasks with the batch's names, then
+//     request IDs (live_name, live_request_id), decides in Go, and inserts
+//     in multi-row INSERTs. A concurrent creation of one of the names or
+//     request IDs makes the INSERT wait on the unique index and fail when
+//     the other commits: the transaction then runs again and finds the
+//     other's task, so concurrent creations of one request make one task.
 //   - TaskUpdate, TaskDelete, RunRelease and NodeReap lock the task rows
 //     they change before the runs they delete, and NodeReap locks the node
 //     rows it declares dead, so two reapers do not release one node twice.
@@ -64,7 +76,7 @@
 //     meanwhile gets neither.
 //   - RunClaimDue, every node's hot path, works as PlanDue does, on runs:
 //     it reads the most urgent unowned due runs without locking (a range
-//     scan of runs_claim (status, node_id, scheduled_at, task_id) joined to
+//     scan of runs_claim (status, node_id, due_at, task_id) joined to
 //     the task's priority by primary key; the first read happens before the
 //     transaction, so an idle call is one statement that reads no row),
 //     locks them by primary key with FOR UPDATE SKIP LOCKED, re-checking
@@ -94,13 +106,28 @@
 //
 // run_attempts (migrations/0003_attempts.sql) holds one row per ended
 // delivery, read by RunAttempts by run_id in ID order (run_attempts_run).
-// Its foreign key to runs is ON DELETE CASCADE: RunPurge, and every delete
-// of a SCHEDULED run that was delivered before (TaskUpdate, TaskDelete,
-// RunRelease, RunUnplan), take the run's attempts with it. Attempts are
+// Its foreign key to runs is ON DELETE CASCADE: RunPurge takes a run's
+// attempts with it. (A SCHEDULED run delivered before is no longer deleted
+// by TaskUpdate, TaskDelete, RunRelease or RunUnplan: see Due times.)
+// Attempts are
 // inserted by multi-row INSERT ... VALUES, whose row count InnoDB knows in
 // advance, so that under innodb_autoinc_lock_mode 1 (MariaDB's default)
 // they do not hold the table's AUTO-INC lock for the statement, as
 // INSERT ... SELECT would.
+//
+// # Due times
+//
+// A run's due_at (migrations/0004_async.sql) is when it next needs a node:
+// its scheduled time, a retry's time after its backoff, or, while
+// WAITING_CALLBACK, its callback deadline. Claims and the compensator read
+// the SCHEDULED runs by due_at (runs_claim); the callback sweep reads the
+// waiting ones by runs_waiting, an index of the generated column
+// waiting_due, which is due_at for a WAITING_CALLBACK run and NULL for any
+// other, so that only runs entering or leaving WAITING_CALLBACK change it.
+// SCHEDULED runs delivered before (Deliveries > 0, waiting for a retry) are
+// no planner's to make again: TaskUpdate keeps them, TaskDelete cancels
+// them, and RunRelease, NodeReap and RunUnplan hand them back to no node
+// instead of deleting them.
 //
 // # Clock
 //

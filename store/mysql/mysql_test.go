@@ -144,17 +144,17 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	if fmt.Sprint(applied) != "[1 2 3]" {
-		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3]", nodes, applied)
+	if fmt.Sprint(applied) != "[1 2 3 4]" {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3 4]", nodes, applied)
 	}
 	s := openDSN(t, dsn) // migrates again: nothing to do
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 3 {
-		t.Fatalf("schema_migrations rows = %d, %v; want 3", n, err)
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 4 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 4", n, err)
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
-		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts')`).Scan(&n); err != nil || n != 4 {
-		t.Fatalf("tables = %d, %v; want 4", n, err)
+		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts', 'settings')`).Scan(&n); err != nil || n != 5 {
+		t.Fatalf("tables = %d, %v; want 5", n, err)
 	}
 }
 
@@ -170,7 +170,7 @@ func TestPlanDueConcurrent(t *testing.T) {
 	for i := range n {
 		tk := &sundial.Task{Name: fmt.Sprintf("t%03d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com",
 			Priority: i % 5}
-		if err := tk.Normalize(); err != nil {
+		if err := tk.Normalize(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		next := t0.Add(time.Duration(i%7) * time.Second)
@@ -248,7 +248,7 @@ func TestPlanDueSkipsLocked(t *testing.T) {
 	const n = 50
 	for i := range n {
 		tk := &sundial.Task{Name: fmt.Sprintf("t%02d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-		if err := tk.Normalize(); err != nil {
+		if err := tk.Normalize(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		tk.NextFireTime = ptr(t0.Add(time.Duration(i) * time.Second))
@@ -310,7 +310,7 @@ func TestBytes(t *testing.T) {
 	s := open(t)
 	ctx := t.Context()
 	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
@@ -356,7 +356,7 @@ func TestQueryPlans(t *testing.T) {
 	var tasks []int64
 	for i := range 20 {
 		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-		if err := tk.Normalize(); err != nil {
+		if err := tk.Normalize(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if i%2 == 0 {
@@ -406,8 +406,18 @@ func TestQueryPlans(t *testing.T) {
 		{"admit last effective", admitLastSQL, lastArgs},
 		{"admit skips", admitSkipsSQL, []any{1, 2, 2, 3, 4}},
 		{"RunStart", runStartSQL(2), []any{1, 1, 1, 1, "t", 2, 1, 1, 1, "t"}},
-		{"RunFinish", runFinishSQL(2), []any{1, 1, "SUCCESS", "RUNNING", "RUNNING", 1, 1, 200, []byte("x"), "", 1,
+		{"RunFinish", runFinishSQL(2, false), []any{1, 1, "SUCCESS", "RUNNING", "RUNNING", 1, 1, 200, []byte("x"), "", 1,
 			2, 1, "SUCCESS", "RUNNING", "RUNNING", 1, 1, 200, []byte("x"), "", 1}},
+		{"RunFinish (retry)", runFinishSQL(2, true), []any{1, 1, "SCHEDULED", "RUNNING", "WAITING_CALLBACK", 1, nil, 500,
+			[]byte("x"), "", 1, "", 7, 2, 1, "SUCCESS", "RUNNING", "RUNNING", 1, 1, 200, []byte("x"), "", 1, nil, nil}},
+		{"complete tasks", completeTaskSQL(2), []any{1, "FAILED", 5, 2, "COMPLETED", nil}},
+		{"RunCallbackExpired", callbackExpiredSQL, []any{int64(1) << 60, 10}},
+		{"RunUpcoming", upcomingSQL, []any{1, 10}},
+		{"TaskCreateMany request IDs", `SELECT id FROM tasks FORCE INDEX (tasks_request_live)
+			WHERE live_request_id IN ('a', 'b')`, nil},
+		{"TaskCreateMany names", `SELECT id, live_name FROM tasks FORCE INDEX (tasks_live_name)
+			WHERE live_name IN ('a', 'b')`, nil},
+		{"TaskList by biz_id", `SELECT id FROM tasks WHERE deleted = 0 AND id > 0 AND biz_id = 'b' ORDER BY id LIMIT 10`, nil},
 		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
 		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
 			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
@@ -465,6 +475,16 @@ func TestQueryPlans(t *testing.T) {
 			}
 			if tc.name == "release interrupt lock" && row["key"] != "runs_claim" {
 				t.Errorf("%s reads runs without runs_claim: %v", tc.name, row)
+			}
+			if tc.name == "RunCallbackExpired" && (row["key"] != "runs_waiting" || row["type"] != "range" ||
+				strings.Contains(row["Extra"], "filesort")) {
+				t.Errorf("%s reads runs without a range of runs_waiting in order: %v", tc.name, row)
+			}
+			if tc.name == "RunUpcoming" && strings.Contains(row["Extra"], "filesort") {
+				t.Errorf("%s sorts: %v", tc.name, row)
+			}
+			if tc.name == "TaskList by biz_id" && row["key"] != "tasks_biz" {
+				t.Errorf("%s reads tasks without tasks_biz: %v", tc.name, row)
 			}
 		}
 		rows.Close()
@@ -552,7 +572,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	ctx := context.Background()
 	s := open(b)
 	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
@@ -620,7 +640,7 @@ func seedClaimable(t testing.TB, s *Store, tasks, n int, t0 time.Time) []int64 {
 	for i := range tasks {
 		tk := &sundial.Task{Name: fmt.Sprintf("claim-%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com",
 			Priority: i % 5}
-		if err := tk.Normalize(); err != nil {
+		if err := tk.Normalize(time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.TaskCreate(ctx, tk, t0); err != nil {
@@ -858,7 +878,9 @@ func TestMigrationsRerun(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	before, beforeFK := indexes(), foreignKeys()
-	if !strings.Contains(before, "runs.runs_claim.4.task_id") || strings.Contains(before, "runs_status_node") ||
+	if !strings.Contains(before, "runs.runs_claim.3.due_at runs.runs_claim.4.task_id") ||
+		strings.Contains(before, "runs_status_node") || !strings.Contains(before, "runs.runs_waiting.1.waiting_due") ||
+		!strings.Contains(before, "tasks.tasks_request_live.1.live_request_id") ||
 		!strings.Contains(before, "run_attempts.run_attempts_run.1.run_id run_attempts.run_attempts_run.2.id") {
 		t.Fatalf("indexes after Open: %s", before)
 	}
@@ -937,7 +959,7 @@ func BenchmarkRunClaimDueIdle(b *testing.B) {
 func seedHistory(t testing.TB, s *Store, n int, t0 time.Time) {
 	t.Helper()
 	tk := &sundial.Task{Name: "history", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TaskCreate(context.Background(), tk, t0); err != nil {
@@ -973,7 +995,7 @@ func TestAttempts(t *testing.T) {
 	s := open(t)
 	ctx := t.Context()
 	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
@@ -1049,5 +1071,75 @@ func TestAttempts(t *testing.T) {
 	var left int
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM run_attempts WHERE run_id = ?`, other.ID).Scan(&left); err != nil || left != 0 {
 		t.Fatalf("attempts of the purged run = %d, %v; want 0", left, err)
+	}
+}
+
+// TestMigrateDueAt upgrades a database holding runs to 0004: every run is
+// due at its scheduled time, a WAITING_CALLBACK run is in runs_waiting, and
+// running 0004 again changes nothing.
+func TestMigrateDueAt(t *testing.T) {
+	t.Parallel()
+	dsn := createDB(t)
+	ctx := t.Context()
+	s, err := connect(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer s.Close()
+	script := func(name string) {
+		t.Helper()
+		b, err := migrationFiles.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := execScript(ctx, tx, string(b)); err != nil {
+			tx.Rollback()
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"0001_init.sql", "0002_claim.sql", "0003_attempts.sql"} {
+		script(name)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method,
+		target_url, headers_json, body_template, timeout_seconds, retry_policy_json, concurrency_policy, max_queue,
+		overlap_action, failure_action, catch_up_mode, catch_up_limit, callback_method, status, version, created_at,
+		updated_at) VALUES ('t', '* * * * * *', 'UTC', 'SYNC', 'GET', 'https://example.com', '{}', '', 0, '{}',
+		'PARALLEL', 100, 'ALLOW', 'CONTINUE', 'ONE', 100, 'POST', 'ENABLED', 1, 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status,
+		response_body, error, idempotency_key, created_at, updated_at)
+		VALUES (1, 's:1', 'SCHEDULE', 1000000, 'SCHEDULED', '', '', '', 1, 1),
+			(1, 's:2', 'SCHEDULE', 2000000, 'WAITING_CALLBACK', '', '', '', 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		script("0004_async.sql")
+		rows, err := s.db.QueryContext(ctx, `SELECT fire_key, due_at, COALESCE(waiting_due, -1) FROM runs ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var (
+				key      string
+				due, wai int64
+			)
+			if err := rows.Scan(&key, &due, &wai); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprint(key, " ", due, " ", wai))
+		}
+		rows.Close()
+		if want := "[s:1 1000000 -1 s:2 2000000 2000000]"; fmt.Sprint(got) != want {
+			t.Fatalf("runs after 0004 = %v, want %s", got, want)
+		}
 	}
 }

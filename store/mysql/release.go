@@ -16,10 +16,14 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 }
 
 // release gives up nodeID's runs inside tx:
-//   - planned SCHEDULED runs are deleted and their tasks' next_fire_at
-//     rewound to the earliest of them, so that a planner plans them again;
-//   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
-//     as SKIPPED (MISFIRE) with the reason;
+//   - planned SCHEDULED runs never delivered are deleted and their tasks'
+//     next_fire_at rewound to the earliest of them, so that a planner plans
+//     them again;
+//   - SCHEDULED runs delivered before (waiting for a retry, or redelivered)
+//     are handed back to no node as they are, for any node to claim: no
+//     planner would make them again;
+//   - MANUAL SCHEDULED runs never delivered, which no planner would make
+//     again, are recorded as SKIPPED (MISFIRE) with the reason;
 //   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
 //     late write from the old owner is refused, each recorded as an
 //     INTERRUPTED attempt of nodeID (interrupt).
@@ -34,7 +38,8 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 	at := sqlrow.Micros(now)
 	reason = text(reason)
 	taskIDs, err := int64s(tx.QueryContext(ctx, `SELECT DISTINCT task_id FROM runs
-		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' ORDER BY task_id`, nodeID))
+		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' AND deliveries = 0
+		ORDER BY task_id`, nodeID))
 	if err != nil {
 		return err
 	}
@@ -51,7 +56,7 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 
 	// The runs to delete, read under their locks.
 	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, scheduled_at FROM runs
-		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' FOR UPDATE`, nodeID)
+		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' AND deliveries = 0 FOR UPDATE`, nodeID)
 	if err != nil {
 		return err
 	}
@@ -98,6 +103,12 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 		}
 	}
 
+	// What stays of the node's SCHEDULED runs: those delivered before go
+	// back to no node, then the manual ones are skipped.
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = '', updated_at = ?
+		WHERE status = 'SCHEDULED' AND node_id = ? AND deliveries > 0`, at, nodeID); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs
 		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = ?,
 			finished_at = ?, updated_at = ?

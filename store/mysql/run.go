@@ -3,11 +3,13 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
@@ -22,7 +24,7 @@ func getRun(ctx context.Context, tx *sql.Tx, id int64, lock bool) (*sundial.Run,
 	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, id))
 }
 
-const runInsertWidth = 21
+const runInsertWidth = 25
 
 // runInsertSQL inserts n runs.
 func runInsertSQL(n int) string {
@@ -46,7 +48,8 @@ func runInsertArgs(args []any, r *sundial.Run) []any {
 	return append(args, r.TaskID, r.FireKey, string(r.Trigger), sqlrow.Micros(r.ScheduledTime), string(r.Status),
 		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
 		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
-		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt))
+		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt),
+		sqlrow.Micros(r.DueAt), jsonText(r.Result), jsonText(r.Progress), jsonText(r.Checkpoint))
 }
 
 // bin passes s as a binary string (_binary'...'): response bodies are the
@@ -61,6 +64,16 @@ func bin(s string) []byte {
 // text makes s storable in a utf8mb4 column, which refuses invalid UTF-8
 // in strict mode: invalid bytes become U+FFFD.
 func text(s string) string { return strings.ToValidUTF8(s, "\uFFFD") }
+
+// jsonText is raw JSON as a nullable utf8mb4 column (NULL for none): JSON
+// strings may hold bytes that are not UTF-8, which become U+FFFD as in text.
+func jsonText(raw json.RawMessage) sql.NullString {
+	v := sqlrow.NullJSON(raw)
+	if v.Valid && !utf8.ValidString(v.String) {
+		v.String = text(v.String)
+	}
+	return v
+}
 
 // RunInsert inserts a run (a manual trigger) of a live task. An existing
 // (TaskID, FireKey) is EConflict; a missing task ENotFound. A run without a
@@ -128,6 +141,7 @@ func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Ru
 // runState is what RunStart and RunFinish check before changing a run,
 // and what RunFinish records of it in an attempt.
 type runState struct {
+	taskID     int64
 	fence      int64
 	status     sundial.RunStatus
 	deliveries int
@@ -142,7 +156,7 @@ func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]runState,
 	for i, id := range ids {
 		args[i] = id
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, fence, status, deliveries, node_id, started_at FROM runs
+	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, fence, status, deliveries, node_id, started_at FROM runs
 		WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, args...)
 	if err != nil {
 		return nil, err
@@ -155,7 +169,7 @@ func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]runState,
 			st     runState
 			status string
 		)
-		if err := rows.Scan(&id, &st.fence, &status, &st.deliveries, &st.nodeID, &st.startedAt); err != nil {
+		if err := rows.Scan(&id, &st.taskID, &st.fence, &status, &st.deliveries, &st.nodeID, &st.startedAt); err != nil {
 			return nil, err
 		}
 		st.status = sundial.RunStatus(status)
@@ -256,17 +270,77 @@ var finishFrom = func() map[sundial.RunStatus][]sundial.RunStatus {
 	return m
 }()
 
-var runFinishCols = []string{"id", "fence", "status", "from1", "from2", "started_at", "finished_at",
-	"http_status", "response_body", "error", "updated_at"}
+var (
+	runFinishCols = []string{"id", "fence", "status", "from1", "from2", "started_at", "finished_at",
+		"http_status", "response_body", "error", "updated_at"}
+	// runFinishMoreCols add what only retries and callback deadlines set:
+	// the holder (NULL: kept) and due_at (NULL: kept).
+	runFinishMoreCols = append(slices.Clone(runFinishCols), "node_id", "due_at")
+)
 
 // runFinishSQL records n outcomes; updated_at falls back to the server's
-// clock for an outcome without a finish time.
-func runFinishSQL(n int) string {
-	return `UPDATE ` + joinValues("runs", "r", runFinishCols, n) + `
+// clock for an outcome without a finish time. more is for a chunk that
+// holds a retry or a callback deadline (runFinishMoreCols): the common
+// chunk does without the two columns.
+func runFinishSQL(n int, more bool) string {
+	cols, set := runFinishCols, ""
+	if more {
+		cols, set = runFinishMoreCols, `,
+		r.node_id = COALESCE(v.node_id, r.node_id), r.due_at = COALESCE(v.due_at, r.due_at)`
+	}
+	return `UPDATE ` + joinValues("runs", "r", cols, n) + `
 	SET r.status = v.status, r.started_at = COALESCE(v.started_at, r.started_at),
 		r.finished_at = v.finished_at, r.http_status = v.http_status, r.response_body = v.response_body,
-		r.error = v.error, r.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)
+		r.error = v.error, r.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)` + set + `
 	WHERE r.fence = v.fence AND r.status IN (v.from1, v.from2)`
+}
+
+// completeTaskSQL sets the status of n tasks that are still ENABLED (a
+// one-off task that ended), with no next fire: CompleteTask of RunFinish,
+// RunComplete and RunAdmit.
+func completeTaskSQL(n int) string {
+	return `UPDATE ` + joinValues("tasks", "t", []string{"id", "status", "updated_at"}, n) + `
+	SET t.status = v.status, t.next_fire_at = NULL, t.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)
+	WHERE t.status = 'ENABLED'`
+}
+
+// taskEnd is a CompleteTask to apply: the task, its new status, when.
+type taskEnd struct {
+	task   int64
+	status sundial.TaskStatus
+	at     sql.NullInt64
+}
+
+// completeTasks applies ends in order (a task listed twice takes its first
+// end: the later ones would find it no longer ENABLED). The caller holds
+// the tasks' locks, taken before its runs'.
+func completeTasks(ctx context.Context, tx *sql.Tx, ends []taskEnd) error {
+	seen := map[int64]bool{}
+	var args []any
+	for _, e := range ends {
+		if seen[e.task] {
+			continue
+		}
+		seen[e.task] = true
+		args = append(args, e.task, string(e.status), e.at)
+	}
+	for part := range slices.Chunk(args, 3*batchRows) {
+		if _, err := tx.ExecContext(ctx, completeTaskSQL(len(part)/3), part...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lockTaskRows locks the tasks ids, in ascending order.
+func lockTaskRows(ctx context.Context, tx *sql.Tx, ids []int64) error {
+	for part := range slices.Chunk(ids, batchIDs) {
+		if _, err := int64s(tx.QueryContext(ctx, `SELECT id FROM tasks FORCE INDEX (PRIMARY)
+			WHERE id IN (`+placeholders(len(part))+`) ORDER BY id FOR UPDATE`, int64Args(part)...)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RunFinish records outcomes of active runs, each only if its fence matches
@@ -276,15 +350,27 @@ func runFinishSQL(n int) string {
 // one UPDATE per chunk; a run listed twice is finished in order. Each
 // applied outcome of a RUNNING run is also an attempt, numbered by the run's
 // deliveries and held by its node, inserted by one multi-row INSERT per
-// chunk; an outcome of a WAITING_CALLBACK run (its callback) is none.
+// chunk from the outcome's values (a retry's attempt has the outcome's
+// status, its run SCHEDULED); an outcome of a WAITING_CALLBACK run (its
+// callback) is none.
+//
+// A retry goes back to SCHEDULED, held by no node, due at DueAt, its fence
+// unchanged (the next claim bumps it). When an outcome ends a task
+// (CompleteTask), the tasks of those outcomes are locked first, before the
+// runs, in the lock order of every method; a batch without one reads no
+// task.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
 		return ok, nil
 	}
+	var ending []int64 // runs whose outcome may end their task
 	for _, f := range finishes {
 		if _, legal := finishFrom[f.Status]; !legal {
 			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		}
+		if f.CompleteTask != "" {
+			ending = append(ending, f.ID)
 		}
 	}
 	parts := chunks(len(finishes),
@@ -294,10 +380,22 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 		func(i int) int64 { return finishes[i].ID })
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		clear(ok)
+		if len(ending) > 0 {
+			slices.Sort(ending)
+			taskIDs, err := taskIDsOfRuns(ctx, tx, slices.Compact(ending))
+			if err != nil {
+				return err
+			}
+			if err := lockTaskRows(ctx, tx, taskIDs); err != nil {
+				return err
+			}
+		}
 		for _, part := range parts {
 			ids := make([]int64, len(part))
+			more := false
 			for j, i := range part {
 				ids[j] = finishes[i].ID
+				more = more || finishes[i].Retry || !finishes[i].DueAt.IsZero()
 			}
 			cur, err := lockRuns(ctx, tx, ids)
 			if err != nil {
@@ -308,6 +406,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				apply    []int
 				attempts []any
 				nAtt     int
+				ends     []taskEnd
 			)
 			for _, i := range part {
 				f := finishes[i]
@@ -324,10 +423,25 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 					finished = &f.FinishedAt
 				}
 				body, msg := bin(sqlrow.CutBody(f.ResponseBody)), text(f.Error)
+				status, runFinished := string(f.Status), sqlrow.NullMicros(finished)
+				if f.Retry {
+					status, runFinished = string(sundial.RunScheduled), sql.NullInt64{}
+				}
 				apply = append(apply, i)
-				args = append(args, f.ID, f.Fence, string(f.Status), string(from[0]), string(from[len(from)-1]),
-					sqlrow.NullMicros(started), sqlrow.NullMicros(finished), f.HTTPStatus, body, msg,
+				args = append(args, f.ID, f.Fence, status, string(from[0]), string(from[len(from)-1]),
+					sqlrow.NullMicros(started), runFinished, f.HTTPStatus, body, msg,
 					sqlrow.NullMicros(finished))
+				if more {
+					var node sql.NullString
+					if f.Retry {
+						node.Valid = true // held by no node
+					}
+					var due sql.NullInt64
+					if !f.DueAt.IsZero() && (f.Retry || f.Status == sundial.RunWaitingCallback) {
+						due = sql.NullInt64{Int64: sqlrow.Micros(f.DueAt), Valid: true}
+					}
+					args = append(args, node, due)
+				}
 				if c.status == sundial.RunRunning { // the end of a delivery's call
 					attStarted := c.startedAt // the run's, as the UPDATE keeps it
 					if started != nil {
@@ -337,17 +451,23 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 					attempts = attemptArgs(attempts, f.ID, c.deliveries, c.nodeID, f.Status, f.HTTPStatus,
 						msg, body, attStarted, sqlrow.NullMicros(finished))
 				}
+				if f.CompleteTask != "" {
+					ends = append(ends, taskEnd{c.taskID, f.CompleteTask, sqlrow.NullMicros(finished)})
+				}
 			}
 			if len(apply) == 0 {
 				continue
 			}
-			if err := applyBatch(ctx, tx, runFinishSQL(len(apply)), len(apply), args); err != nil {
+			if err := applyBatch(ctx, tx, runFinishSQL(len(apply), more), len(apply), args); err != nil {
 				return err
 			}
 			if nAtt > 0 {
 				if _, err := tx.ExecContext(ctx, attemptInsertSQL(nAtt), attempts...); err != nil {
 					return err
 				}
+			}
+			if err := completeTasks(ctx, tx, ends); err != nil {
+				return err
 			}
 			for _, i := range apply {
 				ok[i] = true
@@ -361,12 +481,209 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	return ok, nil
 }
 
+// completeStatuses are what RunComplete may end a run as.
+var completeStatuses = []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunFailedTimeout,
+	sundial.RunCanceled}
+
+// lockReporting locks run id for a report of its delivery (RunComplete,
+// RunProgress) and checks it: a missing run is ENotFound, another fence
+// EConflict "fence", a run neither RUNNING nor WAITING_CALLBACK EConflict
+// "status". With lockTask, the run's task is locked first, in the lock
+// order of every method (a run's task never changes, so it is read
+// unlocked).
+func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bool) (*sundial.Run, error) {
+	if lockTask {
+		var taskID int64
+		err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, id).Scan(&taskID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, sqlrow.NotFound("", "run %d not found", id)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := lockTaskRows(ctx, tx, []int64{taskID}); err != nil {
+			return nil, err
+		}
+	}
+	r, err := getRun(ctx, tx, id, true)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, sqlrow.NotFound("", "run %d not found", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Fence != fence {
+		return nil, sqlrow.Conflict("fence", "run %d was delivered again since: this callback is from a superseded delivery", id)
+	}
+	if r.Status != sundial.RunRunning && r.Status != sundial.RunWaitingCallback {
+		return nil, sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
+	}
+	return r, nil
+}
+
+// RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose callback
+// came before its call's answer was recorded, or sends it back to
+// SCHEDULED for a retry. A RUNNING run's delivery is recorded as a new
+// attempt; a WAITING_CALLBACK run's latest attempt (its delivery's, from
+// RunFinish) takes the outcome.
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sundial.Run, error) {
+	if !slices.Contains(completeStatuses, c.Status) {
+		return nil, sundial.Errorf(sundial.EInvalid, "status", "run %d cannot be completed as %q: give SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED",
+			c.ID, c.Status)
+	}
+	var finished sql.NullInt64
+	if !c.FinishedAt.IsZero() {
+		finished = sql.NullInt64{Int64: sqlrow.Micros(c.FinishedAt), Valid: true}
+	}
+	var due sql.NullInt64
+	if !c.DueAt.IsZero() {
+		due = sql.NullInt64{Int64: sqlrow.Micros(c.DueAt), Valid: true}
+	}
+	msg, result := text(c.Error), jsonText(c.Result)
+	var out *sundial.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		r, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "")
+		if err != nil {
+			return err
+		}
+		if r.Status == sundial.RunRunning {
+			_, err = tx.ExecContext(ctx, attemptInsertSQL(1), attemptArgs(nil, r.ID, r.Deliveries, r.NodeID, c.Status, 0,
+				msg, []byte{}, sqlrow.NullMicros(r.StartedAt), finished)...)
+		} else {
+			// The latest attempt: a range of run_attempts_run, read backwards.
+			_, err = tx.ExecContext(ctx, `UPDATE run_attempts
+				SET status = ?, error = ?, finished_at = COALESCE(?, `+nowSQL+`)
+				WHERE run_id = ? ORDER BY id DESC LIMIT 1`, string(c.Status), msg, finished, r.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if c.Retry {
+			_, err = tx.ExecContext(ctx, `UPDATE runs
+				SET status = 'SCHEDULED', node_id = '', due_at = COALESCE(?, due_at), error = ?, result_json = ?,
+					finished_at = NULL, updated_at = COALESCE(?, `+nowSQL+`)
+				WHERE id = ?`, due, msg, result, finished, r.ID)
+		} else {
+			_, err = tx.ExecContext(ctx, `UPDATE runs
+				SET status = ?, finished_at = COALESCE(?, `+nowSQL+`), error = ?, result_json = ?,
+					updated_at = COALESCE(?, `+nowSQL+`)
+				WHERE id = ?`, string(c.Status), finished, msg, result, finished, r.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if c.CompleteTask != "" {
+			if err := completeTasks(ctx, tx, []taskEnd{{r.TaskID, c.CompleteTask, finished}}); err != nil {
+				return err
+			}
+		}
+		out, err = getRun(ctx, tx, r.ID, false)
+		return err
+	})
+	if err != nil {
+		return nil, sqlrow.Wrap(err, "complete run %d", c.ID)
+	}
+	return out, nil
+}
+
+// RunProgress saves what a RUNNING or WAITING_CALLBACK run reports about
+// itself (nil keeps the saved value) and moves a WAITING_CALLBACK run's
+// callback deadline to p.DueAt when that is later. Errors as RunComplete.
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (*sundial.Run, error) {
+	progress, checkpoint := jsonText(p.Progress), jsonText(p.Checkpoint)
+	var out *sundial.Run
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		r, err := lockReporting(ctx, tx, p.ID, p.Fence, false)
+		if err != nil {
+			return err
+		}
+		due := sqlrow.Micros(r.DueAt)
+		if r.Status == sundial.RunWaitingCallback && !p.DueAt.IsZero() && sqlrow.Micros(p.DueAt) > due {
+			due = sqlrow.Micros(p.DueAt)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE runs
+			SET progress_json = COALESCE(?, progress_json), checkpoint_json = COALESCE(?, checkpoint_json),
+				due_at = ?, updated_at = ?
+			WHERE id = ?`, progress, checkpoint, due, sqlrow.Micros(p.Now), r.ID); err != nil {
+			return err
+		}
+		out, err = getRun(ctx, tx, r.ID, false)
+		return err
+	})
+	if err != nil {
+		return nil, sqlrow.Wrap(err, "save progress of run %d", p.ID)
+	}
+	return out, nil
+}
+
+// callbackExpiredSQL reads the WAITING_CALLBACK runs whose callback
+// deadline has passed, oldest first: a range of runs_waiting, whose
+// entries are the waiting runs' due_at (NULL for every other run), in
+// (waiting_due, id) order.
+const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_waiting)
+	WHERE waiting_due <= ? AND status = 'WAITING_CALLBACK'
+	ORDER BY waiting_due, id
+	LIMIT ?`
+
+// RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
+// callback deadline (due_at) is at or before now, oldest first, and their
+// tasks, deleted ones too, by ID.
+func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (
+	[]*sundial.Run, map[int64]*sundial.Task, error) {
+	if limit <= 0 {
+		return nil, map[int64]*sundial.Task{}, nil
+	}
+	runs, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, callbackExpiredSQL, sqlrow.Micros(now), limit))
+	if err != nil {
+		return nil, nil, fmt.Errorf("list expired callbacks: %w", err)
+	}
+	tasks, err := readTasks(ctx, s.db, runTaskIDs(runs))
+	if err != nil {
+		return nil, nil, fmt.Errorf("list expired callbacks: %w", err)
+	}
+	return runs, tasks, nil
+}
+
+// upcomingSQL: a task's SCHEDULED runs never delivered, by scheduled time:
+// a range of runs_task_status in order.
+const upcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
+	WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0
+	ORDER BY scheduled_at, id
+	LIMIT ?`
+
+// RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED,
+// never delivered), by scheduled time then ID.
+func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error) {
+	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, upcomingSQL, taskID, sqlrow.ClampLimit(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
+	}
+	return out, nil
+}
+
 // RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
 // WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
-// run is EConflict.
+// run is EConflict. A one-off task whose scheduled run is cancelled at once
+// becomes FAILED: its task is then locked first, before the run, in the
+// lock order of every method.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
 	var out *sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
+		// Whether the run may end a one-off task, read unlocked: a run's
+		// task never changes, and the run is checked again under its lock.
+		var taskID int64
+		err := tx.QueryRowContext(ctx, `SELECT r.task_id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
+			WHERE r.id = ? AND r.trigger_type = 'SCHEDULE' AND r.status IN ('SCHEDULED', 'QUEUED')
+				AND t.cron_expr = '' AND t.run_at IS NOT NULL`, id).Scan(&taskID)
+		oneOff := err == nil
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if oneOff {
+			if err := lockTaskRows(ctx, tx, []int64{taskID}); err != nil {
+				return err
+			}
+		}
 		r, err := getRun(ctx, tx, id, true)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("", "run %d not found", id)
@@ -377,7 +694,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 		if r.Status.Final() {
 			return sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
 		}
-		out, err = cancelRun(ctx, tx, r, now)
+		out, err = cancelRun(ctx, tx, r, now, oneOff)
 		return err
 	})
 	if err != nil {
@@ -387,13 +704,18 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 }
 
 // cancelRun cancels the unfinished run r, locked by tx, and returns it
-// updated.
-func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (*sundial.Run, error) {
+// updated. oneOff says r's task is a one-off task, which fails with its
+// scheduled run cancelled at once (the caller holds the task's lock).
+func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time, oneOff bool) (*sundial.Run, error) {
 	at := sqlrow.Micros(now)
 	var err error
 	if sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active() {
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', finished_at = ?, updated_at = ?
 			WHERE id = ?`, at, at, r.ID)
+		if err == nil && oneOff && r.Trigger == sundial.TriggerSchedule {
+			_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = ?
+				WHERE id = ? AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`, at, r.TaskID)
+		}
 	} else {
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, at, r.ID)
 	}

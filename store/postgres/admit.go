@@ -106,9 +106,16 @@ const (
 )
 
 // admitCancelSQL cancels (as RunCancel does) the unfinished runs of task
-// $3 among $2.
-var admitCancelSQL = `UPDATE runs SET ` + cancelSet + `
-	WHERE id = ANY($2) AND task_id = $3 AND status NOT IN ` + finalStatuses
+// $3 among $2, and fails the task if it is one-off and its scheduled run
+// was among those cancelled at once.
+var admitCancelSQL = `WITH c AS (
+		UPDATE runs SET ` + cancelSet + `
+		WHERE id = ANY($2) AND task_id = $3 AND status NOT IN ` + finalStatuses + `
+		RETURNING status, trigger_type
+	)
+	UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = $1
+	WHERE id = $3 AND ` + oneOffFailed + `
+		AND EXISTS (SELECT 1 FROM c WHERE status = 'CANCELED' AND trigger_type = 'SCHEDULE')`
 
 // RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
 // in one transaction that holds the task's row lock, in three round trips:
@@ -175,6 +182,14 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
 			return err
 		}
+		// A decision ends its task only with its run: SKIPPED, the one-off
+		// task's only fire not run.
+		complete := d.CompleteTask != "" && d.Status == sundial.RunSkipped
+		if complete {
+			if err := checkTaskEnd(d.CompleteTask); err != nil {
+				return err
+			}
+		}
 		wb := &pgx.Batch{}
 		if cancel := slices.DeleteFunc(slices.Clone(d.Cancel), func(c int64) bool { return c == id }); len(cancel) > 0 {
 			wb.Queue(admitLockRunsSQL, append(slices.Clone(cancel), id))
@@ -199,6 +214,10 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 			}
 			return err
 		})
+		if complete {
+			// The task's lock is this transaction's since its first statement.
+			wb.Queue(completeTaskSQL, string(d.CompleteTask), sqlrow.Micros(now), state.Run.TaskID)
+		}
 		return sendBatch(ctx, tx, wb)
 	})
 	if err != nil {

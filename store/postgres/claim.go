@@ -49,8 +49,8 @@ var claimDueSQL = `WITH claimed AS (
 		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4
 		WHERE id = ANY (ARRAY(
 			SELECT r.id FROM runs AS r
-			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= $2
-			ORDER BY (SELECT t.priority FROM tasks AS t WHERE t.id = r.task_id) DESC, r.scheduled_at, r.id
+			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.due_at <= $2
+			ORDER BY (SELECT t.priority FROM tasks AS t WHERE t.id = r.task_id) DESC, r.due_at, r.id
 			LIMIT $3
 			FOR UPDATE OF r SKIP LOCKED))
 		RETURNING ` + sqlrow.RunCols + `
@@ -60,9 +60,10 @@ var claimDueSQL = `WITH claimed AS (
 		LEFT JOIN tasks AS t ON t.id = c.task_id AND c.n = 1`
 
 // RunClaimDue claims for nodeID up to limit SCHEDULED runs no node holds,
-// due at or before until, most urgent first (task priority descending, then
-// scheduled time, then ID), in one statement and one round trip. It sets
-// their node, bumps their fence and sets updated_at (the process's clock).
+// due (due_at: the first delivery's time, or a retry's) at or before until,
+// most urgent first (task priority descending, then due time, then ID), in
+// one statement and one round trip. It sets their node, bumps their fence
+// and sets updated_at (the process's clock).
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
 		return nil, nil, nil
@@ -81,7 +82,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	slices.SortFunc(runs, func(a, b *sundial.Run) int {
 		return cmp.Or(
 			cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
-			a.ScheduledTime.Compare(b.ScheduledTime),
+			a.DueAt.Compare(b.DueAt),
 			cmp.Compare(a.ID, b.ID))
 	})
 	return runs, tasks, nil
@@ -210,23 +211,34 @@ const runUnplanLockSQL = `SELECT id FROM tasks
 	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
 	ORDER BY id FOR UPDATE`
 
-// runUnplanSQL deletes the SCHEDULED runs of $1 held by node $3 whose fence
-// is the one in $2, and rewinds each task's next_fire_at to the earliest of
-// its deleted runs when that is earlier. LEAST ignores NULL: a task with no
-// next fire gets the earliest.
+// runUnplanSQL deletes the SCHEDULED runs never delivered of $1 held by
+// node $3 whose fence is the one in $2, and rewinds each task's
+// next_fire_at to the earliest of its deleted runs when that is earlier.
+// LEAST ignores NULL: a task with no next fire gets the earliest.
 const runUnplanSQL = `WITH gone AS (
 		DELETE FROM runs USING unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
 		WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
 			AND runs.status = 'SCHEDULED' AND runs.node_id = $3 AND runs.trigger_type <> 'MANUAL'
+			AND runs.deliveries = 0
 		RETURNING runs.task_id, runs.scheduled_at
 	)
 	UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
 	FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
 	WHERE tasks.id = e.task_id`
 
+// runHandBackSQL hands the SCHEDULED runs delivered before among $1, held
+// by node $3 with the fence in $2, back to no node, as they are (due_at
+// kept, fence kept: the next claim bumps it): a retry is not a fire the
+// planner makes again. $4 now.
+const runHandBackSQL = `UPDATE runs SET node_id = '', updated_at = $4
+	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
+	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
+		AND runs.status = 'SCHEDULED' AND runs.node_id = $3 AND runs.deliveries > 0`
+
 // RunUnplan deletes the given SCHEDULED runs nodeID holds (each only if
-// its fence matches) and rewinds their tasks, in one round trip and one
-// implicit transaction that locks the tasks first.
+// its fence matches) and rewinds their tasks, or hands them back to no
+// node if they were delivered before, in one round trip and one implicit
+// transaction that locks the tasks first.
 func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
 	if len(refs) == 0 {
 		return nil
@@ -239,6 +251,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 	stmts := []stmt{
 		{runUnplanLockSQL, []any{ids}, nil},
 		{runUnplanSQL, []any{ids, fences, nodeID}, nil},
+		{runHandBackSQL, []any{ids, fences, nodeID, sqlrow.Micros(s.clock())}, nil},
 	}
 	err := retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
 	return sqlrow.Wrap(badTextOr(err), "unplan runs of node %s", nodeID)
@@ -257,14 +270,17 @@ const redeliverPickSQL = `(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = 
 
 // redeliverSQL decides again, under the task locks, each picked run ($1)
 // that is still INTERRUPTED: one with fewer than $3 deliveries and a live
-// task becomes SCHEDULED for node $2 with a new fence; the others become
-// FAILED at $4, the reason added to the interruption's. The runs are locked
-// in ID order with SKIP LOCKED: a run another redeliverer holds is its
-// to decide.
-var redeliverSQL = `UPDATE runs SET
+// task becomes SCHEDULED for node $2 with a new fence, due at once ($4);
+// the others become FAILED at $4, the reason added to the interruption's,
+// and so does the one-off task whose scheduled run failed, if still
+// ENABLED (its lock, FOR SHARE since the batch's first statement, becomes
+// an exclusive one). The runs are locked in ID order with SKIP LOCKED: a
+// run another redeliverer holds is its to decide.
+var redeliverSQL = `WITH d AS (UPDATE runs SET
 		status = CASE WHEN e.ok THEN 'SCHEDULED' ELSE 'FAILED' END,
 		node_id = CASE WHEN e.ok THEN $2 ELSE runs.node_id END,
 		fence = CASE WHEN e.ok THEN runs.fence + 1 ELSE runs.fence END,
+		due_at = CASE WHEN e.ok THEN $4::bigint ELSE runs.due_at END,
 		finished_at = CASE WHEN e.ok THEN NULL ELSE $4::bigint END,
 		error = CASE WHEN e.ok THEN runs.error WHEN runs.error = '' THEN e.why ELSE runs.error || '; ' || e.why END,
 		updated_at = $4
@@ -279,7 +295,13 @@ var redeliverSQL = `UPDATE runs SET
 		FOR UPDATE OF r SKIP LOCKED
 	) AS e
 	WHERE runs.id = e.id
-	RETURNING ` + qualified("runs", sqlrow.RunCols)
+	RETURNING ` + qualified("runs", sqlrow.RunCols) + `
+	), failed AS (
+		UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = $4
+		WHERE tasks.id = ANY (ARRAY(SELECT task_id FROM d WHERE status = 'FAILED' AND trigger_type = 'SCHEDULE'))
+			AND ` + oneOffFailed + `
+	)
+	SELECT ` + sqlrow.RunCols + ` FROM d`
 
 // RunRedeliver takes up to limit INTERRUPTED runs that may be delivered
 // again, oldest first, and schedules them for nodeID; up to 1,000 others,
@@ -339,18 +361,18 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 }
 
 // runFindStuckSQL reads the SCHEDULED runs (runs_status_node), oldest
-// first. A node with no row in nodes is not ALIVE.
+// due first. A node with no row in nodes is not ALIVE.
 const runFindStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r
-	WHERE r.status = 'SCHEDULED' AND r.scheduled_at < $2
+	WHERE r.status = 'SCHEDULED' AND r.due_at < $2
 		AND (r.node_id = $1 OR r.node_id = ''
 			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
-	ORDER BY r.scheduled_at, r.id
+	ORDER BY r.due_at, r.id
 	LIMIT $3`
 
-// RunFindStuck returns up to limit (sqlrow.ClampLimit) SCHEDULED runs due before
-// dueBefore held by nodeID, by no node, or by a node that is not ALIVE (or
-// unknown), oldest first. It takes no lock: the caller claims what it finds
-// with RunClaim, whose fences settle any race.
+// RunFindStuck returns up to limit (sqlrow.ClampLimit) SCHEDULED runs due
+// (due_at) before dueBefore held by nodeID, by no node, or by a node that
+// is not ALIVE (or unknown), oldest due first. It takes no lock: the caller
+// claims what it finds with RunClaim, whose fences settle any race.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
 	rows, err := s.pool.Query(ctx, runFindStuckSQL, nodeID, sqlrow.Micros(dueBefore), sqlrow.ClampLimit(limit))
 	var out []*sundial.Run

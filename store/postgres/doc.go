@@ -19,10 +19,13 @@
 // # Schema
 //
 // The schema is SQLite's: times are BIGINT microseconds since the Unix epoch
-// (UTC), live task names are unique through a partial index, due tasks are
-// found through a partial index on next_fire_at, the SCHEDULED runs no node
-// holds (an empty node_id) through one on scheduled_at, and (task_id,
-// fire_key) is UNIQUE. Flags are BOOLEAN, and runs.response_body is BYTEA
+// (UTC), live task names and request IDs are unique through partial
+// indexes, due tasks are found through a partial index on next_fire_at, the
+// SCHEDULED runs no node holds (an empty node_id) through one on due_at
+// (when a run next needs a node: its fire, a retry's backoff, or a callback
+// deadline), the WAITING_CALLBACK runs through another, and (task_id,
+// fire_key) is UNIQUE. JSON (params, a callback's result, progress,
+// checkpoints) is TEXT, read back as written. Flags are BOOLEAN, and runs.response_body is BYTEA
 // so that any bytes a target answers with are kept as received; so is
 // run_attempts.response_body. run_attempts holds one row per delivery that
 // ended (RunAttempts reads them by run_id, id); its run_id references runs
@@ -66,7 +69,23 @@
 //     the statement's start: a callback's outcome that waited for its call's
 //     WAITING_CALLBACK would record the delivery a second time. Each attempt
 //     costs an insert and its foreign-key check (a primary-key lookup and
-//     lock of the run).
+//     lock of the run). An outcome with Retry is recorded so, then sends its
+//     run back to SCHEDULED in the same UPDATE. Retries, callback deadlines
+//     and task ends are bound as NULL arrays when a batch has none, so the
+//     common batch costs what it did without them; a batch that ends tasks
+//     (CompleteTask) first locks those tasks, in ID order, and its
+//     statement updates them with the runs.
+//   - RunComplete locks the run (SELECT ... FOR UPDATE; its task first
+//     when it ends the task) and decides from what it holds, so of two
+//     callbacks, or a callback and its call's RunFinish, the second finds
+//     the run changed. RunProgress is one UPDATE guarded by fence and
+//     status. RunCancel locks the run's task first when it is one-off (the
+//     cancel may end it FAILED), then cancels in one statement.
+//   - TaskCreateMany reads the live tasks with its request IDs and names,
+//     then inserts from unnest(arrays) in one statement; a concurrent
+//     creation of the same request (or name) that wins the unique index
+//     makes it run the transaction again, which then finds that task.
+//     SettingEnsure inserts with ON CONFLICT DO NOTHING, then reads.
 //   - RunInsert takes FOR SHARE on its task, so it and TaskDelete (which
 //     deletes the task's SCHEDULED runs) cannot interleave.
 //   - RunRelease and NodeReap lock the tasks whose runs they release before
@@ -108,7 +127,9 @@
 // order (ORDER BY id FOR UPDATE), except RunStart, RunClaim and RunUnplan,
 // whose order follows the plan (their input is sorted by ID).
 // RunClaim, RunUnplan and RunRedeliver lock the runs' tasks before the
-// runs, as RunRelease does. PlanDue cannot deadlock: it never waits for a
+// runs, as RunRelease does, and so do RunFinish, RunComplete and RunCancel
+// where they may end a task. (RunRedeliver holds its tasks FOR SHARE and
+// takes the exclusive lock of a one-off task it fails under it.) PlanDue cannot deadlock: it never waits for a
 // task lock, and it inserts runs only for the tasks it holds; RunClaimDue
 // cannot either, as it waits for no lock. The methods that take no callback
 // (RunStart, RunFinish, RunRelease, NodeReap, RunPurge, RunClaim, RunUnplan,

@@ -302,7 +302,7 @@ func TestOpenErrors(t *testing.T) {
 func newTask(t testing.TB, name string, next time.Time) *sundial.Task {
 	t.Helper()
 	tk := &sundial.Task{Name: name, CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	tk.NextFireTime = &next
@@ -706,7 +706,8 @@ func TestRunFinishAttemptRace(t *testing.T) {
 	defer tx.Rollback(context.Background())
 	us := sqlrow.Micros(now)
 	rows, err := tx.Query(ctx, runFinishSQL, []int64{r.ID}, []int64{r.Fence}, []string{"WAITING_CALLBACK"},
-		[]*int64{&us}, []*int64{&us}, []int32{202}, [][]byte{{}}, []string{""}, []int64{us})
+		[]*int64{&us}, []*int64{&us}, []int32{202}, [][]byte{{}}, []string{""}, []int64{us},
+		[]bool(nil), []*int64(nil), []*string(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -889,7 +890,8 @@ func TestQueryPlans(t *testing.T) {
 	// 5,000 tasks and 50,000 runs: a tenth each SCHEDULED, RUNNING,
 	// SKIPPED and QUEUED, the rest SUCCESS. Then 100,000 finished runs
 	// (half of them SKIPPED records no node holds) and 1,000 SCHEDULED runs
-	// no node holds yet, due from 200,000 on; 3 nodes, one of them ALIVE;
+	// no node holds yet, due from 200,000 on, and 100 WAITING_CALLBACK runs
+	// whose callbacks are due from 301,001 on; 3 nodes, one of them ALIVE;
 	// two attempts of each SUCCESS run.
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
@@ -898,20 +900,24 @@ func TestQueryPlans(t *testing.T) {
 		SELECT 't' || g, '* * * * * *', 'UTC', 'SYNC', 'POST', 'https://example.com', 0, 'QUEUE', 100,
 			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0, g::bigint * 1000000
 		FROM generate_series(1, 5000) AS g;
-		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status, node_id, idempotency_key,
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
 			created_at, updated_at)
-		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, CASE g % 10 WHEN 0 THEN 'SCHEDULED' WHEN 1 THEN 'RUNNING'
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g, CASE g % 10 WHEN 0 THEN 'SCHEDULED' WHEN 1 THEN 'RUNNING'
 			WHEN 2 THEN 'SKIPPED' WHEN 3 THEN 'QUEUED' ELSE 'SUCCESS' END, 'node-' || g % 3, 'k', g, g
 		FROM generate_series(1, 50000) AS g;
-		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status, node_id, idempotency_key,
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
 			created_at, updated_at)
-		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, CASE g % 2 WHEN 0 THEN 'SUCCESS' ELSE 'SKIPPED' END,
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g, CASE g % 2 WHEN 0 THEN 'SUCCESS' ELSE 'SKIPPED' END,
 			CASE g % 2 WHEN 0 THEN 'node-' || g % 3 ELSE '' END, 'k', g, g
 		FROM generate_series(50001, 150000) AS g;
-		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status, node_id, idempotency_key,
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
 			created_at, updated_at)
-		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, 'SCHEDULED', '', 'k', g, g
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g, 'SCHEDULED', '', 'k', g, g
 		FROM generate_series(200001, 201000) AS g;
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
+			created_at, updated_at)
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g + 100000, 'WAITING_CALLBACK', 'node-0', 'k', g, g
+		FROM generate_series(201001, 201100) AS g;
 		INSERT INTO nodes (id, state, started_at, heartbeat_at)
 		VALUES ('node-0', 'ALIVE', 0, 0), ('node-1', 'DEAD', 0, 0), ('node-2', 'LEFT', 0, 0);
 		INSERT INTO run_attempts (run_id, delivery, node_id, status, started_at, finished_at)
@@ -928,12 +934,23 @@ func TestQueryPlans(t *testing.T) {
 		texts, finals      []string
 		nulls              []*int64
 		bodies             [][]byte
+		trues              []bool
+		ends               []*string
 	)
 	for i := range int64(n) {
 		ids, fences, times = append(ids, 1+i*10), append(fences, 1), append(times, i)
 		ints, texts, finals = append(ints, 1), append(texts, ""), append(finals, "SUCCESS")
 		nulls, bodies = append(nulls, nil), append(bodies, nil)
+		completed := "COMPLETED"
+		trues, ends = append(trues, true), append(ends, &completed)
 	}
+	// RunFinish's arrays of retries, due times and task ends, NULL when a
+	// batch sets none.
+	var (
+		noRetry []bool
+		noDue   []*int64
+		noEnd   []*string
+	)
 	for _, tc := range []struct {
 		name  string
 		sql   string
@@ -949,12 +966,19 @@ func TestQueryPlans(t *testing.T) {
 		{"admit cancel", admitCancelSQL, []any{1, ids[:3], 10}, "runs_", "runs_status_node"},
 		// A batch's runs by primary key, never through the status index.
 		{"RunStart", runStartSQL, []any{ids, fences, ints, times, texts}, "runs_pkey", "runs_status_node"},
-		{"RunFinish", runFinishSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies, texts, times},
-			"runs_pkey", "runs_status_node"},
+		{"RunFinish", runFinishSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies, texts, times,
+			noRetry, noDue, noEnd}, "runs_pkey", "runs_status_node"},
+		{"RunFinish retry", runFinishSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies, texts, times,
+			trues, times, noEnd}, "runs_pkey", "runs_status_node"},
+		{"RunFinish complete", runFinishCompleteSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies,
+			texts, times, noRetry, noDue, ends}, "runs_pkey", "runs_status_node"},
 		{"RunPurge", runPurgeSQL, []any{40_000, 500}, "runs_created", ""},
 		{"release lock", releaseLockSQL, []any{"node-1"}, "tasks_pkey", ""},
 		{"release running", releaseRunningSQL, []any{"node-1", "", 1}, "runs_pkey", ""},
+		{"release hand back", releaseHandBackSQL, []any{"node-1", 1}, "runs_status_node", ""},
 		{"RunAttempts", runAttemptsSQL, []any{40}, "run_attempts_run", ""},
+		{"RunComplete latest attempt", runCompleteLatestSQL, []any{40, "SUCCESS", "", 1}, "run_attempts_run", ""},
+		{"RunProgress", runProgressSQL, []any{40, 1, nil, nil, nil, 1}, "runs_pkey", ""},
 		// Claims. An idle claim (nothing due) and a claim of 1,000 runs
 		// read the runs no node holds only.
 		{"RunClaimDue idle", claimDueSQL, []any{"node-0", 150_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
@@ -963,11 +987,16 @@ func TestQueryPlans(t *testing.T) {
 		{"RunClaim", runClaimSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
 		{"unplan lock", runUnplanLockSQL, []any{ids}, "tasks_pkey", ""},
 		{"RunUnplan", runUnplanSQL, []any{ids, fences, "node-0"}, "runs_pkey", "runs_status_node"},
+		{"RunUnplan hand back", runHandBackSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
 		{"redeliver pick", redeliverPickSQL, []any{3, 100}, "runs_status_node", ""},
 		// INTERRUPTED runs are few, and all of them are being redelivered:
 		// through the status index or the primary key.
 		{"redeliver", redeliverSQL, []any{ids, "node-0", 3, 1}, "runs_", ""},
 		{"RunFindStuck", runFindStuckSQL, []any{"node-0", 40_000, 100}, "runs_status_node", ""},
+		// The callback sweep reads the waiting runs only, idle or not.
+		{"RunCallbackExpired idle", callbackExpiredSQL, []any{300_000, 100}, "runs_waiting", "runs_status_node"},
+		{"RunCallbackExpired", callbackExpiredSQL, []any{400_000, 100}, "runs_waiting", "runs_status_node"},
+		{"RunUpcoming", runUpcomingSQL, []any{10, 50}, "runs_task_status", "runs_status_node"},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.

@@ -3,6 +3,7 @@ package postgres
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,13 +25,18 @@ func scanRun(row pgx.Row) (*sundial.Run, error) {
 		scheduled, created, upd int64
 		started, finished       *int64
 		body                    []byte
+		due                     int64
+		result, progress, chk   *string
 	)
 	err := row.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &r.CancelRequested, &created, &upd)
+		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &r.CancelRequested, &created, &upd,
+		&due, &result, &progress, &chk)
 	if err != nil {
 		return nil, err
 	}
+	r.DueAt = sqlrow.FromMicros(due)
+	r.Result, r.Progress, r.Checkpoint = jsonOf(result), jsonOf(progress), jsonOf(chk)
 	r.Trigger = sundial.Trigger(trigger)
 	r.Status = sundial.RunStatus(status)
 	r.SkipReason = sundial.SkipReason(reason)
@@ -88,7 +94,7 @@ func filter[T any](items []T, keep func(T) bool) []T {
 const runUnnest = `unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[],
 	$7::integer[], $8::integer[], $9::integer[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
 	$14::integer[], $15::bytea[], $16::text[], $17::text[], $18::text[], $19::boolean[], $20::bigint[],
-	$21::bigint[])`
+	$21::bigint[], $22::bigint[], $23::text[], $24::text[], $25::text[])`
 
 // runsInsertSQL inserts the runs of runArrays in one statement, leaving
 // alone every (task, fire key) that exists, and returns those it inserted.
@@ -103,7 +109,7 @@ const runsInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 // returns whether the task is live and the new run's ID, NULL if the fire
 // key is taken.
 const runInsertSQL = `WITH task AS (
-		SELECT id FROM tasks WHERE id = $22 AND NOT deleted FOR SHARE
+		SELECT id FROM tasks WHERE id = $26 AND NOT deleted FOR SHARE
 	), ins AS (
 		INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 		SELECT * FROM ` + runUnnest + ` WHERE EXISTS (SELECT 1 FROM task)
@@ -121,6 +127,8 @@ type runArrays struct {
 	started, finished                          []*int64
 	body                                       [][]byte
 	cancel                                     []bool
+	due                                        []int64
+	result, progress, checkpoint               []*string
 }
 
 func (a *runArrays) add(r *sundial.Run) {
@@ -145,12 +153,35 @@ func (a *runArrays) add(r *sundial.Run) {
 	a.cancel = append(a.cancel, r.CancelRequested)
 	a.created = append(a.created, sqlrow.Micros(r.CreatedAt))
 	a.updated = append(a.updated, sqlrow.Micros(r.UpdatedAt))
+	a.due = append(a.due, sqlrow.Micros(r.DueAt))
+	a.result = append(a.result, nullJSON(r.Result))
+	a.progress = append(a.progress, nullJSON(r.Progress))
+	a.checkpoint = append(a.checkpoint, nullJSON(r.Checkpoint))
 }
 
 func (a *runArrays) args() []any {
 	return []any{a.taskID, a.fireKey, a.trigger, a.scheduled, a.status, a.skipReason, a.missed,
 		a.attempt, a.deliveries, a.nodeID, a.fence, a.started, a.finished, a.httpStatus, a.body,
-		a.errText, a.traceID, a.idemKey, a.cancel, a.created, a.updated}
+		a.errText, a.traceID, a.idemKey, a.cancel, a.created, a.updated, a.due, a.result, a.progress,
+		a.checkpoint}
+}
+
+// nullJSON is raw JSON as a nullable text column holds it, nil for NULL:
+// the form pgx binds in arrays (sqlrow.NullJSON's).
+func nullJSON(raw json.RawMessage) *string {
+	if len(raw) == 0 {
+		return nil
+	}
+	s := string(raw)
+	return &s
+}
+
+// jsonOf is a nullable text column read back as raw JSON: nil for NULL.
+func jsonOf(v *string) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	return json.RawMessage(*v)
 }
 
 // RunInsert inserts a run (a manual trigger) of a live task. An existing
@@ -322,57 +353,106 @@ var finishEdges, finishTargets = func() (string, map[sundial.RunStatus]bool) {
 // runFinishSQL applies one round of outcomes and records an attempt for
 // each that ends a delivery's call. The CTE prev finds the runs by primary
 // key, as RunStart does, and locks them in ID order before the UPDATE (FOR
-// NO KEY UPDATE, the lock the UPDATE takes): the status it returns (was)
-// is the one the UPDATE replaces, read again under the lock if another
-// transaction changed the run since the statement began (READ COMMITTED).
-// An outcome of a RUNNING run ends a delivery, recorded as attempt number
-// runs.deliveries; one of a WAITING_CALLBACK run (its callback) records
+// NO KEY UPDATE, the lock the UPDATE takes): the status and node it returns
+// (was, node) are the ones the UPDATE replaces, read again under the lock
+// if another transaction changed the run since the statement began (READ
+// COMMITTED). An outcome of a RUNNING run ends a delivery, recorded as
+// attempt number runs.deliveries with the outcome's status, node and times
+// (not the run's: a retry sends the run back to SCHEDULED, held by no node,
+// unfinished); one of a WAITING_CALLBACK run (its callback) records
 // nothing. The statement returns the IDs of the runs it changed.
-var runFinishSQL = `WITH prev AS (
-		SELECT runs.id, runs.status AS was, u.status, u.started_at, u.finished_at, u.http_status,
-			u.response_body, u.error, u.updated_at
+//
+// The arrays $10 (retry) and $11 (due_at) are NULL for a round that sets
+// neither, as most do: unnest pads a NULL array with NULLs, which change
+// nothing (no retry, due_at kept), so the common batch binds and sends no
+// more than it did before retries existed.
+//
+// runFinishCompleteSQL, for a round where some outcome also ends its task
+// ($12, CompleteTask, NULL for none), updates the tasks of the applied
+// outcomes as well; RunFinish locks those tasks first, so that this
+// statement's task writes keep the lock order (tasks, then runs).
+var runFinishSQL, runFinishCompleteSQL = finishSQL(false), finishSQL(true)
+
+func finishSQL(complete bool) string {
+	q := `WITH prev AS (
+		SELECT runs.id, runs.task_id, runs.status AS was, runs.node_id AS node, u.status, u.started_at,
+			u.finished_at, u.http_status, u.response_body, u.error, u.updated_at, u.retry, u.due_at, u.complete
 		FROM runs, unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[], $6::integer[],
-			$7::bytea[], $8::text[], $9::bigint[])
-			AS u (id, fence, status, started_at, finished_at, http_status, response_body, error, updated_at)
+			$7::bytea[], $8::text[], $9::bigint[], $10::boolean[], $11::bigint[], $12::text[])
+			AS u (id, fence, status, started_at, finished_at, http_status, response_body, error, updated_at,
+				retry, due_at, complete)
 		WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
 			AND (runs.status, u.status) IN ` + finishEdges + `
 		ORDER BY runs.id
 		FOR NO KEY UPDATE OF runs
 	), done AS (
 		UPDATE runs
-		SET status = p.status, started_at = COALESCE(p.started_at, runs.started_at), finished_at = p.finished_at,
+		SET status = CASE WHEN p.retry THEN 'SCHEDULED' ELSE p.status END,
+			node_id = CASE WHEN p.retry THEN '' ELSE runs.node_id END,
+			due_at = COALESCE(p.due_at, runs.due_at),
+			started_at = COALESCE(p.started_at, runs.started_at),
+			finished_at = CASE WHEN p.retry THEN NULL ELSE p.finished_at END,
 			http_status = p.http_status, response_body = p.response_body, error = p.error, updated_at = p.updated_at
 		FROM prev AS p
 		WHERE runs.id = p.id
-		RETURNING runs.id, p.was, runs.deliveries, runs.node_id, runs.status, runs.http_status, runs.error,
-			runs.response_body, runs.started_at, COALESCE(runs.finished_at, runs.updated_at) AS ended
+		RETURNING runs.id, runs.task_id, p.was, p.node, p.status, runs.deliveries, runs.started_at,
+			COALESCE(p.finished_at, p.updated_at) AS ended, p.http_status, p.error, p.response_body,
+			p.complete, p.updated_at
 	), attempts AS (
 		INSERT INTO run_attempts (run_id, delivery, node_id, status, http_status, error, response_body,
 			started_at, finished_at)
-		SELECT id, deliveries, node_id, status, http_status, error, response_body, started_at, ended
+		SELECT id, deliveries, node, status, http_status, error, response_body, started_at, ended
 		FROM done WHERE was = 'RUNNING'
-	)
+	)`
+	if complete {
+		// A task ended by two outcomes of one round takes the first's.
+		q += `, completed AS (
+		UPDATE tasks SET status = d.complete, next_fire_at = NULL, updated_at = d.updated_at
+		FROM (SELECT DISTINCT ON (task_id) task_id, complete, updated_at FROM done
+			WHERE complete IS NOT NULL ORDER BY task_id, id) AS d
+		WHERE tasks.id = d.task_id AND tasks.status = 'ENABLED'
+	)`
+	}
+	return q + `
 	SELECT id FROM done`
+}
 
 // RunFinish records outcomes of active runs, each only if its fence matches
 // and its status may move to the outcome's, in one statement (one per
 // repeat of an ID) and one round trip. Each outcome of a RUNNING run is
 // also recorded as an attempt (runFinishSQL). An outcome no active run may reach
 // (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
+//
+// An outcome with Retry sends its run back to SCHEDULED, held by no node
+// and due at DueAt, after its attempt is recorded with its Status; a
+// WAITING_CALLBACK outcome sets the run's due_at to DueAt, the callback
+// deadline. CompleteTask ends the run's task (if ENABLED) in the same
+// transaction: the batch then first locks those tasks, in ID order.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
 		return ok, nil
 	}
 	ids := make([]int64, len(finishes))
+	var completing []int64 // the runs whose tasks end with them
 	for i, f := range finishes {
 		if !finishTargets[f.Status] {
 			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		}
+		if f.CompleteTask != "" {
+			if err := checkTaskEnd(f.CompleteTask); err != nil {
+				return nil, err
+			}
+			completing = append(completing, f.ID)
 		}
 		ids[i] = f.ID
 	}
 	now := sqlrow.Micros(s.clock())
 	var stmts []stmt
+	if len(completing) > 0 {
+		slices.Sort(completing)
+		stmts = append(stmts, stmt{taskEndLockSQL, []any{completing}, nil})
+	}
 	for _, round := range rounds(ids) {
 		var (
 			id, fence, updated []int64
@@ -380,8 +460,12 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 			started, finished  []*int64
 			httpStatus         []int32
 			body               [][]byte
+			// Left nil (NULL) unless an outcome of the round sets them.
+			again    []bool
+			due      []*int64
+			complete []*string
 		)
-		for _, i := range round {
+		for k, i := range round {
 			f := finishes[i]
 			var st, fin *int64
 			if !f.StartedAt.IsZero() {
@@ -401,9 +485,33 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 			body = append(body, []byte(sqlrow.CutBody(f.ResponseBody)))
 			errText = append(errText, cleanText(f.Error))
 			updated = append(updated, upd)
+			if f.Retry {
+				if again == nil {
+					again = make([]bool, len(round))
+				}
+				again[k] = true
+			}
+			if (f.Retry || f.Status == sundial.RunWaitingCallback) && !f.DueAt.IsZero() {
+				if due == nil {
+					due = make([]*int64, len(round))
+				}
+				due[k] = nullMicros(&f.DueAt)
+			}
+			if f.CompleteTask != "" {
+				if complete == nil {
+					complete = make([]*string, len(round))
+				}
+				c := string(f.CompleteTask)
+				complete[k] = &c
+			}
 		}
-		stmts = append(stmts, stmt{runFinishSQL,
-			[]any{id, fence, status, started, finished, httpStatus, body, errText, updated}, applied(ok, ids, round)})
+		q := runFinishSQL
+		if complete != nil {
+			q = runFinishCompleteSQL
+		}
+		stmts = append(stmts, stmt{q,
+			[]any{id, fence, status, started, finished, httpStatus, body, errText, updated, again, due, complete},
+			applied(ok, ids, round)})
 	}
 	err := retry(ctx, func() error {
 		clear(ok)
@@ -415,6 +523,25 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	return ok, nil
 }
 
+// taskEndLockSQL locks, in ID order, the tasks of the runs $1 whose
+// outcomes end them: RunUnplan's lock of the tasks it rewinds.
+const taskEndLockSQL = runUnplanLockSQL
+
+// checkTaskEnd refuses a status a run's outcome cannot give its task: a
+// one-off task ends COMPLETED or FAILED.
+func checkTaskEnd(st sundial.TaskStatus) error {
+	if st != sundial.TaskCompleted && st != sundial.TaskFailed {
+		return sundial.Errorf(sundial.EInvalid, "status", "a run ends its task COMPLETED or FAILED, not %q", st)
+	}
+	return nil
+}
+
+// completeTaskSQL ends task $3 with status $1 at $2 if it is still
+// ENABLED: the end of a one-off task, with its run's. The caller holds the
+// task's lock, taken before the run's.
+const completeTaskSQL = `UPDATE tasks SET status = $1, next_fire_at = NULL, updated_at = $2
+	WHERE id = $3 AND status = 'ENABLED'`
+
 // cancelSet is the SET clause that cancels an unfinished run at $1 (a time):
 // SCHEDULED and QUEUED ones end CANCELED, the others (RUNNING,
 // WAITING_CALLBACK, INTERRUPTED) are flagged for their owner.
@@ -423,16 +550,35 @@ var cancelSet = `status = CASE WHEN status IN ` + cancelAtOnce + ` THEN 'CANCELE
 	cancel_requested = cancel_requested OR status NOT IN ` + cancelAtOnce + `,
 	updated_at = $1`
 
-var runCancelSQL = `UPDATE runs SET ` + cancelSet + `
-	WHERE id = $2 AND status NOT IN ` + finalStatuses + `
-	RETURNING ` + sqlrow.RunCols
+// runCancelSQL cancels run $2 at $1 and, when that ends a one-off task's
+// scheduled run at once, the task FAILED: its only fire will not run.
+var runCancelSQL = `WITH c AS (
+		UPDATE runs SET ` + cancelSet + `
+		WHERE id = $2 AND status NOT IN ` + finalStatuses + `
+		RETURNING ` + sqlrow.RunCols + `
+	), failed AS (
+		UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = $1
+		WHERE id = (SELECT task_id FROM c WHERE status = 'CANCELED' AND trigger_type = 'SCHEDULE')
+			AND ` + oneOffFailed + `
+	)
+	SELECT * FROM c`
 
 // RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
 // WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
-// run is EConflict. It is one statement: the row lock it takes orders it
-// with any other change of the run.
+// run is EConflict. It is one round trip and one implicit transaction: the
+// run's task is locked first if it is a one-off task (which the cancel may
+// end), then one statement cancels the run, whose row lock orders it with
+// any other change of the run.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
-	r, err := scanRun(s.pool.QueryRow(ctx, runCancelSQL, sqlrow.Micros(now), id))
+	var r *sundial.Run
+	b := &pgx.Batch{}
+	b.Queue(oneOffLockSQL, id)
+	b.Queue(runCancelSQL, sqlrow.Micros(now), id).QueryRow(func(row pgx.Row) error {
+		var err error
+		r, err = scanRun(row)
+		return err
+	})
+	err := sendBatch(ctx, s.pool, b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, or final (a final run stays final).
 		var status string
@@ -497,16 +643,23 @@ const (
 	releaseLockSQL = `SELECT id FROM tasks WHERE id = ANY (ARRAY(
 			SELECT DISTINCT task_id FROM runs WHERE status IN ('SCHEDULED', 'RUNNING') AND node_id = $1))
 		ORDER BY id FOR UPDATE`
-	// releasePlannedSQL deletes the node's planned SCHEDULED runs and
-	// rewinds their tasks. LEAST ignores NULL: a task with no next fire gets
-	// the earliest.
+	// releasePlannedSQL deletes the node's planned SCHEDULED runs never
+	// delivered and rewinds their tasks. LEAST ignores NULL: a task with no
+	// next fire gets the earliest.
 	releasePlannedSQL = `WITH gone AS (
 			DELETE FROM runs WHERE status = 'SCHEDULED' AND node_id = $1 AND trigger_type <> 'MANUAL'
+				AND deliveries = 0
 			RETURNING task_id, scheduled_at
 		)
 		UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
 		FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
 		WHERE tasks.id = e.task_id`
+	// releaseHandBackSQL hands the node's SCHEDULED runs delivered before
+	// (waiting for a retry, or redelivered) back to no node, as they are.
+	releaseHandBackSQL = `UPDATE runs SET node_id = '', updated_at = $2
+		WHERE status = 'SCHEDULED' AND node_id = $1 AND deliveries > 0`
+	// releaseManualSQL skips the node's SCHEDULED runs left: MANUAL ones
+	// never delivered.
 	releaseManualSQL = `UPDATE runs
 		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = $2,
 			finished_at = $3, updated_at = $3
@@ -528,10 +681,14 @@ const (
 // queueRelease queues onto b the statements that give up nodeID's runs:
 //   - the tasks of its SCHEDULED and RUNNING runs are locked first, in ID
 //     order, so that no admission or planning of them is under way;
-//   - planned SCHEDULED runs are deleted and their tasks' next_fire_at
-//     rewound to the earliest of them, so that a planner plans them again;
-//   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
-//     as SKIPPED (MISFIRE) with the reason;
+//   - planned SCHEDULED runs never delivered are deleted and their tasks'
+//     next_fire_at rewound to the earliest of them, so that a planner plans
+//     them again;
+//   - SCHEDULED runs delivered before (a retry waiting for its backoff, a
+//     redelivery), which no planner would make again, are handed back to
+//     no node as they are: any node claims them when they are due;
+//   - MANUAL SCHEDULED runs never delivered, which no planner would make
+//     again, are recorded as SKIPPED (MISFIRE) with the reason;
 //   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
 //     late write from the old owner is refused, and each delivery so cut
 //     off is recorded as an INTERRUPTED attempt of nodeID.
@@ -542,6 +699,7 @@ func queueRelease(b *pgx.Batch, nodeID, reason string, now time.Time) {
 	reason = cleanText(reason)
 	b.Queue(releaseLockSQL, nodeID)
 	b.Queue(releasePlannedSQL, nodeID)
+	b.Queue(releaseHandBackSQL, nodeID, sqlrow.Micros(now))
 	b.Queue(releaseManualSQL, nodeID, reason, sqlrow.Micros(now))
 	b.Queue(releaseRunningSQL, nodeID, reason, sqlrow.Micros(now))
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strconv"
@@ -29,7 +30,7 @@ func scanTasks(rows pgx.Rows) ([]*sundial.Task, error) {
 }
 
 // taskWriteCols are the columns TaskCreate and TaskUpdate write, in the
-// order of sqlrow.TaskArgs, bound to $1 to $23.
+// order of sqlrow.TaskArgs, bound to $1 to $nTaskWriteCols.
 var (
 	taskWriteCols  = strings.Join(sqlrow.TaskWriteCols, ", ")
 	nTaskWriteCols = len(sqlrow.TaskWriteCols)
@@ -51,11 +52,19 @@ func nameTaken(name string) *sundial.Error {
 	return sqlrow.Conflict("name", "a task named %q already exists", name)
 }
 
-// taskWriteErr turns the errors of writing a task that the client can act
-// on into *sundial.Error: a live name taken, or text PostgreSQL refuses.
-func taskWriteErr(err error, name string) error {
-	if pgCode(err) == codeUniqueViolation {
-		return nameTaken(name)
+func requestTaken(id string) *sundial.Error {
+	return sqlrow.Conflict("request_id", "a task with request_id %q already exists", id)
+}
+
+// taskWriteErr turns the errors of writing a task t that the client can
+// act on into *sundial.Error: a live name or request_id taken (told apart
+// by the unique index that refused the row), or text PostgreSQL refuses.
+func taskWriteErr(err error, t *sundial.Task) error {
+	if e, ok := errors.AsType[*pgconn.PgError](err); ok && e.Code == codeUniqueViolation {
+		if e.ConstraintName == "tasks_request_live" {
+			return requestTaken(t.RequestID)
+		}
+		return nameTaken(t.Name)
 	}
 	if e := badText(err); e != nil {
 		return e
@@ -76,10 +85,10 @@ func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) 
 	args = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
 	var id int64
 	if err := s.pool.QueryRow(ctx, taskCreateSQL, args...).Scan(&id); err != nil {
-		return sqlrow.Wrap(taskWriteErr(err, t.Name), "create task")
+		return sqlrow.Wrap(taskWriteErr(err, t), "create task")
 	}
 	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
-	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
+	t.NextFireTime, t.RunAt = sqlrow.NormPtr(t.NextFireTime), sqlrow.NormPtr(t.RunAt)
 	return nil
 }
 
@@ -108,6 +117,12 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 		args = append(args, f.NamePrefix)
 		where = append(where, `starts_with(name, $`+strconv.Itoa(len(args))+`)`)
 	}
+	if f.BizID != "" {
+		// The literal term matches the partial index tasks_biz, whatever
+		// the plan knows of the parameter.
+		args = append(args, f.BizID)
+		where = append(where, `biz_id = $`+strconv.Itoa(len(args))+` AND biz_id <> ''`)
+	}
 	args = append(args, sqlrow.ClampLimit(f.Limit))
 	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE `+strings.Join(where, ` AND `)+
 		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
@@ -131,12 +146,13 @@ func badTextOr(err error) error {
 }
 
 var taskUpdateSQL = `UPDATE tasks SET (` + taskWriteCols + `) = (` + params(1, nTaskWriteCols) + `),
-	version = version + 1, updated_at = $24
-	WHERE id = $25 AND version = $26 AND NOT deleted
+	version = version + 1, updated_at = $` + strconv.Itoa(nTaskWriteCols+1) + `
+	WHERE id = $` + strconv.Itoa(nTaskWriteCols+2) + ` AND version = $` + strconv.Itoa(nTaskWriteCols+3) + ` AND NOT deleted
 	RETURNING created_at`
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its
-// planned (non-manual) SCHEDULED runs. The UPDATE takes the task's row lock
+// upcoming runs: planned (non-manual) SCHEDULED runs never delivered; a run
+// waiting for a retry (delivered before) stays. The UPDATE takes the task's row lock
 // first, so the DELETE (a later statement, with a later snapshot) also sees
 // the runs a planner that held the lock just committed.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
@@ -153,9 +169,10 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errStaleOrGone
 		}
-		return taskWriteErr(err, t.Name)
+		return taskWriteErr(err, t)
 	})
-	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'`, t.ID)
+	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
+		AND deliveries = 0`, t.ID)
 	err = s.inTx(ctx, b, nil)
 	if errors.Is(err, errStaleOrGone) {
 		// Why nothing matched: the task is gone, or at another version.
@@ -174,7 +191,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	t.Version++
 	t.UpdatedAt = now
 	t.CreatedAt = sqlrow.FromMicros(created)
-	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
+	t.NextFireTime, t.RunAt = sqlrow.NormPtr(t.NextFireTime), sqlrow.NormPtr(t.RunAt)
 	return nil
 }
 
@@ -182,8 +199,10 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 // version, before its DELETE runs.
 var errStaleOrGone = errors.New("no live task with this ID and version")
 
-// TaskDelete marks the task deleted, deletes its SCHEDULED runs and cancels
-// its QUEUED ones. As in TaskUpdate, the UPDATE locks the task before the
+// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
+// delivered and cancels its QUEUED ones and its SCHEDULED ones delivered
+// before (waiting for a retry, or redelivered), whose attempts are history
+// to keep. As in TaskUpdate, the UPDATE locks the task before the
 // other statements look at its runs.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	b := beginBatch()
@@ -194,8 +213,250 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 		}
 		return nil
 	})
-	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED'`, id)
+	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND deliveries = 0`, id)
 	b.Queue(`UPDATE runs SET status = 'CANCELED', error = 'task deleted', finished_at = $1, updated_at = $1
-		WHERE task_id = $2 AND status = 'QUEUED'`, sqlrow.Micros(now), id)
+		WHERE task_id = $2 AND status IN ('QUEUED', 'SCHEDULED')`, sqlrow.Micros(now), id)
 	return sqlrow.Wrap(s.inTx(ctx, b, nil), "delete task %d", id)
+}
+
+// taskInsertManySQL inserts tasks from one array per column of
+// sqlrow.TaskWriteCols (then version, created_at and updated_at), in one
+// statement, and returns each new task's ID with its name, unique among
+// them. taskArrayTypes are the columns' array element types, from the Go
+// types of sqlrow.TaskArgs: text, or bigint (which an INTEGER column takes
+// by assignment).
+var taskInsertManySQL, taskArrayTypes = func() (string, []string) {
+	sample, err := sqlrow.TaskArgs(&sundial.Task{})
+	if err != nil {
+		panic(err)
+	}
+	sample = append(sample, int64(0), int64(0), int64(0))
+	types := make([]string, len(sample))
+	arrays := make([]string, len(sample))
+	for i, v := range sample {
+		switch v.(type) {
+		case string, sql.NullString:
+			types[i] = "text"
+		case int, int64, sql.NullInt64:
+			types[i] = "bigint"
+		default:
+			panic(fmt.Sprintf("postgres: sqlrow.TaskArgs column %d is a %T", i, v))
+		}
+		arrays[i] = fmt.Sprintf("$%d::%s[]", i+1, types[i])
+	}
+	return `INSERT INTO tasks (` + taskWriteCols + `, version, created_at, updated_at)
+		SELECT * FROM unnest(` + strings.Join(arrays, ", ") + `)
+		RETURNING id, name`, types
+}()
+
+// taskColumns holds rows of task arguments column by column, each column a
+// typed slice for pgx to bind as an array: []string, []*string ([]int64,
+// []*int64) for a text (bigint) column, nil for NULL.
+type taskColumns []any
+
+func newTaskColumns(n int) taskColumns {
+	c := make(taskColumns, len(taskArrayTypes))
+	for j, typ := range taskArrayTypes {
+		switch typ {
+		case "text":
+			c[j] = make([]*string, 0, n)
+		default:
+			c[j] = make([]*int64, 0, n)
+		}
+	}
+	return c
+}
+
+// add appends one row: the values of sqlrow.TaskArgs, then version,
+// created_at and updated_at.
+func (c taskColumns) add(row []any) {
+	for j, v := range row {
+		switch v := v.(type) {
+		case string:
+			c[j] = append(c[j].([]*string), &v)
+		case sql.NullString:
+			var p *string
+			if v.Valid {
+				p = &v.String
+			}
+			c[j] = append(c[j].([]*string), p)
+		case int:
+			n := int64(v)
+			c[j] = append(c[j].([]*int64), &n)
+		case int64:
+			c[j] = append(c[j].([]*int64), &v)
+		case sql.NullInt64:
+			var p *int64
+			if v.Valid {
+				p = &v.Int64
+			}
+			c[j] = append(c[j].([]*int64), p)
+		}
+	}
+}
+
+// createAttempts is how often TaskCreateMany runs its transaction in all
+// while it collides with a concurrent creation of the same request (or
+// name), or deadlocks.
+const createAttempts = 5
+
+// createPlan is what TaskCreateMany's transaction made of each task:
+// inserted with an ID, answered by a live task with its request_id, or by
+// an earlier task of the batch with the same request.
+type createPlan struct {
+	ids      map[int]int64
+	existing map[int]*sundial.Task
+	same     map[int]int
+}
+
+// TaskCreateMany inserts the tasks in one transaction, as TaskCreate does,
+// except those whose request_id names a live task (or an earlier task of
+// the batch) created by the same request, which are answered with it. The
+// transaction reads the live tasks with the batch's request IDs and names,
+// decides each task, then inserts the new ones in one statement. A
+// concurrent creation of one of them that committed in between makes the
+// insert fail on a unique index (tasks_request_live, tasks_name_live):
+// the whole transaction runs again, and then finds that task. So concurrent
+// calls with one request create one task, and each caller gets it.
+func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) ([]bool, error) {
+	existed := make([]bool, len(ts))
+	if len(ts) == 0 {
+		return existed, nil
+	}
+	now = sqlrow.Norm(now)
+	rows := make([][]any, len(ts))
+	for i, t := range ts {
+		args, err := sqlrow.TaskArgs(t)
+		if err != nil {
+			return nil, &sundial.BatchError{Index: i, Err: fmt.Errorf("create task: %w", err)}
+		}
+		rows[i] = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
+	}
+	var (
+		p   *createPlan
+		err error
+	)
+	for range createAttempts {
+		p, err = s.taskCreateMany(ctx, ts, rows)
+		if (pgCode(err) != codeUniqueViolation && !isRetryable(err)) || ctx.Err() != nil {
+			break
+		}
+	}
+	if err != nil {
+		if e, ok := errors.AsType[*pgconn.PgError](err); ok && e.Code == codeUniqueViolation {
+			// Still colliding after every attempt: which task is not known.
+			field := "name"
+			if e.ConstraintName == "tasks_request_live" {
+				field = "request_id"
+			}
+			return nil, sqlrow.Conflict(field, "a task of the batch collides with tasks being created at the same time")
+		}
+		if _, ok := errors.AsType[*sundial.BatchError](err); ok {
+			return nil, err
+		}
+		return nil, sqlrow.Wrap(badTextOr(err), "create tasks")
+	}
+	for i, id := range p.ids {
+		t := ts[i]
+		t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
+		t.NextFireTime, t.RunAt = sqlrow.NormPtr(t.NextFireTime), sqlrow.NormPtr(t.RunAt)
+	}
+	for i, e := range p.existing {
+		*ts[i], existed[i] = *e, true
+	}
+	for i, j := range p.same {
+		*ts[i], existed[i] = *ts[j], true
+	}
+	return existed, nil
+}
+
+// taskCreateMany runs TaskCreateMany's transaction once, changing no task
+// of ts: it returns what it did to each.
+func (s *Store) taskCreateMany(ctx context.Context, ts []*sundial.Task, rows [][]any) (*createPlan, error) {
+	var reqIDs, names []string
+	for _, t := range ts {
+		if t.RequestID != "" {
+			reqIDs = append(reqIDs, t.RequestID)
+		}
+		names = append(names, t.Name)
+	}
+	byRequest := map[string]*sundial.Task{}
+	taken := map[string]bool{}
+	b := beginBatch()
+	if len(reqIDs) > 0 {
+		// The literal term matches the partial index tasks_request_live.
+		b.Queue(`SELECT `+sqlrow.TaskCols+` FROM tasks
+			WHERE request_id = ANY($1) AND request_id <> '' AND NOT deleted`, reqIDs).Query(func(rows pgx.Rows) error {
+			found, err := scanTasks(rows)
+			for _, t := range found {
+				byRequest[t.RequestID] = t
+			}
+			return err
+		})
+	}
+	b.Queue(`SELECT name FROM tasks WHERE name = ANY($1) AND NOT deleted`, names).Query(func(rows pgx.Rows) error {
+		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		for _, n := range found {
+			taken[n] = true
+		}
+		return err
+	})
+	p := &createPlan{ids: map[int]int64{}, existing: map[int]*sundial.Task{}, same: map[int]int{}}
+	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+		var (
+			firstOf = map[string]int{} // a request ID's first task in the batch
+			named   = map[string]int{} // a name's task in the batch, to insert
+			cols    = newTaskColumns(len(ts))
+		)
+		for i, t := range ts {
+			if t.RequestID != "" {
+				other, j := byRequest[t.RequestID], -1
+				if other == nil {
+					if k, ok := firstOf[t.RequestID]; ok {
+						other, j = ts[k], k
+					}
+				}
+				switch {
+				case other != nil && other.RequestHash != t.RequestHash:
+					return &sundial.BatchError{Index: i, Err: sqlrow.Conflict("request_id",
+						"a task with request_id %q already exists, created by a different request", t.RequestID)}
+				case j >= 0:
+					p.same[i] = j
+					continue
+				case other != nil:
+					p.existing[i] = other
+					continue
+				}
+				firstOf[t.RequestID] = i
+			}
+			if _, dup := named[t.Name]; dup || taken[t.Name] {
+				return &sundial.BatchError{Index: i, Err: nameTaken(t.Name)}
+			}
+			named[t.Name] = i
+			cols.add(rows[i])
+		}
+		if len(named) == 0 {
+			return nil
+		}
+		rows, err := tx.Query(ctx, taskInsertManySQL, cols...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				id   int64
+				name string
+			)
+			if err := rows.Scan(&id, &name); err != nil {
+				return err
+			}
+			p.ids[named[name]] = id
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
 }

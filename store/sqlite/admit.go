@@ -122,6 +122,10 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 			out, err = sqlrow.ScanRun(st(s.st.admitQueued).QueryRowContext(ctx, d.Attempt, sqlrow.Micros(now), id))
 		case sundial.RunSkipped:
 			out, err = sqlrow.ScanRun(st(s.st.admitSkipped).QueryRowContext(ctx, string(d.SkipReason), d.Attempt, sqlrow.Micros(now), id))
+			if err == nil && d.CompleteTask != "" {
+				// A one-off task whose only fire is skipped ends with it.
+				_, err = tx.ExecContext(ctx, completeTaskSQL, string(d.CompleteTask), sqlrow.Micros(now), id)
+			}
 		}
 		return err
 	})

@@ -15,6 +15,17 @@ import (
 // atomic by itself: concurrent claimers queue for the writer and each sees
 // the runs the previous one took.
 
+// Unclaimed runs, by due time: a fresh run is due at its scheduled time, a
+// retry after its backoff.
+const (
+	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
+		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
+	claimDueSQL = `SELECT r.id FROM runs r INDEXED BY runs_unclaimed
+		JOIN tasks t ON t.id = r.task_id
+		WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.due_at <= ?
+		ORDER BY t.priority DESC, r.due_at, r.id LIMIT ?`
+)
+
 // RunClaimDue claims unowned SCHEDULED runs due by until for nodeID.
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
@@ -23,8 +34,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	// Every node asks many times a second; most often nothing is due. Look
 	// on a reader first so that an idle claim does not take the writer.
 	var one int
-	err := s.r.QueryRowContext(ctx, `SELECT 1 FROM runs INDEXED BY runs_unclaimed
-		WHERE status = 'SCHEDULED' AND node_id = '' AND scheduled_at <= ? LIMIT 1`, sqlrow.Micros(until)).Scan(&one)
+	err := s.r.QueryRowContext(ctx, claimProbeSQL, sqlrow.Micros(until)).Scan(&one)
 	if err == sql.ErrNoRows {
 		return nil, nil, nil
 	}
@@ -36,10 +46,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		tasks map[int64]*sundial.Task
 	)
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		ids, err := queryIDs(ctx, tx, `SELECT r.id FROM runs r INDEXED BY runs_unclaimed
-			JOIN tasks t ON t.id = r.task_id
-			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.scheduled_at <= ?
-			ORDER BY t.priority DESC, r.scheduled_at, r.id LIMIT ?`, sqlrow.Micros(until), limit)
+		ids, err := queryIDs(ctx, tx, claimDueSQL, sqlrow.Micros(until), limit)
 		if err != nil || len(ids) == 0 {
 			return err
 		}
@@ -90,7 +97,8 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	return runs, tasks, nil
 }
 
-// RunUnplan deletes SCHEDULED runs held by nodeID and rewinds their tasks.
+// RunUnplan deletes SCHEDULED runs held by nodeID and rewinds their tasks;
+// runs delivered before are handed back to no node instead.
 func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		earliest := map[int64]int64{}
@@ -98,8 +106,15 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 			var task, at int64
 			err := tx.QueryRowContext(ctx, `DELETE FROM runs
 				WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
+					AND deliveries = 0
 				RETURNING task_id, scheduled_at`, ref.ID, ref.Fence, nodeID).Scan(&task, &at)
 			if err == sql.ErrNoRows {
+				// A retry or a redelivery is no planner's to make again.
+				if _, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = '', updated_at = ?
+					WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED' AND deliveries > 0`,
+					sqlrow.Micros(s.clock()), ref.ID, ref.Fence, nodeID); err != nil {
+					return err
+				}
 				continue
 			}
 			if err != nil {
@@ -131,22 +146,23 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		tasks map[int64]*sundial.Task
 	)
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.deliveries, r.error, t.deleted, r.cancel_requested FROM runs r
+		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.task_id, r.trigger_type, r.deliveries, r.error, t.deleted,
+				r.cancel_requested FROM runs r
 			JOIN tasks t ON t.id = r.task_id
 			WHERE r.status = 'INTERRUPTED' ORDER BY r.scheduled_at, r.id LIMIT ?`, sqlrow.ClampLimit(limit*4))
 		if err != nil {
 			return err
 		}
 		type cand struct {
-			id, deliveries int64
-			reason         string
-			deleted        bool
-			canceled       bool
+			id, task, deliveries int64
+			trigger, reason      string
+			deleted              bool
+			canceled             bool
 		}
 		var cands []cand
 		for rows.Next() {
 			var c cand
-			if err := rows.Scan(&c.id, &c.deliveries, &c.reason, &c.deleted, &c.canceled); err != nil {
+			if err := rows.Scan(&c.id, &c.task, &c.trigger, &c.deliveries, &c.reason, &c.deleted, &c.canceled); err != nil {
 				rows.Close()
 				return err
 			}
@@ -173,13 +189,19 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 					strings.TrimPrefix(c.reason+"; "+why, "; "), sqlrow.Micros(now), c.id); err != nil {
 					return err
 				}
+				// A one-off task's only fire has failed for good.
+				if c.trigger == string(sundial.TriggerSchedule) {
+					if _, err := tx.ExecContext(ctx, failOneOffSQL, sqlrow.Micros(now), c.task); err != nil {
+						return err
+					}
+				}
 				continue
 			}
 			if len(ids) == limit {
 				continue
 			}
 			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SCHEDULED', node_id = ?1,
-				fence = fence + 1, finished_at = NULL, updated_at = ?2 WHERE id = ?3`,
+				fence = fence + 1, finished_at = NULL, updated_at = ?2, due_at = ?2 WHERE id = ?3`,
 				nodeID, sqlrow.Micros(now), c.id); err != nil {
 				return err
 			}
@@ -201,9 +223,9 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 // by no node, or by a node that is not ALIVE.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
 	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status = 'SCHEDULED' AND scheduled_at < ?
+		WHERE status = 'SCHEDULED' AND due_at < ?
 		AND (node_id = ? OR node_id = '' OR node_id NOT IN (SELECT id FROM nodes WHERE state = 'ALIVE'))
-		ORDER BY scheduled_at, id LIMIT ?`, sqlrow.Micros(dueBefore), nodeID, sqlrow.ClampLimit(limit)))
+		ORDER BY due_at, id LIMIT ?`, sqlrow.Micros(dueBefore), nodeID, sqlrow.ClampLimit(limit)))
 	if err != nil {
 		return nil, fmt.Errorf("find stuck runs: %w", err)
 	}
@@ -245,10 +267,8 @@ func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run,
 		return nil, nil, err
 	}
 	byID := make(map[int64]*sundial.Run, len(got))
-	taskSet := map[int64]bool{}
 	for _, r := range got {
 		byID[r.ID] = r
-		taskSet[r.TaskID] = true
 	}
 	runs := make([]*sundial.Run, 0, len(ids))
 	for _, id := range ids {
@@ -256,25 +276,43 @@ func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run,
 			runs = append(runs, r)
 		}
 	}
-	taskIDs := make([]int64, 0, len(taskSet))
-	for id := range taskSet {
-		taskIDs = append(taskIDs, id)
+	tasks, err := tasksOf(ctx, tx, runs)
+	return runs, tasks, err
+}
+
+// querier is a *sql.DB or a *sql.Tx.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// tasksOf loads the tasks of runs by ID, deleted ones too.
+func tasksOf(ctx context.Context, q querier, runs []*sundial.Run) (map[int64]*sundial.Task, error) {
+	taskSet := map[int64]bool{}
+	taskIDs := make([]int64, 0, len(runs))
+	for _, r := range runs {
+		if !taskSet[r.TaskID] {
+			taskSet[r.TaskID] = true
+			taskIDs = append(taskIDs, r.TaskID)
+		}
 	}
-	q, args = inList(taskIDs)
-	rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id IN (`+q+`)`, args...)
+	tasks := make(map[int64]*sundial.Task, len(taskIDs))
+	if len(taskIDs) == 0 {
+		return tasks, nil
+	}
+	in, args := inList(taskIDs)
+	rows, err := q.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id IN (`+in+`)`, args...)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer rows.Close()
-	tasks := make(map[int64]*sundial.Task, len(taskIDs))
 	for rows.Next() {
 		t, err := sqlrow.ScanTask(rows)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		tasks[t.ID] = t
 	}
-	return runs, tasks, rows.Err()
+	return tasks, rows.Err()
 }
 
 func queryIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
@@ -300,5 +338,10 @@ func inList(ids []int64) (string, []any) {
 	for i, id := range ids {
 		args[i] = id
 	}
-	return strings.TrimSuffix(strings.Repeat("?, ", len(ids)), ", "), args
+	return placeholders(len(ids)), args
+}
+
+// placeholders returns n parameter markers: "?, ?, ...".
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
 }

@@ -12,21 +12,14 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-const runInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
-	VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+var runInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
+	VALUES (` + placeholders(len(sqlrow.RunWriteArgs(&sundial.Run{}))) + `)
 	ON CONFLICT (task_id, fire_key) DO NOTHING`
-
-func runInsertArgs(r *sundial.Run) []any {
-	return []any{r.TaskID, r.FireKey, string(r.Trigger), sqlrow.Micros(r.ScheduledTime), string(r.Status),
-		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
-		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
-		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt)}
-}
 
 // insertRun inserts r unless its (task, fire key) exists, and reports
 // whether it did, setting r.ID.
 func insertRun(ctx context.Context, stmt *sql.Stmt, r *sundial.Run) (bool, error) {
-	res, err := stmt.ExecContext(ctx, runInsertArgs(r)...)
+	res, err := stmt.ExecContext(ctx, sqlrow.RunWriteArgs(r)...)
 	if err != nil {
 		return false, err
 	}
@@ -150,12 +143,27 @@ var finishFrom = func() map[sundial.RunStatus][2]string {
 
 const runFinishSQL = `UPDATE runs
 	SET status = ?1, started_at = COALESCE(?2, started_at), finished_at = ?3, http_status = ?4,
-		response_body = ?5, error = ?6, updated_at = ?7
+		response_body = ?5, error = ?6, updated_at = ?7, due_at = COALESCE(?12, due_at)
 	WHERE id = ?8 AND fence = ?9 AND status IN (?10, ?11)`
+
+// runRetrySQL sends a run whose failed delivery was just recorded back to
+// SCHEDULED for another one, held by no node: any node claims it when it is
+// due (due_at, set by runFinishSQL). The fence stays; the claim bumps it.
+const runRetrySQL = `UPDATE runs SET status = 'SCHEDULED', node_id = '', finished_at = NULL WHERE id = ?`
+
+// completeTaskSQL ends a task with a run of its (a one-off task whose fire
+// ended): only an ENABLED task, so that one disabled meanwhile stays so.
+const completeTaskSQL = `UPDATE tasks SET status = ?1, next_fire_at = NULL, updated_at = ?2
+	WHERE id = (SELECT task_id FROM runs WHERE id = ?3) AND status = 'ENABLED'`
 
 // RunFinish records outcomes of active runs, each only if its fence matches
 // and its status may move to the outcome's. An outcome no active run may
 // reach (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
+//
+// An outcome with Retry is recorded as any other (the run row, then its
+// attempt copied from it) and the run is then sent back to SCHEDULED; so is
+// the rare CompleteTask applied after the outcomes. A batch of plain
+// outcomes costs one UPDATE per run and one INSERT per 500 attempts.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
@@ -170,8 +178,9 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.st.runFinish)
 		var ended []int64 // runs that left RUNNING: deliveries to record
+		var later []int   // applied outcomes with a Retry or a CompleteTask
 		for i, f := range finishes {
-			var started, finished *time.Time
+			var started, finished, due *time.Time
 			if !f.StartedAt.IsZero() {
 				started = &f.StartedAt
 			}
@@ -180,9 +189,14 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				finished = &f.FinishedAt
 				updated = f.FinishedAt
 			}
+			// A zero DueAt leaves due_at as it is.
+			if (f.Retry || f.Status == sundial.RunWaitingCallback) && !f.DueAt.IsZero() {
+				due = &f.DueAt
+			}
 			apply := func(a, b string) (bool, error) {
 				res, err := stmt.ExecContext(ctx, string(f.Status), sqlrow.NullMicros(started), sqlrow.NullMicros(finished),
-					f.HTTPStatus, sqlrow.CutBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, a, b)
+					f.HTTPStatus, sqlrow.CutBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, a, b,
+					sqlrow.NullMicros(due))
 				if err != nil {
 					return false, err
 				}
@@ -193,33 +207,45 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 			running := string(sundial.RunRunning)
 			var err error
 			if from[0] != running && from[1] != running {
-				if ok[i], err = apply(from[0], from[1]); err != nil {
-					return err
+				ok[i], err = apply(from[0], from[1])
+			} else if ok[i], err = apply(running, running); ok[i] {
+				// A run leaving RUNNING ends a delivery: record it as an attempt.
+				ended = append(ended, f.ID)
+			} else if err == nil {
+				if other := from[0]; other != running {
+					ok[i], err = apply(other, other)
+				} else if other := from[1]; other != running {
+					ok[i], err = apply(other, other)
 				}
-				continue
 			}
-			// A run leaving RUNNING ends a delivery: record it as an attempt.
-			if ok[i], err = apply(running, running); err != nil {
+			if err != nil {
 				return err
 			}
-			if ok[i] {
-				ended = append(ended, f.ID)
-				continue
-			}
-			if other := from[0]; other != running {
-				if ok[i], err = apply(other, other); err != nil {
-					return err
-				}
-			} else if other := from[1]; other != running {
-				if ok[i], err = apply(other, other); err != nil {
-					return err
-				}
+			if ok[i] && (f.Retry || f.CompleteTask != "") {
+				later = append(later, i)
 			}
 		}
 		for part := range slices.Chunk(ended, 500) {
 			q, args := inList(part)
 			if _, err := tx.ExecContext(ctx, attemptFromRunSQL+` IN (`+q+`)`, args...); err != nil {
 				return err
+			}
+		}
+		for _, i := range later {
+			f := finishes[i]
+			if f.Retry {
+				if _, err := tx.ExecContext(ctx, runRetrySQL, f.ID); err != nil {
+					return err
+				}
+			}
+			if f.CompleteTask != "" {
+				at := now
+				if !f.FinishedAt.IsZero() {
+					at = f.FinishedAt
+				}
+				if _, err := tx.ExecContext(ctx, completeTaskSQL, string(f.CompleteTask), sqlrow.Micros(at), f.ID); err != nil {
+					return err
+				}
 			}
 		}
 		return nil
@@ -255,14 +281,28 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 	return out, nil
 }
 
+// failOneOffSQL fails the one-off task whose scheduled run ?3 will not run:
+// the task has no other fire to wait for.
+const failOneOffSQL = `UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = ?1
+	WHERE id = ?2 AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`
+
 // cancelRun cancels the unfinished run r inside tx and returns it updated.
+// A one-off task whose scheduled run is cancelled at once becomes FAILED.
 func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (*sundial.Run, error) {
 	q := `UPDATE runs SET cancel_requested = 1, updated_at = ?1 WHERE id = ?2 RETURNING ` + sqlrow.RunCols
-	if sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active() {
+	atOnce := sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active()
+	if atOnce {
 		q = `UPDATE runs SET status = 'CANCELED', finished_at = ?1, updated_at = ?1
 			WHERE id = ?2 RETURNING ` + sqlrow.RunCols
 	}
-	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, sqlrow.Micros(now), r.ID))
+	out, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, q, sqlrow.Micros(now), r.ID))
+	if err != nil || !atOnce || r.Trigger != sundial.TriggerSchedule {
+		return out, err
+	}
+	if _, err := tx.ExecContext(ctx, failOneOffSQL, sqlrow.Micros(now), r.TaskID); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
@@ -298,8 +338,10 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 }
 
 // release gives up nodeID's runs inside tx:
-//   - planned SCHEDULED runs are deleted and their tasks' next_fire_at
-//     rewound to the earliest of them, so that a planner plans them again;
+//   - planned SCHEDULED runs never delivered are deleted and their tasks'
+//     next_fire_at rewound to the earliest of them, so that a planner plans
+//     them again;
+//   - SCHEDULED runs delivered before are handed back to no node;
 //   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
 //     as SKIPPED (MISFIRE) with the reason;
 //   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
@@ -309,7 +351,7 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 // a slot (RunQueuedNext).
 func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Time) error {
 	rows, err := tx.QueryContext(ctx, `SELECT task_id, MIN(scheduled_at) FROM runs
-		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL'
+		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' AND deliveries = 0
 		GROUP BY task_id`, nodeID)
 	if err != nil {
 		return err
@@ -329,7 +371,7 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 		return err
 	}
 	if _, err := tx.ExecContext(ctx, `DELETE FROM runs
-		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL'`, nodeID); err != nil {
+		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' AND deliveries = 0`, nodeID); err != nil {
 		return err
 	}
 	for _, rw := range rewinds {
@@ -337,6 +379,12 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 			WHERE id = ?2`, rw.at, rw.task); err != nil {
 			return err
 		}
+	}
+	// Runs delivered before (a retry, a redelivery) are fires no planner
+	// makes again: another node claims them as they are, when due.
+	if _, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = '', updated_at = ?1
+		WHERE status = 'SCHEDULED' AND node_id = ?2 AND deliveries > 0`, sqlrow.Micros(now), nodeID); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, `UPDATE runs
 		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = ?1,

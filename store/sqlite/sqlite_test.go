@@ -65,7 +65,7 @@ func TestOpenExisting(t *testing.T) {
 		t.Fatalf("Open: %v", err)
 	}
 	task := &sundial.Task{Name: "kept", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := task.Normalize(); err != nil {
+	if err := task.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TaskCreate(ctx, task, time.Now()); err != nil {
@@ -124,7 +124,12 @@ func TestQueryPlans(t *testing.T) {
 		{"admit last effective", admitLastSQL, []any{1, 2}},
 		{"admit skips", admitSkipsSQL, []any{1, 2, 3, 4}},
 		{"RunStart", runStartSQL, []any{1, 2, 3, 4, 5}},
-		{"RunFinish", runFinishSQL, []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}},
+		{"RunFinish", runFinishSQL, []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{"RunClaimDue probe", claimProbeSQL, []any{1}},
+		{"RunClaimDue", claimDueSQL, []any{1, 2}},
+		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},
+		{"RunUpcoming", runUpcomingSQL, []any{1, 2}},
+		{"TaskCreateMany lookup", tasksByRequestSQL + ` IN (?, ?)`, []any{"r", "s"}},
 	} {
 		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.sql, tc.args...)
 		if err != nil {
@@ -158,7 +163,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	ctx := context.Background()
 	s := open(b)
 	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
@@ -195,4 +200,9 @@ func BenchmarkRunFinish(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/run")
+}
+
+// BenchmarkTaskCreateMany creates 1,000 tasks in one call per operation.
+func BenchmarkTaskCreateMany(b *testing.B) {
+	storetest.BenchTaskCreateMany(b, open(b))
 }

@@ -12,7 +12,7 @@ import (
 type stmts struct {
 	runInsert, runStart, runFinish, planNext     *sql.Stmt
 	admitRun, admitTask, admitPending, admitLast *sql.Stmt
-	admitSkips                                   *sql.Stmt
+	admitSkips, taskInsert                       *sql.Stmt
 	admitRunning, admitQueued, admitSkipped      *sql.Stmt
 	all                                          []*sql.Stmt
 }
@@ -35,6 +35,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.admitRunning, admitRunningSQL},
 		{&st.admitQueued, admitQueuedSQL},
 		{&st.admitSkipped, admitSkippedSQL},
+		{&st.taskInsert, taskInsertSQL},
 	} {
 		s, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,29 +21,158 @@ func nameTaken(name string) *sundial.Error {
 	return sqlrow.Conflict("name", "a task named %q already exists", name)
 }
 
-// TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
+// taskInsertSQL inserts a task: the columns of sqlrow.TaskArgs, then
+// version, created_at and updated_at.
+var taskInsertSQL = `INSERT INTO tasks (` + taskWriteCols + `, version, created_at, updated_at)
+	VALUES (` + placeholders(len(sqlrow.TaskWriteCols)+3) + `)`
+
+// tasksByRequestSQL finds the live tasks with the request_ids listed after
+// it (IN (...)). The literal term excluding the empty request_id lets
+// SQLite use the partial index tasks_request_live.
+const tasksByRequestSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
+	WHERE request_id <> '' AND deleted = 0 AND request_id`
+
+// taskConflict is the EConflict of a unique index of tasks that an insert
+// or update of t violated: the request_id's or the name's.
+func taskConflict(err error, t *sundial.Task) *sundial.Error {
+	if t.RequestID != "" && strings.Contains(err.Error(), "tasks.request_id") {
+		return sqlrow.Conflict("request_id", "a task with request_id %q already exists", t.RequestID)
+	}
+	return nameTaken(t.Name)
+}
+
+// insertTask inserts t with stmt (taskInsertSQL) and returns its ID. A
+// unique violation is taskConflict's EConflict.
+func insertTask(ctx context.Context, stmt *sql.Stmt, t *sundial.Task, now time.Time) (int64, error) {
 	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
-		return fmt.Errorf("create task: %w", err)
+		return 0, err
 	}
-	now = sqlrow.Norm(now)
 	args = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
-	res, err := s.w.ExecContext(ctx, `INSERT INTO tasks (`+taskWriteCols+`, version, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, args...)
+	res, err := stmt.ExecContext(ctx, args...)
 	if isUniqueViolation(err) {
-		return nameTaken(t.Name)
+		return 0, taskConflict(err, t)
 	}
 	if err != nil {
-		return fmt.Errorf("create task: %w", err)
+		return 0, err
 	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("create task: %w", err)
-	}
+	return res.LastInsertId()
+}
+
+// created sets what the database gave a task it inserted.
+func created(t *sundial.Task, id int64, now time.Time) {
 	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
 	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
+	t.RunAt = sqlrow.NormPtr(t.RunAt)
+}
+
+// TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt. A
+// live task with its name or its request_id is EConflict.
+func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
+	now = sqlrow.Norm(now)
+	var id int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		id, err = insertTask(ctx, tx.StmtContext(ctx, s.st.taskInsert), t, now)
+		return err
+	})
+	if err != nil {
+		return sqlrow.Wrap(err, "create task")
+	}
+	created(t, id, now)
 	return nil
+}
+
+// TaskCreateMany inserts the tasks in one write transaction, resolving
+// repeated requests (a live task with the same request_id and hash) to the
+// task they made. The lookup and the inserts run under the single writer,
+// so no concurrent call can insert the same request_id in between: unlike
+// the client-server adapters, there is no unique violation to retry.
+//
+// The live tasks of the batch's request_ids are read up front, a few
+// queries for the whole batch; then each task is resolved or inserted in
+// order (one prepared INSERT each), so that the first task in error is the
+// one reported, and a request repeated within the batch resolves to the
+// task its first occurrence inserted.
+func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) ([]bool, error) {
+	existed := make([]bool, len(ts))
+	if len(ts) == 0 {
+		return existed, nil
+	}
+	now = sqlrow.Norm(now)
+	// Results are kept aside and given to ts only once committed: a failed
+	// batch leaves ts as it was.
+	ids := make([]int64, len(ts))
+	found := make([]*sundial.Task, len(ts))
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		live, err := tasksByRequest(ctx, tx, ts)
+		if err != nil {
+			return err
+		}
+		insert := tx.StmtContext(ctx, s.st.taskInsert)
+		for i, t := range ts {
+			if old := live[t.RequestID]; old != nil {
+				if old.RequestHash != t.RequestHash {
+					return &sundial.BatchError{Index: i, Err: sqlrow.Conflict("request_id",
+						"a task with request_id %q already exists (task %d), created by a different request", t.RequestID, old.ID)}
+				}
+				found[i], existed[i] = old, true
+				continue
+			}
+			id, err := insertTask(ctx, insert, t, now)
+			if e, ok := errors.AsType[*sundial.Error](err); ok {
+				return &sundial.BatchError{Index: i, Err: e}
+			}
+			if err != nil {
+				return fmt.Errorf("task %d: %w", i, err)
+			}
+			ids[i] = id
+			if t.RequestID != "" {
+				c := *t
+				created(&c, id, now)
+				live[t.RequestID] = &c
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		if _, ok := errors.AsType[*sundial.BatchError](err); ok {
+			return nil, err
+		}
+		return nil, sqlrow.Wrap(err, "create tasks")
+	}
+	for i, t := range ts {
+		if existed[i] {
+			*t = *found[i]
+			continue
+		}
+		created(t, ids[i], now)
+	}
+	return existed, nil
+}
+
+// tasksByRequest reads the live tasks with the request_ids of ts, by
+// request_id.
+func tasksByRequest(ctx context.Context, tx *sql.Tx, ts []*sundial.Task) (map[string]*sundial.Task, error) {
+	live := map[string]*sundial.Task{}
+	seen := map[string]bool{}
+	var reqs []any
+	for _, t := range ts {
+		if t.RequestID != "" && !seen[t.RequestID] {
+			seen[t.RequestID] = true
+			reqs = append(reqs, t.RequestID)
+		}
+	}
+	for part := range slices.Chunk(reqs, 500) {
+		found, err := sqlrow.ScanTasks(tx.QueryContext(ctx, tasksByRequestSQL+` IN (`+placeholders(len(part))+`)`, part...))
+		if err != nil {
+			return nil, err
+		}
+		for _, t := range found {
+			live[t.RequestID] = t
+		}
+	}
+	return live, nil
 }
 
 // TaskGet returns a live task, or ENotFound.
@@ -70,6 +200,10 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 		where.WriteString(` AND status = ?`)
 		args = append(args, string(f.Status))
 	}
+	if f.BizID != "" {
+		where.WriteString(` AND biz_id = ?`)
+		args = append(args, f.BizID)
+	}
 	if f.NamePrefix != "" {
 		// Case-sensitive and free of LIKE's wildcards.
 		where.WriteString(` AND substr(name, 1, length(?)) = ?`)
@@ -85,7 +219,7 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 }
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its
-// planned (non-manual) SCHEDULED runs.
+// planned (non-manual, never delivered) SCHEDULED runs.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
 	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
@@ -96,12 +230,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	var created int64
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `UPDATE tasks SET (`+taskWriteCols+`) =
-			(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?),
+			(`+placeholders(len(sqlrow.TaskWriteCols))+`),
 			version = version + 1, updated_at = ?
 			WHERE id = ? AND version = ? AND deleted = 0
 			RETURNING created_at`, args...).Scan(&created)
 		if isUniqueViolation(err) {
-			return nameTaken(t.Name)
+			return taskConflict(err, t)
 		}
 		if errors.Is(err, sql.ErrNoRows) {
 			var v int64
@@ -117,8 +251,10 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if err != nil {
 			return err
 		}
+		// Runs delivered before wait for a retry: they are fires already
+		// made, not plans, and stay.
 		_, err = tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'`, t.ID)
+			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID)
 		return err
 	})
 	if err != nil {
@@ -128,11 +264,13 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	t.UpdatedAt = now
 	t.CreatedAt = sqlrow.FromMicros(created)
 	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
+	t.RunAt = sqlrow.NormPtr(t.RunAt)
 	return nil
 }
 
-// TaskDelete marks the task deleted, deletes its SCHEDULED runs and cancels
-// its QUEUED ones.
+// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
+// delivered and cancels its other SCHEDULED runs (waiting for a retry) and
+// its QUEUED ones: nothing would ever admit them.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
@@ -146,12 +284,13 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 		} else if n == 0 {
 			return sqlrow.NotFound("", "task %d not found", id)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE task_id = ? AND status = 'SCHEDULED'`, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM runs
+			WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0`, id); err != nil {
 			return err
 		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs
 			SET status = 'CANCELED', error = 'task deleted', finished_at = ?1, updated_at = ?1
-			WHERE task_id = ?2 AND status = 'QUEUED'`, sqlrow.Micros(now), id)
+			WHERE task_id = ?2 AND status IN ('SCHEDULED', 'QUEUED')`, sqlrow.Micros(now), id)
 		return err
 	})
 	if err != nil {

@@ -203,6 +203,9 @@ func testRunRedeliver(t *testing.T, open Opener) {
 		got.Deliveries != 1 || got.FireKey != first.FireKey || got.IdempotencyKey != first.IdempotencyKey {
 		t.Fatalf("redelivered run = %s; want SCHEDULED on node-c, a new fence, 1 delivery, same keys", fmtRun(*got))
 	}
+	if !got.DueAt.Equal(at(50)) {
+		t.Fatalf("redelivered run is due at %v, want now (%v)", got.DueAt, at(50))
+	}
 	eqRun(t, f.get(got.ID), got)
 	if len(tasks) != 1 || tasks[tk.ID] == nil {
 		t.Fatalf("tasks = %v, want task %d", tasks, tk.ID)

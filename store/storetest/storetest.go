@@ -50,6 +50,20 @@ func Run(t *testing.T, open Opener) {
 		{"RunAttempts", testRunAttempts},
 		{"Node", testNode},
 		{"Transitions", testTransitions},
+		{"DueAt", testDueAt},
+		{"RunFinishRetry", testRunFinishRetry},
+		{"RunFinishCallback", testRunFinishCallback},
+		{"RunFinishCompleteTask", testRunFinishCompleteTask},
+		{"RunComplete", testRunComplete},
+		{"RunProgress", testRunProgress},
+		{"RunCallbackExpired", testRunCallbackExpired},
+		{"RunUpcoming", testRunUpcoming},
+		{"Retries", testRetries},
+		{"OneOffEnd", testOneOffEnd},
+		{"TaskOneOff", testTaskOneOff},
+		{"TaskCreateMany", testTaskCreateMany},
+		{"TaskListBizID", testTaskListBizID},
+		{"SettingEnsure", testSettingEnsure},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -101,7 +115,7 @@ func newTask(name string, mods ...func(*sundial.Task)) *sundial.Task {
 	for _, m := range mods {
 		m(tk)
 	}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(t0); err != nil {
 		panic(fmt.Sprintf("newTask %q: %v", name, err))
 	}
 	return tk
@@ -269,21 +283,34 @@ func normTimePtr(t *time.Time) *time.Time {
 func normTask(tk *sundial.Task) sundial.Task {
 	c := *tk
 	c.CreatedAt, c.UpdatedAt, c.NextFireTime = normTime(c.CreatedAt), normTime(c.UpdatedAt), normTimePtr(c.NextFireTime)
+	c.RunAt = normTimePtr(c.RunAt)
 	if c.Headers == nil {
 		c.Headers = map[string]string{}
 	}
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, c.RetryPolicy); err == nil {
-		c.RetryPolicy = buf.Bytes()
-	}
+	c.RetryPolicy, c.Params = compactJSON(c.RetryPolicy), compactJSON(c.Params)
 	return c
 }
 
 func normRun(r *sundial.Run) sundial.Run {
 	c := *r
 	c.ScheduledTime, c.CreatedAt, c.UpdatedAt = normTime(c.ScheduledTime), normTime(c.CreatedAt), normTime(c.UpdatedAt)
+	c.DueAt = normTime(c.DueAt)
 	c.StartedAt, c.FinishedAt = normTimePtr(c.StartedAt), normTimePtr(c.FinishedAt)
+	c.Result, c.Progress, c.Checkpoint = compactJSON(c.Result), compactJSON(c.Progress), compactJSON(c.Checkpoint)
 	return c
+}
+
+// compactJSON is raw without insignificant space (a JSON column may give
+// it back reformatted); nil and empty stay nil.
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return raw
+	}
+	return buf.Bytes()
 }
 
 func eqTask(t *testing.T, got, want *sundial.Task) {

@@ -311,8 +311,8 @@ func testPlanDue(t *testing.T, open Opener) {
 			r := runs[i]
 			want := &sundial.Run{
 				ID: r.ID, TaskID: tk.ID, FireKey: sundial.ScheduledFireKey(*tk.NextFireTime),
-				Trigger: sundial.TriggerSchedule, ScheduledTime: *tk.NextFireTime, Status: sundial.RunScheduled,
-				NodeID: "node-1", Fence: 1, CreatedAt: at(-1), UpdatedAt: at(-1),
+				Trigger: sundial.TriggerSchedule, ScheduledTime: *tk.NextFireTime, DueAt: *tk.NextFireTime,
+				Status: sundial.RunScheduled, NodeID: "node-1", Fence: 1, CreatedAt: at(-1), UpdatedAt: at(-1),
 				IdempotencyKey: sundial.IdempotencyKeyFor(tk.ID, sundial.ScheduledFireKey(*tk.NextFireTime)),
 			}
 			if r.ID <= 0 {

@@ -11,12 +11,24 @@ import (
 // RunCols are the columns of a run, in the order ScanRun reads them.
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
+	progress_json, checkpoint_json`
 
 // RunWriteCols are the columns a new run is inserted with: RunCols but id.
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
-	trace_id, idempotency_key, cancel_requested, created_at, updated_at`
+	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
+	progress_json, checkpoint_json`
+
+// RunWriteArgs are the values of RunWriteCols for r, as database/sql
+// drivers take them.
+func RunWriteArgs(r *sundial.Run) []any {
+	return []any{r.TaskID, r.FireKey, string(r.Trigger), Micros(r.ScheduledTime), string(r.Status),
+		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
+		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
+		r.TraceID, r.IdempotencyKey, r.CancelRequested, Micros(r.CreatedAt), Micros(r.UpdatedAt),
+		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint)}
+}
 
 // ScanRun reads a row of RunCols from a database/sql driver, which gives
 // response_body as text and cancel_requested as an integer.
@@ -26,11 +38,13 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		trigger, status, reason string
 		scheduled, created, upd int64
 		started, finished       sql.NullInt64
-		cancelRequested         int64
+		cancelRequested, due    int64
+		result, progress, chk   sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd)
+		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
+		&due, &result, &progress, &chk)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +57,8 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.CancelRequested = cancelRequested != 0
 	r.CreatedAt = FromMicros(created)
 	r.UpdatedAt = FromMicros(upd)
+	r.DueAt = FromMicros(due)
+	r.Result, r.Progress, r.Checkpoint = JSONOf(result), JSONOf(progress), JSONOf(chk)
 	return &r, nil
 }
 
@@ -109,6 +125,10 @@ func PrepareNew(r *sundial.Run, now time.Time) error {
 	}
 	r.ResponseBody = CutBody(r.ResponseBody)
 	r.ScheduledTime = Norm(r.ScheduledTime)
+	if r.DueAt.IsZero() {
+		r.DueAt = r.ScheduledTime
+	}
+	r.DueAt = Norm(r.DueAt)
 	r.StartedAt = NormPtr(r.StartedAt)
 	r.FinishedAt = NormPtr(r.FinishedAt)
 	r.CreatedAt = Norm(r.CreatedAt)

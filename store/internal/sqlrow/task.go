@@ -13,14 +13,15 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
 	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
 	callback_method, callback_timeout_sec, priority, status, version, created_at, updated_at,
-	next_fire_at`
+	next_fire_at, run_at, request_id, request_hash, biz_id, params_json`
 
 // TaskWriteCols are the columns TaskCreate and TaskUpdate write, in the
 // order of TaskArgs.
 var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "exec_type", "http_method",
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
-	"callback_method", "callback_timeout_sec", "priority", "status", "next_fire_at"}
+	"callback_method", "callback_timeout_sec", "priority", "status", "next_fire_at",
+	"run_at", "request_id", "request_hash", "biz_id", "params_json"}
 
 // ScanTask reads a row of TaskCols.
 func ScanTask(sc Scanner) (*sundial.Task, error) {
@@ -28,7 +29,8 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		t                       sundial.Task
 		headers, retry          string
 		created, updated        int64
-		next                    sql.NullInt64
+		next, runAt             sql.NullInt64
+		params                  sql.NullString
 		execType, concPol       string
 		overlap, failure, catch string
 		status                  string
@@ -37,7 +39,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
 		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
 		&t.CallbackMethod, &t.CallbackTimeout, &t.Priority, &status, &t.Version, &created, &updated,
-		&next)
+		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &params)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +60,10 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	t.CreatedAt = FromMicros(created)
 	t.UpdatedAt = FromMicros(updated)
 	t.NextFireTime = TimePtr(next)
+	t.RunAt = TimePtr(runAt)
+	if params.Valid {
+		t.Params = json.RawMessage(params.String)
+	}
 	return &t, nil
 }
 
@@ -98,5 +104,22 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.Priority,
-		string(t.Status), NullMicros(t.NextFireTime)}, nil
+		string(t.Status), NullMicros(t.NextFireTime),
+		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, NullJSON(t.Params)}, nil
+}
+
+// NullJSON is raw JSON as a nullable text column: NULL for none.
+func NullJSON(raw json.RawMessage) sql.NullString {
+	if len(raw) == 0 {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: string(raw), Valid: true}
+}
+
+// JSONOf is a nullable text column read back as raw JSON: nil for NULL.
+func JSONOf(v sql.NullString) json.RawMessage {
+	if !v.Valid {
+		return nil
+	}
+	return json.RawMessage(v.String)
 }
