@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 )
@@ -23,6 +24,8 @@ const (
 	RetryOn429        = "429"
 	RetryOn5xx        = "5xx"
 	RetryOn4xx        = "4xx" // any other 4xx: final unless listed
+	// RetryOnCallback is an ASYNC run whose callback reported FAILED.
+	RetryOnCallback = "callback_failed"
 )
 
 // Limits of a retry policy.
@@ -54,8 +57,12 @@ type retryPolicyJSON struct {
 }
 
 // DefaultRetryOn are the outcomes retried when a policy does not say:
-// connection errors, timeouts, 429 and 5xx. Any other 4xx is final.
-var DefaultRetryOn = []string{RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx}
+// connection errors, timeouts (a missed callback deadline included), 429,
+// 5xx and failures an ASYNC run's callback reports. Any other 4xx is final.
+var DefaultRetryOn = []string{RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx, RetryOnCallback}
+
+// retryClasses are the outcome classes, in the order a policy lists them.
+var retryClasses = []string{RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx, RetryOn4xx, RetryOnCallback}
 
 // ParseRetryPolicy reads and checks a task's retry_policy object, filling
 // defaults: max_attempts 1, initial_backoff 1s, max_backoff 5m, multiplier
@@ -125,16 +132,14 @@ func ParseRetryPolicy(raw json.RawMessage) (RetryPolicy, error) {
 	if w.RetryOn != nil {
 		seen := map[string]bool{}
 		for _, c := range w.RetryOn {
-			switch c {
-			case RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx, RetryOn4xx:
-			default:
+			if !slices.Contains(retryClasses, c) {
 				return p, &Error{Code: EInvalid, Field: "retry_policy.retry_on", Token: c,
-					Message: "must list connection_error, timeout, 429, 5xx or 4xx"}
+					Message: "must list connection_error, timeout, 429, 5xx, 4xx or callback_failed"}
 			}
 			seen[c] = true
 		}
 		p.RetryOn = nil
-		for _, c := range []string{RetryOnConnection, RetryOnTimeout, RetryOn429, RetryOn5xx, RetryOn4xx} {
+		for _, c := range retryClasses {
 			if seen[c] {
 				p.RetryOn = append(p.RetryOn, c)
 			}
@@ -174,7 +179,7 @@ func (p RetryPolicy) Backoff(n int, retryAfter time.Duration, rnd func(int64) in
 func (p RetryPolicy) Retryable(status RunStatus, httpStatus int) bool {
 	var class string
 	switch {
-	case status == RunTimeout:
+	case status == RunTimeout || status == RunFailedTimeout:
 		class = RetryOnTimeout
 	case status != RunFailed:
 		return false // success, cancellation, skips: never retried
@@ -189,10 +194,8 @@ func (p RetryPolicy) Retryable(status RunStatus, httpStatus int) bool {
 	default:
 		return false
 	}
-	for _, c := range p.RetryOn {
-		if c == class {
-			return true
-		}
-	}
-	return false
+	return p.RetriesOn(class)
 }
+
+// RetriesOn reports whether the policy retries the outcome class.
+func (p RetryPolicy) RetriesOn(class string) bool { return slices.Contains(p.RetryOn, class) }

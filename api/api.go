@@ -13,6 +13,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"time"
@@ -48,6 +49,14 @@ type Scheduler interface {
 	CompensationStatus() sundial.CompensationStatus
 	// TriggerCompensation forces a compensation round now.
 	TriggerCompensation()
+	// CallbackSecret is the secret callback tokens are signed with.
+	CallbackSecret() []byte
+	// Complete ends an ASYNC run with its callback, made under the
+	// delivery of fence (from the token); t is nil for a deleted task.
+	Complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error)
+	// Progress saves a long job's progress and checkpoint, and extends its
+	// callback deadline.
+	Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error)
 }
 
 // Server routes and serves the REST API. Build it with NewServer; other
@@ -82,6 +91,7 @@ func NewServer(cfg Config) *Server {
 	s.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
 
 	s.Handle("POST /api/v1/tasks", http.HandlerFunc(s.handleTaskCreate))
+	s.Handle("POST /api/v1/tasks:batch", http.HandlerFunc(s.handleTaskBatch))
 	s.Handle("GET /api/v1/tasks", http.HandlerFunc(s.handleTaskList))
 	s.Handle("GET /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskGet))
 	s.Handle("PUT /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskReplace))
@@ -90,10 +100,14 @@ func NewServer(cfg Config) *Server {
 	s.Handle("POST /api/v1/tasks/{id}/disable", s.handleTaskSetStatus(sundial.TaskDisabled))
 	s.Handle("POST /api/v1/tasks/{id}/trigger", http.HandlerFunc(s.handleTaskTrigger))
 	s.Handle("GET /api/v1/tasks/{id}/runs", http.HandlerFunc(s.handleTaskRuns))
+	s.Handle("GET /api/v1/tasks/{id}/upcoming", http.HandlerFunc(s.handleTaskUpcoming))
 
 	s.Handle("GET /api/v1/runs", http.HandlerFunc(s.handleRunList))
 	s.Handle("GET /api/v1/runs/{id}", http.HandlerFunc(s.handleRunGet))
 	s.Handle("POST /api/v1/runs/{id}/cancel", http.HandlerFunc(s.handleRunCancel))
+	// Any method: the task's callback_method decides which one is right.
+	s.Handle("/api/v1/runs/{id}/callback", http.HandlerFunc(s.handleRunCallback))
+	s.Handle("POST /api/v1/runs/{id}/progress", http.HandlerFunc(s.handleRunProgress))
 
 	s.Handle("GET /api/v1/nodes", http.HandlerFunc(s.handleNodeList))
 	s.Handle("GET /api/v1/admin/compensation", http.HandlerFunc(s.handleCompensation))

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -125,6 +126,17 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64)
 		}
 		return sundial.Errorf(sundial.EInvalid, "", "request body has data after the JSON object: %v", err)
 	}
+}
+
+// decodeStrict decodes one JSON value already read (an item of a batch) as
+// decodeJSON does a body: unknown fields are invalid.
+func decodeStrict(raw json.RawMessage, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(dst); err != nil {
+		return decodeError(err, int64(len(raw))+1)
+	}
+	return nil
 }
 
 // decodeError turns an error of json.Decoder.Decode into a client error, or

@@ -156,6 +156,7 @@ func (s *Server) handleRunCancel(w http.ResponseWriter, r *http.Request) {
 // utcRun puts run's times in UTC, the zone every response uses.
 func utcRun(run *sundial.Run) *sundial.Run {
 	run.ScheduledTime = run.ScheduledTime.UTC()
+	run.DueAt = run.DueAt.UTC()
 	run.StartedAt = utcPtr(run.StartedAt)
 	run.FinishedAt = utcPtr(run.FinishedAt)
 	run.CreatedAt = run.CreatedAt.UTC()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
 )
 
 // Limits of the task endpoints, and the paging shared by every list.
@@ -31,6 +32,11 @@ type taskRequest struct {
 	Name              string                    `json:"name"`
 	Description       string                    `json:"description"`
 	CronExpr          string                    `json:"cron_expr"`
+	RunAt             json.RawMessage           `json:"run_at"`
+	DelaySeconds      *int                      `json:"delay_seconds"`
+	RequestID         string                    `json:"request_id"`
+	BizID             string                    `json:"biz_id"`
+	Params            json.RawMessage           `json:"params"`
 	Timezone          string                    `json:"timezone"`
 	ExecType          sundial.ExecType          `json:"exec_type"`
 	HTTPMethod        string                    `json:"http_method"`
@@ -62,7 +68,7 @@ type taskRequest struct {
 // task checks the request and returns the task it describes, normalised and
 // validated but not yet stored. replace is true for PUT, which must carry
 // the version the task was read at.
-func (req *taskRequest) task(replace bool, pathID int64) (*sundial.Task, error) {
+func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundial.Task, error) {
 	// POST refuses the server-set fields. PUT takes the task as GET returned
 	// it: their values are ignored, but an id must name the task of the path.
 	readOnly := []struct {
@@ -93,6 +99,10 @@ func (req *taskRequest) task(replace bool, pathID int64) (*sundial.Task, error) 
 		Name:              req.Name,
 		Description:       req.Description,
 		CronExpr:          req.CronExpr,
+		DelaySeconds:      req.DelaySeconds,
+		RequestID:         req.RequestID,
+		BizID:             req.BizID,
+		Params:            req.Params,
 		Timezone:          req.Timezone,
 		ExecType:          req.ExecType,
 		HTTPMethod:        req.HTTPMethod,
@@ -113,6 +123,16 @@ func (req *taskRequest) task(replace bool, pathID int64) (*sundial.Task, error) 
 		Priority:          req.Priority,
 		Status:            req.Status,
 	}
+	if req.RunAt != nil && string(req.RunAt) != "null" {
+		var at string
+		err := json.Unmarshal(req.RunAt, &at)
+		ts, perr := time.Parse(time.RFC3339Nano, at)
+		if err != nil || perr != nil {
+			return nil, &sundial.Error{Code: sundial.EInvalid, Field: "run_at", Token: string(req.RunAt),
+				Message: "run_at must be an RFC 3339 time, such as 2030-01-02T15:04:05Z"}
+		}
+		t.RunAt = &ts
+	}
 	if replace {
 		v, err := parseVersion(req.Version)
 		if err != nil {
@@ -131,7 +151,11 @@ func (req *taskRequest) task(replace bool, pathID int64) (*sundial.Task, error) 
 		}
 		t.Headers = h
 	}
-	if err := t.Normalize(); err != nil {
+	t.RequestHash = t.InputHash()
+	if err := t.Normalize(now); err != nil {
+		return nil, err
+	}
+	if err := executor.ValidateTemplate(t.BodyTemplate); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -170,33 +194,42 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := req.task(false, 0)
+	now := s.now()
+	t, err := req.task(false, 0, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	now := s.now()
 	t.NextFireTime = nextFire(t, now)
-	if err := s.store.TaskCreate(r.Context(), t, now); err != nil {
+	existed, err := s.store.TaskCreateMany(r.Context(), []*sundial.Task{t}, now)
+	if err != nil {
+		if be, ok := errors.AsType[*sundial.BatchError](err); ok {
+			err = be.Err
+		}
 		s.writeError(w, r, err)
 		return
 	}
-	s.sched.Poke()
 	w.Header().Set("Location", "/api/v1/tasks/"+strconv.FormatInt(t.ID, 10))
+	if existed[0] {
+		// The same request_id and body again: the task it created.
+		writeJSON(w, http.StatusOK, utcTask(t))
+		return
+	}
+	s.sched.Poke()
 	writeJSON(w, http.StatusCreated, utcTask(t))
 }
 
 // handleTaskList serves GET /api/v1/tasks?status=&name_prefix=&limit=&cursor=.
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sundial.TaskFilter{NamePrefix: q.Get("name_prefix")}
+	f := sundial.TaskFilter{NamePrefix: q.Get("name_prefix"), BizID: q.Get("biz_id")}
 	if v := q.Get("status"); v != "" {
 		switch st := sundial.TaskStatus(v); st {
-		case sundial.TaskEnabled, sundial.TaskDisabled:
+		case sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed:
 			f.Status = st
 		default:
 			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
-				Message: "must be one of ENABLED, DISABLED"})
+				Message: "must be one of ENABLED, DISABLED, COMPLETED, FAILED"})
 			return
 		}
 	}
@@ -247,13 +280,13 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	t, err := req.task(true, id)
+	now := s.now()
+	t, err := req.task(true, id, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	t.ID = id
-	now := s.now()
 	t.NextFireTime = nextFire(t, now)
 	if err := s.store.TaskUpdate(r.Context(), t, now); err != nil {
 		s.writeError(w, r, err)
@@ -308,6 +341,10 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 		if t.Status == status {
 			return t, nil
 		}
+		if t.Status == sundial.TaskCompleted || t.Status == sundial.TaskFailed {
+			return nil, sundial.Errorf(sundial.EConflict, "status",
+				"task %d is a one-off task that has ended (%s); PUT it with a new run_at to run it again", id, t.Status)
+		}
 		now := s.now()
 		t.Status = status
 		t.NextFireTime = nextFire(t, now)
@@ -339,19 +376,16 @@ func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
 
-// nextFire is the first fire of t after now, or nil for a disabled task.
-func nextFire(t *sundial.Task, now time.Time) *time.Time {
-	if t.Status != sundial.TaskEnabled {
-		return nil
-	}
-	return t.NextAfter(now)
-}
+// nextFire is the first fire of t after now (run_at for a one-off task),
+// or nil for a task that is not enabled.
+func nextFire(t *sundial.Task, now time.Time) *time.Time { return t.FirstFire(now) }
 
 // utcTask puts t's times in UTC, the zone every response uses.
 func utcTask(t *sundial.Task) *sundial.Task {
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()
 	t.NextFireTime = utcPtr(t.NextFireTime)
+	t.RunAt = utcPtr(t.RunAt)
 	return t
 }
 

@@ -333,7 +333,8 @@ func TestTaskCreateInvalid(t *testing.T) {
 		},
 		{
 			name: "missing cron", body: task("a", map[string]any{"cron_expr": nil}),
-			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron_expr", Message: "cron_expr is required"},
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron_expr",
+				Message: "give cron_expr for a recurring task, or run_at or delay_seconds for a one-off task"},
 		},
 		{
 			name: "bad timezone", body: task("a", map[string]any{"timezone": "Mars/Olympus"}),
@@ -362,8 +363,12 @@ func TestTaskCreateInvalid(t *testing.T) {
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "name", Message: "name is required"},
 		},
 		{
-			name: "async", body: task("a", map[string]any{"exec_type": "ASYNC"}),
-			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "exec_type", Token: "ASYNC"},
+			name: "exec_type", body: task("a", map[string]any{"exec_type": "LATER"}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "exec_type", Token: "LATER"},
+		},
+		{
+			name: "retry_policy key", body: task("a", map[string]any{"retry_policy": map[string]int{"max": 3}}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "retry_policy", Token: "max"},
 		},
 		{
 			name:   "headers and headers_json",
@@ -485,7 +490,7 @@ func TestTaskCreateFields(t *testing.T) {
 		"timezone":           "Europe/Berlin",
 		"http_method":        "put",
 		"headers":            map[string]string{"X-Team": "ops"},
-		"retry_policy":       map[string]int{"max": 3},
+		"retry_policy":       map[string]any{"max_attempts": 3, "jitter": "none"},
 		"status":             "DISABLED",
 		"catch_up_mode":      "FULL",
 		"catch_up_limit":     5,
@@ -495,7 +500,7 @@ func TestTaskCreateFields(t *testing.T) {
 	}))
 	switch {
 	case got.Name != "spaced", got.CronExpr != "0 0 9 * * MON", got.HTTPMethod != "PUT",
-		got.CallbackMethod != "PATCH", got.Headers["X-Team"] != "ops", string(got.RetryPolicy) != `{"max":3}`,
+		got.CallbackMethod != "PATCH", got.Headers["X-Team"] != "ops", string(got.RetryPolicy) != `{"max_attempts":3,"initial_backoff":"1s","max_backoff":"5m0s","multiplier":2,"jitter":"none","retry_on":["connection_error","timeout","429","5xx","callback_failed"]}`,
 		got.Status != sundial.TaskDisabled, got.NextFireTime != nil, got.CatchUpMode != sundial.CatchUpFull,
 		got.CatchUpLimit != 5, got.Priority != 7, got.ConcurrencyPolicy != sundial.ConcurrencySkip:
 		t.Errorf("task = %+v", got)
@@ -853,4 +858,16 @@ func TestTaskReplaceRoundTrip(t *testing.T) {
 		t.Errorf("after PUT: description %q version %d created %s; want changed, %d, %s",
 			got.Description, got.Version, got.CreatedAt, orig.Version+1, orig.CreatedAt)
 	}
+}
+
+func (f *fakeScheduler) CallbackSecret() []byte { return []byte("test-callback-secret") }
+
+func (f *fakeScheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error) {
+	return f.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status,
+		Result: cb.Result, Error: cb.Message, FinishedAt: f.now()})
+}
+
+func (f *fakeScheduler) Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error) {
+	return f.store.RunProgress(ctx, sundial.RunProgress{ID: r.ID, Fence: fence, Progress: progress,
+		Checkpoint: checkpoint, DueAt: f.now().Add(time.Minute), Now: f.now()})
 }

@@ -16,6 +16,10 @@
 //	X-Sundial-Attempt, X-Sundial-Delivery, X-Sundial-Trigger, X-Sundial-Node,
 //	Idempotency-Key, traceparent, User-Agent
 //
+// and, when the run has them, X-Sundial-Callback-Url and
+// X-Sundial-Callback-Token (an ASYNC run reports its outcome there) and
+// X-Sundial-Checkpoint (the compact JSON of the run's last checkpoint).
+//
 // The request timeout covers the whole call, reading the response body
 // included. It is told apart from the caller's cancellation by the
 // context's cause. Only the first 4 KiB of the response body are kept; up to
@@ -35,6 +39,10 @@
 //	params.<path>                         a value inside the params: a string
 //	                                      without its quotes, anything else as
 //	                                      JSON (params.items.0.id)
+//	callback_url, callback_token          an ASYNC run's callback endpoint and
+//	                                      token; empty for a SYNC run
+//	checkpoint                            the raw JSON of the run's last
+//	                                      checkpoint, or null
 //	any key of Vars.Extra                 the raw string
 //
 // An unknown name, a missing params path, an unclosed "{{" or a tag whose

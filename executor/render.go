@@ -23,14 +23,17 @@ type Vars struct {
 	TraceID        string            // 32 lowercase hex characters (NewTraceID); Deliver replaces a malformed one
 	NodeID         string            // the node making the call, sent as X-Sundial-Node when set
 	Params         json.RawMessage   // the task's params, any JSON; nil renders as null
-	Extra          map[string]string // more variables, e.g. callback_url, callback_token, checkpoint
+	CallbackURL    string            // an ASYNC run's callback endpoint; sent as X-Sundial-Callback-Url when set
+	CallbackToken  string            // its token; sent as X-Sundial-Callback-Token when set
+	Checkpoint     json.RawMessage   // the run's last checkpoint; sent as X-Sundial-Checkpoint when set, nil renders as null
+	Extra          map[string]string // more variables
 }
 
 // builtins are the variable names every template may use, besides
 // params.<path> and the extra names.
 var builtins = []string{
 	"run_id", "task_id", "task_name", "scheduled_time", "attempt", "delivery",
-	"trigger", "idempotency_key", "trace_id", "params",
+	"trigger", "idempotency_key", "trace_id", "params", "callback_url", "callback_token", "checkpoint",
 }
 
 // templateField is the input field template errors concern.
@@ -73,6 +76,16 @@ func Render(tmpl string, v Vars) (string, error) {
 			b.WriteString(v.IdempotencyKey)
 		case "trace_id":
 			b.WriteString(v.TraceID)
+		case "callback_url":
+			b.WriteString(v.CallbackURL)
+		case "callback_token":
+			b.WriteString(v.CallbackToken)
+		case "checkpoint":
+			if len(v.Checkpoint) == 0 {
+				b.WriteString("null")
+			} else {
+				b.Write(v.Checkpoint)
+			}
 		case "params":
 			if len(v.Params) == 0 {
 				b.WriteString("null")

@@ -24,7 +24,10 @@ func testVars() Vars {
 		Params: json.RawMessage(`{"name":"ada","n":12345678901234567890,"ok":true,"nil":null,
 			"items":[{"id":"a1","qty":2},{"id":"b2","qty":5}],"m":[[1,2],[3,{"x":"y"}]],
 			"obj":{"k": [1, 2]},"esc":"say \"hi\"\u00e9","k\u0065y":"escaped-key","0":"zero","dup":1,"dup":2}`),
-		Extra: map[string]string{"callback_url": "http://cb.test/runs/42", "checkpoint": `{"page":3}`},
+		CallbackURL:   "http://cb.test/runs/42",
+		CallbackToken: "v1.2.mac",
+		Checkpoint:    json.RawMessage(`{"page":3}`),
+		Extra:         map[string]string{"region": "eu-1"},
 	}
 }
 
@@ -66,7 +69,9 @@ func TestRender(t *testing.T) {
 		{"params numeric key", "{{params.0}}", nil, "zero"},
 		{"params duplicate key", "{{params.dup}}", nil, "2"},
 		{"params top-level array", "{{params.1}}", func(v *Vars) { v.Params = json.RawMessage(` ["a", "b"] `) }, "b"},
-		{"extra", "{{callback_url}} {{ checkpoint }}", nil, `http://cb.test/runs/42 {"page":3}`},
+		{"callback", "{{callback_url}} {{ callback_token }} {{ checkpoint }}", nil, `http://cb.test/runs/42 v1.2.mac {"page":3}`},
+		{"no checkpoint", "{{checkpoint}}", func(v *Vars) { v.Checkpoint = nil }, "null"},
+		{"extra", "{{region}}", nil, "eu-1"},
 		{"builtin beats extra", "{{run_id}}", func(v *Vars) { v.Extra["run_id"] = "spoof" }, "42"},
 		{"lone braces", `{ "a": {"b": 1} } } {`, nil, `{ "a": {"b": 1} } } {`},
 		{"single brace around name", "{run_id}", nil, "{run_id}"},
@@ -104,7 +109,7 @@ func TestRenderError(t *testing.T) {
 		wantToken string
 	}{
 		{"unknown", `{"x":"{{nope}}"}`, nil, `unknown variable "nope"`, "nope"},
-		{"extra not set", "{{callback_token}}", nil, `unknown variable "callback_token"`, "callback_token"},
+		{"extra not set", "{{zone}}", nil, `unknown variable "zone"`, "zone"},
 		{"unclosed", `{"run_id":"{{run_id"}`, nil, `unclosed "{{" at offset 11`, "{{"},
 		{"unclosed after a tag", "{{run_id}} {{", nil, `unclosed "{{" at offset 11`, "{{"},
 		{"empty", "a {{ }} b", nil, `empty tag "{{ }}" at offset 2`, "{{ }}"},
@@ -167,9 +172,10 @@ func TestValidateTemplate(t *testing.T) {
 		{"all builtins", "{{run_id}}{{task_id}}{{task_name}}{{scheduled_time}}{{attempt}}{{delivery}}" +
 			"{{trigger}}{{idempotency_key}}{{trace_id}}{{params}}", nil, "", ""},
 		{"params paths", "{{ params.a }} {{params.items.0.id}}", nil, "", ""},
-		{"allowed extras", "{{callback_url}} {{ callback_token }}", []string{"callback_url", "callback_token"}, "", ""},
+		{"callback variables", "{{callback_url}} {{ callback_token }} {{checkpoint}}", nil, "", ""},
+		{"allowed extras", "{{region}} {{ zone }}", []string{"region", "zone"}, "", ""},
 		{"lone braces", "{ } }} {x}", nil, "", ""},
-		{"extra not allowed", "{{callback_url}}", nil, `unknown variable "callback_url"`, "callback_url"},
+		{"extra not allowed", "{{region}}", nil, `unknown variable "region"`, "region"},
 		{"first unknown", "{{run_id}} {{foo}} {{bar}}", []string{"bar"}, `unknown variable "foo"`, "foo"},
 		{"typo", "{{runid}}", nil, `unknown variable "runid"`, "runid"},
 		{"unclosed", "{{run_id", nil, `unclosed "{{" at offset 0`, "{{"},

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,8 +28,8 @@ type Request struct {
 }
 
 // sundialHeaders is how many headers newRequest may set besides the task's:
-// Content-Type and the nine Sundial headers.
-const sundialHeaders = 10
+// Content-Type, the nine Sundial headers and the three of ASYNC runs.
+const sundialHeaders = 13
 
 // newRequest builds the HTTP request of req, bound to ctx. A missing or
 // malformed trace id is replaced by a fresh one, in the body and headers
@@ -117,9 +118,28 @@ func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request,
 	if v.NodeID != "" {
 		set("X-Sundial-Node", v.NodeID)
 	}
+	if v.CallbackURL != "" {
+		set("X-Sundial-Callback-Url", v.CallbackURL)
+	}
+	if v.CallbackToken != "" {
+		set("X-Sundial-Callback-Token", v.CallbackToken)
+	}
+	if len(v.Checkpoint) > 0 {
+		set("X-Sundial-Checkpoint", compactJSON(v.Checkpoint))
+	}
 	set("Idempotency-Key", v.IdempotencyKey)
 	set("Traceparent", s[iDelivery:])
 	set("User-Agent", e.userAgent)
 	hreq.Header = h
 	return hreq, nil
+}
+
+// compactJSON returns raw without insignificant white space, so that it
+// fits on one header line (JSON escapes line breaks inside strings).
+func compactJSON(raw json.RawMessage) string {
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return b.String()
 }

@@ -69,8 +69,9 @@ func newDispatcher(s *Scheduler) *dispatcher {
 	return d
 }
 
-// add takes claimed runs into the heap. Redelivered runs (a delivery cut
-// off by a node's death) were admitted before: they skip admission.
+// add takes claimed runs into the heap, each due at its DueAt. Runs
+// delivered before (a retry after its backoff, a delivery cut off by a
+// node's death) were admitted before: they skip admission.
 func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, redelivered bool) {
 	if len(runs) == 0 {
 		return
@@ -87,10 +88,10 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 		if t == nil {
 			continue
 		}
-		fast := redelivered || (r.Trigger != sundial.TriggerManual && unconstrained(t))
-		it := &item{run: r, task: t, due: r.ScheduledTime, fast: fast}
+		fast := redelivered || r.Deliveries > 0 || (r.Trigger != sundial.TriggerManual && unconstrained(t))
+		it := &item{run: r, task: t, due: r.DueAt, fast: fast}
 		if it.fast {
-			it.due = r.ScheduledTime.Add(-d.s.cfg.StartAhead)
+			it.due = r.DueAt.Add(-d.s.cfg.StartAhead)
 		}
 		heap.Push(&d.h, it)
 		d.byID[r.ID] = it
@@ -128,7 +129,7 @@ func (d *dispatcher) due(now time.Time) int {
 	defer d.mu.Unlock()
 	n := 0
 	for _, it := range d.h {
-		if !it.run.ScheduledTime.After(now) {
+		if !it.run.DueAt.After(now) {
 			n++
 		}
 	}
@@ -265,7 +266,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 	for i, it := range items {
 		it.run.TraceID = executor.NewTraceID()
 		starts[i] = sundial.RunStart{ID: it.run.ID, Fence: it.run.Fence, Attempt: max(it.run.Attempt, 1),
-			StartedAt: laterOf(it.run.ScheduledTime, time.Now()), TraceID: it.run.TraceID}
+			StartedAt: laterOf(it.run.DueAt, time.Now()), TraceID: it.run.TraceID}
 	}
 	ok, err := d.s.store.RunStart(ctx, starts)
 	if err != nil {
@@ -289,7 +290,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 		}
 		it.committed = true
 		it.run.Status = sundial.RunRunning
-		it.due = it.run.ScheduledTime
+		it.due = it.run.DueAt
 		heap.Push(&d.h, it)
 	}
 	d.mu.Unlock()
@@ -321,6 +322,10 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 		freeSlot = st.Task.MaxConcurrency > 0 && st.Active < st.Task.MaxConcurrency
 		decision = Admit(st)
 		decision.TraceID = trace
+		if decision.Status == sundial.RunSkipped {
+			// A one-off task's only fire skipped: the task has failed.
+			decision.CompleteTask = oneOffEnd(st.Task, st.Run, sundial.RunSkipped)
+		}
 		return decision
 	})
 	if err != nil {
@@ -331,7 +336,9 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 	}
 	switch r.Status {
 	case sundial.RunRunning:
-		d.s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID})
+		// RunAdmit counted this delivery in r.Deliveries.
+		d.s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
+			delivery: max(r.Deliveries, 1)})
 	case sundial.RunSkipped:
 		d.s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
 		d.s.log.Info("run skipped", "task_id", r.TaskID, "run_id", r.ID, "reason", r.SkipReason,
@@ -365,7 +372,7 @@ func (d *dispatcher) finish() {
 	d.byID = make(map[int64]*item)
 	d.mu.Unlock()
 	for _, it := range send {
-		time.Sleep(time.Until(it.run.ScheduledTime))
+		time.Sleep(time.Until(it.run.DueAt))
 		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
 	}
 }
@@ -417,9 +424,11 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 		var fresh []*sundial.Run
 		var stale []sundial.RunRef
 		for _, r := range runs {
-			// Catch-up runs are late on purpose; only a scheduled fire can
-			// have been missed.
-			if r.Trigger == sundial.TriggerSchedule && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
+			// Catch-up runs are late on purpose, retries are due when
+			// their backoff ends, and a one-off task fires however late:
+			// only a cron task's scheduled fire can have been missed.
+			if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
+				t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
 				stale = append(stale, sundial.RunRef{ID: r.ID, Fence: r.Fence})
 			} else {
 				fresh = append(fresh, r)

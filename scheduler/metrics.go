@@ -10,6 +10,7 @@ import (
 type metrics struct {
 	fires            *prometheus.CounterVec
 	missed           prometheus.Counter
+	retries          prometheus.Counter
 	purged           prometheus.Counter
 	lag              prometheus.Histogram
 	deliveryDuration prometheus.Histogram
@@ -27,6 +28,10 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		missed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sundial_fires_missed_total",
 			Help: "Fires missed while no node could plan them, counted by the catch-up mode.",
+		}),
+		retries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sundial_retries_total",
+			Help: "Deliveries that failed and were scheduled again under their task's retry policy.",
 		}),
 		purged: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "sundial_runs_purged_total",
@@ -56,7 +61,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.fires, m.missed, m.purged, m.lag, m.deliveryDuration, m.inFlight, m.queueDepth, m.heapSize)
+		reg.MustRegister(m.fires, m.missed, m.retries, m.purged, m.lag, m.deliveryDuration, m.inFlight, m.queueDepth, m.heapSize)
 	}
 	return m
 }

@@ -28,6 +28,11 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 	if t.NextFireTime == nil {
 		return sundial.Plan{}
 	}
+	if t.OneOff() {
+		// One fire, however late: a one-off task is work someone is
+		// waiting for, not a tick that the next one replaces.
+		return sundial.Plan{Runs: []*sundial.Run{newRun(t, *t.NextFireTime, sundial.TriggerSchedule, now)}}
+	}
 	sched, loc, err := t.Schedule()
 	if err != nil {
 		// Validated on the way in; a zone removed from the system's

@@ -26,6 +26,17 @@ type job struct {
 	fence   int64
 	attempt int
 	trace   string
+	// delivery numbers this delivery of the run: 1 for the first. Zero
+	// means the run's Deliveries does not count it yet (+1).
+	delivery int
+}
+
+// deliveryNo is the number of this delivery of the run.
+func (j job) deliveryNo() int {
+	if j.delivery > 0 {
+		return j.delivery
+	}
+	return j.run.Deliveries + 1
 }
 
 // pool runs deliveries on a bounded number of workers and tracks the calls
@@ -108,7 +119,13 @@ func (p *pool) deliver(j job) {
 	}
 	trigger := string(r.Trigger)
 	started := time.Now()
-	p.s.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
+	if r.Deliveries == 0 {
+		p.s.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
+	}
+	var cbURL, cbToken string
+	if t.ExecType == sundial.ExecAsync {
+		cbURL, cbToken = p.s.callbackURL(r.ID), sundial.CallbackToken(p.s.cfg.CallbackSecret, r.ID, j.fence)
+	}
 	out := p.s.deliver.Deliver(ctx, executor.Request{
 		Method:       t.HTTPMethod,
 		URL:          t.TargetURL,
@@ -121,11 +138,15 @@ func (p *pool) deliver(j job) {
 			TaskName:       t.Name,
 			ScheduledTime:  r.ScheduledTime,
 			Attempt:        j.attempt,
-			Delivery:       r.Deliveries + 1,
+			Delivery:       j.deliveryNo(),
 			Trigger:        trigger,
 			IdempotencyKey: r.IdempotencyKey,
 			TraceID:        j.trace,
 			NodeID:         p.s.cfg.Node.ID,
+			Params:         t.Params,
+			CallbackURL:    cbURL,
+			CallbackToken:  cbToken,
+			Checkpoint:     r.Checkpoint,
 		},
 	})
 	p.s.m.inFlight.Dec()
@@ -151,14 +172,23 @@ func (p *pool) deliver(j job) {
 		out.Finished = time.Now()
 	}
 	p.s.m.deliveryDuration.Observe(out.Finished.Sub(out.Started).Seconds())
-	p.s.writer.finish(result{
-		job: j,
-		fin: sundial.RunFinish{
-			ID: r.ID, Fence: j.fence, Status: status,
-			StartedAt: out.Started, FinishedAt: out.Finished,
-			HTTPStatus: out.HTTPStatus, ResponseBody: out.Body, Error: out.Error,
-		},
-	})
+	fin := sundial.RunFinish{
+		ID: r.ID, Fence: j.fence, Status: status,
+		StartedAt: out.Started, FinishedAt: out.Finished,
+		HTTPStatus: out.HTTPStatus, ResponseBody: out.Body, Error: out.Error,
+	}
+	switch {
+	case status == sundial.RunSuccess && t.ExecType == sundial.ExecAsync:
+		// The target took the work; its callback ends the run.
+		fin.Status = sundial.RunWaitingCallback
+		fin.DueAt = out.Finished.Add(p.s.callbackTimeout(t))
+	case status == sundial.RunInterrupted:
+		// Cut off by this node's stop or lost membership: delivered
+		// again by a live node, not retried under the task's policy.
+	default:
+		p.s.applyRetry(t, r, j.deliveryNo(), &fin, out.RetryAfter)
+	}
+	p.s.writer.finish(result{job: j, fin: fin})
 }
 
 // cancel stops the call of a run delivered here, if any.

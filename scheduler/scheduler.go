@@ -47,6 +47,19 @@ type Config struct {
 	// in the target URL, host[:port]): seed 000's start rate limit. A start
 	// that comes too soon waits its turn; none is dropped.
 	StartIntervals map[string]time.Duration
+	// CallbackURL is the base URL targets of ASYNC runs call back on
+	// (this node's API, or a load balancer in front of every node):
+	// "/api/v1/runs/{id}/callback" is appended [http://127.0.0.1:8080].
+	CallbackURL string
+	// CallbackSecret signs callback tokens; every node of a cluster must
+	// share it. Required for ASYNC tasks.
+	CallbackSecret []byte
+	// CallbackTimeout is how long an ASYNC run waits for its callback when
+	// its task does not say (callback_timeout_sec) [10m].
+	CallbackTimeout time.Duration
+	// CallbackSweep is how often expired callback deadlines are looked
+	// for [1s].
+	CallbackSweep time.Duration
 }
 
 func (c *Config) setDefaults() {
@@ -66,6 +79,11 @@ func (c *Config) setDefaults() {
 	def(&c.DeadAfter, 5*time.Second)
 	def(&c.Retention, 7*24*time.Hour)
 	def(&c.DrainTimeout, 30*time.Second)
+	def(&c.CallbackTimeout, 10*time.Minute)
+	def(&c.CallbackSweep, time.Second)
+	if c.CallbackURL == "" {
+		c.CallbackURL = "http://127.0.0.1:8080"
+	}
 	if c.PlanBatch <= 0 {
 		c.PlanBatch = 500
 	}
@@ -222,7 +240,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	loops := []func(context.Context){s.planLoop, s.disp.loop, s.disp.claimLoop, s.membershipLoop,
-		s.purgeLoop, s.cancelLoop, s.comp.Run}
+		s.purgeLoop, s.cancelLoop, s.callbackLoop, s.comp.Run}
 	for _, loop := range loops {
 		wg.Go(func() { loop(ctx) })
 	}
@@ -497,8 +515,18 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 	switch r.Status {
 	case sundial.RunCanceled:
 		s.disp.forget(r.ID)
-	case sundial.RunRunning, sundial.RunWaitingCallback:
+	case sundial.RunRunning:
 		s.pool.cancel(r.ID, errCanceled)
+	case sundial.RunWaitingCallback:
+		// No call is in flight: the wait for the callback ends here.
+		done, err := s.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence,
+			Status: sundial.RunCanceled, Error: errCanceled.Error(), FinishedAt: time.Now(),
+			CompleteTask: s.oneOffEnd(ctx, r, sundial.RunCanceled)})
+		if err != nil {
+			return nil, err
+		}
+		s.slotFreed(ctx, done.TaskID)
+		return done, nil
 	}
 	return r, nil
 }

@@ -123,7 +123,7 @@ func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *su
 	if mod != nil {
 		mod(tk)
 	}
-	if err := tk.Normalize(); err != nil {
+	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Now()

@@ -114,20 +114,33 @@ func (w *writer) write(batch []result) {
 	queueTasks := map[int64]*sundial.Task{}
 	for i, r := range batch {
 		f, run := r.fin, r.job.run
+		if !ok[i] && f.Status == sundial.RunWaitingCallback {
+			// The callback came before the call's answer was recorded, and
+			// ended the run already.
+			continue
+		}
 		if !ok[i] {
 			// Fenced off: the run was taken over or finished elsewhere.
 			w.s.log.Warn("run outcome refused: run no longer held", "task_id", run.TaskID, "run_id", run.ID,
 				"trace_id", r.job.trace, "fence", f.Fence, "status", f.Status)
 			continue
 		}
-		w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
 		attrs := []any{"task_id", run.TaskID, "run_id", run.ID, "trace_id", r.job.trace,
-			"status", f.Status, "attempt", r.job.attempt, "scheduled_time", run.ScheduledTime,
-			"lag_ms", f.StartedAt.Sub(run.ScheduledTime).Milliseconds(),
+			"status", f.Status, "attempt", r.job.attempt, "delivery", r.job.deliveryNo(),
+			"scheduled_time", run.ScheduledTime, "lag_ms", f.StartedAt.Sub(run.ScheduledTime).Milliseconds(),
 			"duration_ms", f.FinishedAt.Sub(f.StartedAt).Milliseconds(), "http_status", f.HTTPStatus}
-		if f.Status == sundial.RunSuccess {
+		switch {
+		case f.Retry:
+			w.s.m.retries.Inc()
+			w.s.log.Warn("run will be retried", append(attrs, "retry_at", f.DueAt, "error", f.Error)...)
+		case f.Status == sundial.RunWaitingCallback:
+			w.s.log.Info("run waiting for its callback", append(attrs, "deadline", f.DueAt)...)
+			continue // it holds its slot until the callback
+		case f.Status == sundial.RunSuccess:
+			w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
 			w.s.log.Info("run finished", attrs...)
-		} else {
+		default:
+			w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
 			w.s.log.Warn("run finished", append(attrs, "error", f.Error)...)
 		}
 		if t := r.job.task; t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue {

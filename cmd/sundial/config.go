@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"strconv"
@@ -44,6 +45,12 @@ type config struct {
 		StatusEvery  time.Duration `yaml:"status_every"`
 	} `yaml:"compensator"`
 
+	Callback struct {
+		BaseURL string        `yaml:"base_url"`
+		Secret  string        `yaml:"secret"`
+		Timeout time.Duration `yaml:"timeout"`
+	} `yaml:"callback"`
+
 	Executor struct {
 		WorkerPoolSize int                      `yaml:"worker_pool_size"`
 		RequestTimeout time.Duration            `yaml:"request_timeout"`
@@ -72,6 +79,7 @@ func defaultConfig() *config {
 	c.Compensator.MaxInterval = 300 * time.Second
 	c.Compensator.StuckAfter = 30 * time.Second
 	c.Compensator.StatusEvery = 60 * time.Second
+	c.Callback.Timeout = 10 * time.Minute
 	c.Executor.WorkerPoolSize = 16
 	c.Executor.RequestTimeout = 15 * time.Second
 	return c
@@ -104,6 +112,9 @@ func (c *config) settings() []setting {
 		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
 		{"compensator.stuck_after", "a run this late and not started is stuck", &c.Compensator.StuckAfter},
 		{"compensator.status_every", "how often the compensator logs its state", &c.Compensator.StatusEvery},
+		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN", &c.Callback.BaseURL},
+		{"callback.secret", "secret callback tokens are signed with, the same on every node; default: one generated once and kept in the database", &c.Callback.Secret},
+		{"callback.timeout", "how long an ASYNC run waits for its callback when its task's callback_timeout_sec is 0", &c.Callback.Timeout},
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
@@ -272,6 +283,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("compensator.stuck_after: %s: want at least 1s", c.Compensator.StuckAfter)
 	case c.Compensator.StatusEvery < time.Second:
 		return fmt.Errorf("compensator.status_every: %s: want at least 1s", c.Compensator.StatusEvery)
+	case c.Callback.BaseURL != "" && !validBaseURL(c.Callback.BaseURL):
+		return fmt.Errorf("callback.base_url: %q: want an absolute http or https URL, such as https://sundial.example.com", c.Callback.BaseURL)
+	case c.Callback.Secret != "" && len(c.Callback.Secret) < 16:
+		return errors.New("callback.secret: want at least 16 characters")
+	case c.Callback.Timeout < time.Second || c.Callback.Timeout > 7*24*time.Hour:
+		return fmt.Errorf("callback.timeout: %s: want from 1s to 168h", c.Callback.Timeout)
 	case ex.WorkerPoolSize < 1 || ex.WorkerPoolSize > 10000:
 		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
 	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:
@@ -283,6 +300,11 @@ func (c *config) validate() error {
 		}
 	}
 	return nil
+}
+
+func validBaseURL(raw string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.RawQuery == "" && u.Fragment == ""
 }
 
 func oneOf(v string, allowed ...string) bool {

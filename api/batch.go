@@ -1,0 +1,221 @@
+package api
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// Limits of POST /api/v1/tasks:batch and GET /api/v1/tasks/{id}/upcoming.
+const (
+	maxBatchTasks  = 1000
+	maxBatchBody   = 16 << 20
+	defaultUpcomng = 10
+	maxUpcoming    = 1000
+)
+
+// batchRequest is the body of POST /api/v1/tasks:batch.
+type batchRequest struct {
+	Tasks []json.RawMessage `json:"tasks"`
+}
+
+// batchItem is the result of one task of a batch: the task created (201),
+// or found by its request_id (200); or, when the batch was refused, the
+// item's error (and null for the items that were fine).
+type batchItem struct {
+	Status int           `json:"status"`
+	Task   *sundial.Task `json:"task,omitempty"`
+	Error  *errorDetail  `json:"error,omitempty"`
+}
+
+type batchResponse struct {
+	Items []batchItem `json:"items"`
+}
+
+// handleTaskBatch serves POST /api/v1/tasks:batch: up to 1,000 tasks,
+// created in one transaction. Either every task is created (or found by
+// its request_id) and the answer is 200 with a result per item, or none is
+// and the answer is the status of the first failing item, with every
+// failing item's error in its place.
+func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
+	var req batchRequest
+	if err := decodeJSON(w, r, &req, maxBatchBody); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch {
+	case req.Tasks == nil:
+		s.writeError(w, r, sundial.Errorf(sundial.EInvalid, "tasks", "tasks is required: an array of task objects"))
+		return
+	case len(req.Tasks) == 0:
+		s.writeError(w, r, sundial.Errorf(sundial.EInvalid, "tasks", "tasks is empty"))
+		return
+	case len(req.Tasks) > maxBatchTasks:
+		s.writeError(w, r, sundial.Errorf(sundial.EInvalid, "tasks",
+			"tasks has %d items; a batch takes at most %d", len(req.Tasks), maxBatchTasks))
+		return
+	}
+	now := s.now()
+	tasks := make([]*sundial.Task, len(req.Tasks))
+	items := make([]batchItem, len(req.Tasks))
+	failed := 0
+	for i, raw := range req.Tasks {
+		t, err := batchTask(raw, now)
+		if err != nil {
+			items[i] = itemError(i, err)
+			failed++
+			continue
+		}
+		t.NextFireTime = nextFire(t, now)
+		tasks[i] = t
+	}
+	if failed > 0 {
+		s.writeBatchError(w, items)
+		return
+	}
+	existed, err := s.store.TaskCreateMany(r.Context(), tasks, now)
+	if err != nil {
+		be, ok := errors.AsType[*sundial.BatchError](err)
+		if !ok {
+			s.writeError(w, r, err)
+			return
+		}
+		items[be.Index] = itemError(be.Index, be.Err)
+		s.writeBatchError(w, items)
+		return
+	}
+	created := false
+	for i, t := range tasks {
+		items[i] = batchItem{Status: http.StatusCreated, Task: utcTask(t)}
+		if existed[i] {
+			items[i].Status = http.StatusOK
+		} else {
+			created = true
+		}
+	}
+	if created {
+		s.sched.Poke()
+	}
+	writeJSON(w, http.StatusOK, batchResponse{Items: items})
+}
+
+// batchTask decodes and checks one task of a batch, as POST /tasks does.
+func batchTask(raw json.RawMessage, now time.Time) (*sundial.Task, error) {
+	var req taskRequest
+	if err := decodeStrict(raw, &req); err != nil {
+		return nil, err
+	}
+	return req.task(false, 0, now)
+}
+
+// itemError is the result of item i refused with err; its field is the
+// path inside the batch (tasks[3].cron_expr).
+func itemError(i int, err error) batchItem {
+	e, ok := errors.AsType[*sundial.Error](err)
+	if !ok {
+		e = sundial.Errorf(sundial.EInternal, "", "internal error")
+	}
+	status, ok := statusByCode[e.Code]
+	if !ok {
+		status = http.StatusInternalServerError
+	}
+	field := fmt.Sprintf("tasks[%d]", i)
+	if e.Field != "" {
+		field += "." + e.Field
+	}
+	return batchItem{Status: status, Error: &errorDetail{Code: e.Code, Message: e.Message, Field: field, Token: e.Token}}
+}
+
+// writeBatchError answers a refused batch: the status of its first failing
+// item, and every item's result.
+func (s *Server) writeBatchError(w http.ResponseWriter, items []batchItem) {
+	status := http.StatusBadRequest
+	for _, it := range items {
+		if it.Error != nil {
+			status = it.Status
+			break
+		}
+	}
+	first := ""
+	for _, it := range items {
+		if it.Error != nil {
+			first = it.Error.Field + ": " + it.Error.Message
+			break
+		}
+	}
+	writeJSON(w, status, struct {
+		Error errorDetail `json:"error"`
+		batchResponse
+	}{Error: errorDetail{Code: codeOf(status), Message: "no task was created: " + first}, batchResponse: batchResponse{Items: items}})
+}
+
+// codeOf is the error code of an HTTP status the batch answers with.
+func codeOf(status int) string {
+	for code, st := range statusByCode {
+		if st == status {
+			return code
+		}
+	}
+	return sundial.EInternal
+}
+
+// upcomingResponse is the body of GET /api/v1/tasks/{id}/upcoming.
+type upcomingResponse struct {
+	// Runs are the fires already planned (materialised ahead, within the
+	// planner's lookahead), by scheduled time.
+	Runs []*sundial.Run `json:"runs"`
+	// Next are the fire times after them that are not planned yet.
+	Next []time.Time `json:"next"`
+}
+
+// handleTaskUpcoming serves GET /api/v1/tasks/{id}/upcoming?limit=: the
+// task's next fires, planned runs first.
+func (s *Server) handleTaskUpcoming(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit := defaultUpcomng
+	if v := r.URL.Query().Get("limit"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 || limit > maxUpcoming {
+			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "limit", Token: v,
+				Message: "limit must be an integer from 1 to " + strconv.Itoa(maxUpcoming)})
+			return
+		}
+	}
+	t, err := s.store.TaskGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	runs, err := s.store.RunUpcoming(r.Context(), id, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sort.SliceStable(runs, func(i, j int) bool { return runs[i].ScheduledTime.Before(runs[j].ScheduledTime) })
+	resp := upcomingResponse{Runs: runs, Next: []time.Time{}}
+	for _, run := range runs {
+		utcRun(run)
+	}
+	if t.Status == sundial.TaskEnabled && t.NextFireTime != nil {
+		next := t.NextFireTime.UTC()
+		for len(resp.Runs)+len(resp.Next) < limit {
+			resp.Next = append(resp.Next, next)
+			n := t.NextAfter(next)
+			if n == nil {
+				break
+			}
+			next = *n
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}

@@ -1,0 +1,422 @@
+package scheduler_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
+	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/store/sqlite"
+)
+
+// scripted is a target whose answer to each delivery a test decides.
+type scripted struct {
+	mu     sync.Mutex
+	calls  []executor.Request
+	answer func(n int, req executor.Request) executor.Outcome // n counts deliveries from 1
+}
+
+func (s *scripted) Deliver(ctx context.Context, req executor.Request) executor.Outcome {
+	s.mu.Lock()
+	s.calls = append(s.calls, req)
+	n, answer := len(s.calls), s.answer
+	s.mu.Unlock()
+	out := executor.Outcome{Status: "SUCCESS", HTTPStatus: 200}
+	if answer != nil {
+		out = answer(n, req)
+	}
+	out.Started, out.Finished = time.Now(), time.Now()
+	return out
+}
+
+func (s *scripted) snapshot() []executor.Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+func failWith(code int) executor.Outcome {
+	return executor.Outcome{Status: "FAILED", HTTPStatus: code, Error: "HTTP error"}
+}
+
+type asyncBundle struct {
+	store  *sqlite.Store
+	target *scripted
+	sched  *scheduler.Scheduler
+	cancel context.CancelFunc
+	done   chan error
+}
+
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
+func setupScripted(t *testing.T, answer func(int, executor.Request) executor.Outcome) *asyncBundle {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	b := &asyncBundle{store: st, target: &scripted{answer: answer}}
+	b.sched, err = scheduler.New(scheduler.Config{Node: sundial.Node{ID: "node-a"}, CallbackSecret: testSecret,
+		CallbackURL: "http://sundial.test"}, st, b.target, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.cancel, b.done = cancel, make(chan error, 1)
+	go func() { b.done <- b.sched.Run(ctx) }()
+	t.Cleanup(func() {
+		b.cancel()
+		<-b.done
+	})
+	return b
+}
+
+// oneOff creates a one-off task due in delay seconds.
+func (b *asyncBundle) oneOff(t *testing.T, delay int, mod func(*sundial.Task)) *sundial.Task {
+	t.Helper()
+	tk := &sundial.Task{TargetURL: "http://127.0.0.1:9/hook", DelaySeconds: &delay}
+	if mod != nil {
+		mod(tk)
+	}
+	now := time.Now()
+	if err := tk.Normalize(now); err != nil {
+		t.Fatal(err)
+	}
+	tk.NextFireTime = tk.FirstFire(now)
+	if err := b.store.TaskCreate(context.Background(), tk, now); err != nil {
+		t.Fatal(err)
+	}
+	b.sched.Poke()
+	return tk
+}
+
+func (b *asyncBundle) onlyRun(t *testing.T, taskID int64) *sundial.Run {
+	t.Helper()
+	rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: taskID})
+	if err != nil || len(rs) != 1 {
+		t.Fatalf("runs of task %d: %v, %v; want one", taskID, rs, err)
+	}
+	return rs[0]
+}
+
+func (b *asyncBundle) taskStatus(t *testing.T, id int64) sundial.TaskStatus {
+	t.Helper()
+	tk, err := b.store.TaskGet(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk.Status
+}
+
+func retryPolicy(p string) func(*sundial.Task) {
+	return func(tk *sundial.Task) { tk.RetryPolicy = json.RawMessage(p) }
+}
+
+func TestRetryBackoff(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setupScripted(t, func(n int, _ executor.Request) executor.Outcome {
+			if n < 3 {
+				return failWith(503)
+			}
+			return executor.Outcome{Status: "SUCCESS", HTTPStatus: 200}
+		})
+		start := time.Now()
+		tk := b.oneOff(t, 1, retryPolicy(`{"max_attempts": 3, "initial_backoff": "2s", "multiplier": 3, "jitter": "none"}`))
+		time.Sleep(30 * time.Second)
+
+		calls := b.target.snapshot()
+		if len(calls) != 3 {
+			t.Fatalf("%d deliveries, want 3", len(calls))
+		}
+		// Due at 1s; retried 2s, then 6s after each failure.
+		for i, c := range calls {
+			if got := c.Vars.ScheduledTime; !got.Equal(start.Add(time.Second)) {
+				t.Errorf("delivery %d: scheduled time %s, want the fire's %s", i+1, got, start.Add(time.Second))
+			}
+			if c.Vars.Delivery != i+1 || c.Vars.IdempotencyKey != calls[0].Vars.IdempotencyKey {
+				t.Errorf("delivery %d: delivery number %d, key %q; want %d and the first delivery's key",
+					i+1, c.Vars.Delivery, c.Vars.IdempotencyKey, i+1)
+			}
+		}
+		r := b.onlyRun(t, tk.ID)
+		if r.Status != sundial.RunSuccess || r.Deliveries != 3 {
+			t.Errorf("run: %s after %d deliveries, want SUCCESS after 3", r.Status, r.Deliveries)
+		}
+		attempts, err := b.store.RunAttempts(context.Background(), r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []sundial.RunStatus
+		var at []time.Duration
+		for _, a := range attempts {
+			got = append(got, a.Status)
+			at = append(at, a.StartedAt.Sub(start))
+		}
+		if !slices.Equal(got, []sundial.RunStatus{sundial.RunFailed, sundial.RunFailed, sundial.RunSuccess}) {
+			t.Errorf("attempts %v, want FAILED, FAILED, SUCCESS", got)
+		}
+		if !slices.Equal(at, []time.Duration{time.Second, 3 * time.Second, 9 * time.Second}) {
+			t.Errorf("attempts started at %v after the start, want 1s, 3s, 9s", at)
+		}
+		if st := b.taskStatus(t, tk.ID); st != sundial.TaskCompleted {
+			t.Errorf("one-off task is %s after its fire succeeded, want COMPLETED", st)
+		}
+	})
+}
+
+func TestRetryPolicyLimits(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name       string
+		policy     string
+		answer     executor.Outcome
+		deliveries int
+		gaps       []time.Duration // between deliveries
+	}{
+		{"exhausted", `{"max_attempts": 3, "initial_backoff": "1s", "jitter": "none"}`, failWith(500), 3,
+			[]time.Duration{time.Second, 2 * time.Second}},
+		{"4xx is final", `{"max_attempts": 5}`, failWith(404), 1, nil},
+		{"4xx when listed", `{"max_attempts": 2, "initial_backoff": "1s", "jitter": "none", "retry_on": ["4xx"]}`,
+			failWith(404), 2, []time.Duration{time.Second}},
+		{"connection error", `{"max_attempts": 2, "initial_backoff": "1s", "jitter": "none"}`,
+			executor.Outcome{Status: "FAILED", Error: "connection refused"}, 2, []time.Duration{time.Second}},
+		{"timeout", `{"max_attempts": 2, "initial_backoff": "1s", "jitter": "none"}`,
+			executor.Outcome{Status: "TIMEOUT", Error: "timed out"}, 2, []time.Duration{time.Second}},
+		{"retry-after within max_backoff", `{"max_attempts": 2, "initial_backoff": "1s", "max_backoff": "20s", "jitter": "none"}`,
+			executor.Outcome{Status: "FAILED", HTTPStatus: 429, RetryAfter: 12 * time.Second}, 2, []time.Duration{12 * time.Second}},
+		{"retry-after capped", `{"max_attempts": 2, "initial_backoff": "1s", "max_backoff": "5s", "jitter": "none"}`,
+			executor.Outcome{Status: "FAILED", HTTPStatus: 503, RetryAfter: time.Hour}, 2, []time.Duration{5 * time.Second}},
+		{"no policy", `{}`, failWith(503), 1, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setupScripted(t, func(int, executor.Request) executor.Outcome { return c.answer })
+				tk := b.oneOff(t, 1, retryPolicy(c.policy))
+				time.Sleep(time.Minute)
+				r := b.onlyRun(t, tk.ID)
+				if r.Deliveries != c.deliveries || !r.Status.Final() || r.Status == sundial.RunSuccess {
+					t.Errorf("run %s after %d deliveries, want a failure after %d", r.Status, r.Deliveries, c.deliveries)
+				}
+				attempts, err := b.store.RunAttempts(context.Background(), r.ID)
+				if err != nil || len(attempts) != c.deliveries {
+					t.Fatalf("attempts %d (%v), want %d", len(attempts), err, c.deliveries)
+				}
+				var gaps []time.Duration
+				for i := 1; i < len(attempts); i++ {
+					gaps = append(gaps, attempts[i].StartedAt.Sub(attempts[i-1].FinishedAt))
+				}
+				if !slices.Equal(gaps, c.gaps) {
+					t.Errorf("gaps between deliveries %v, want %v", gaps, c.gaps)
+				}
+				if st := b.taskStatus(t, tk.ID); st != sundial.TaskFailed {
+					t.Errorf("one-off task %s after its fire failed for good, want FAILED", st)
+				}
+			})
+		})
+	}
+}
+
+// TestRetryJitterBounds runs many retries with full jitter on the fake
+// clock: every wait is within [0, backoff].
+func TestRetryJitterBounds(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setupScripted(t, func(int, executor.Request) executor.Outcome { return failWith(503) })
+		var tasks []*sundial.Task
+		for range 20 {
+			tasks = append(tasks, b.oneOff(t, 1, retryPolicy(`{"max_attempts": 4, "initial_backoff": "4s", "multiplier": 2, "jitter": "equal"}`)))
+		}
+		time.Sleep(2 * time.Minute)
+		distinct := map[time.Duration]bool{}
+		for _, tk := range tasks {
+			r := b.onlyRun(t, tk.ID)
+			attempts, err := b.store.RunAttempts(context.Background(), r.ID)
+			if err != nil || len(attempts) != 4 {
+				t.Fatalf("task %d: %d attempts (%v), want 4", tk.ID, len(attempts), err)
+			}
+			for i := 1; i < 4; i++ {
+				full := 4 * time.Second << (i - 1)
+				gap := attempts[i].StartedAt.Sub(attempts[i-1].FinishedAt)
+				// Equal jitter: half the backoff, plus up to the other half
+				// (the dispatcher works in microseconds).
+				if gap < full/2 || gap > full+time.Millisecond {
+					t.Errorf("task %d retry %d after %s, want within [%s, %s]", tk.ID, i, gap, full/2, full)
+				}
+				distinct[gap] = true
+			}
+		}
+		if len(distinct) < 10 {
+			t.Errorf("only %d distinct waits over 60 retries: not jittered", len(distinct))
+		}
+	})
+}
+
+func asyncTask(timeout int, policy string) func(*sundial.Task) {
+	return func(tk *sundial.Task) {
+		tk.ExecType = sundial.ExecAsync
+		tk.CallbackTimeout = timeout
+		tk.RetryPolicy = json.RawMessage(policy)
+	}
+}
+
+func TestAsyncCallback(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setupScripted(t, nil)
+		tk := b.oneOff(t, 1, asyncTask(60, `{}`))
+		time.Sleep(2 * time.Second)
+		calls := b.target.snapshot()
+		if len(calls) != 1 {
+			t.Fatalf("%d deliveries, want 1", len(calls))
+		}
+		v := calls[0].Vars
+		r := b.onlyRun(t, tk.ID)
+		if v.CallbackURL != "http://sundial.test/api/v1/runs/"+strconv.FormatInt(r.ID, 10)+"/callback" {
+			t.Errorf("callback URL %q", v.CallbackURL)
+		}
+		fence, ok := sundial.VerifyCallbackToken(testSecret, r.ID, v.CallbackToken)
+		if !ok || fence != r.Fence {
+			t.Fatalf("token %q: fence %d ok %v, want the run's fence %d", v.CallbackToken, fence, ok, r.Fence)
+		}
+		if r.Status != sundial.RunWaitingCallback || !r.DueAt.Equal(r.StartedAt.Add(time.Minute)) {
+			t.Fatalf("run %s due %s, want WAITING_CALLBACK due a minute after its start %s", r.Status, r.DueAt, r.StartedAt)
+		}
+		if st := b.taskStatus(t, tk.ID); st != sundial.TaskEnabled {
+			t.Errorf("task %s while its run waits, want ENABLED", st)
+		}
+		done, err := b.sched.Complete(context.Background(), r, tk, fence, sundial.CallbackReport{
+			Status: sundial.RunSuccess, Result: json.RawMessage(`{"rows":12}`)})
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if done.Status != sundial.RunSuccess || string(done.Result) != `{"rows":12}` {
+			t.Errorf("run after callback: %s result %s", done.Status, done.Result)
+		}
+		// A replay of the same callback changes nothing.
+		if _, err := b.sched.Complete(context.Background(), r, tk, fence, sundial.CallbackReport{Status: sundial.RunFailed}); sundial.ErrorCode(err) != sundial.EConflict {
+			t.Errorf("replayed callback: %v, want EConflict", err)
+		}
+		if got := b.onlyRun(t, tk.ID); got.Status != sundial.RunSuccess {
+			t.Errorf("run after replay: %s, want SUCCESS", got.Status)
+		}
+		if st := b.taskStatus(t, tk.ID); st != sundial.TaskCompleted {
+			t.Errorf("task %s, want COMPLETED", st)
+		}
+	})
+}
+
+// TestAsyncTimeoutRetryCheckpoint: no callback comes in time, the run is
+// delivered again with the checkpoint saved by the first delivery, and the
+// first delivery's token is refused as superseded.
+func TestAsyncTimeoutRetryCheckpoint(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setupScripted(t, nil)
+		tk := b.oneOff(t, 1, asyncTask(10, `{"max_attempts": 2, "initial_backoff": "3s", "jitter": "none"}`))
+		time.Sleep(2 * time.Second)
+		r := b.onlyRun(t, tk.ID)
+		first := b.target.snapshot()[0].Vars
+		fence1, _ := sundial.VerifyCallbackToken(testSecret, r.ID, first.CallbackToken)
+		if first.Checkpoint != nil {
+			t.Errorf("first delivery carries checkpoint %s", first.Checkpoint)
+		}
+		time.Sleep(5 * time.Second)
+		// Progress moves the deadline: 10s from now, not from the start.
+		if _, err := b.sched.Progress(context.Background(), r, tk, fence1, json.RawMessage(`{"pct":40}`),
+			json.RawMessage(`{"page":3}`)); err != nil {
+			t.Fatalf("Progress: %v", err)
+		}
+		reported := time.Now()
+		time.Sleep(8 * time.Second) // past the first deadline, before the extended one
+		if got := b.onlyRun(t, tk.ID); got.Status != sundial.RunWaitingCallback {
+			t.Fatalf("run %s before its extended deadline, want WAITING_CALLBACK", got.Status)
+		}
+		time.Sleep(10 * time.Second) // the extended deadline (+ sweep) and the 3s backoff
+		calls := b.target.snapshot()
+		if len(calls) != 2 {
+			t.Fatalf("%d deliveries, want 2", len(calls))
+		}
+		second := calls[1].Vars
+		if string(second.Checkpoint) != `{"page":3}` || second.Delivery != 2 || second.IdempotencyKey != first.IdempotencyKey {
+			t.Errorf("second delivery: checkpoint %s, delivery %d, key %q", second.Checkpoint, second.Delivery, second.IdempotencyKey)
+		}
+		attempts, _ := b.store.RunAttempts(context.Background(), r.ID)
+		if len(attempts) < 1 || attempts[0].Status != sundial.RunFailedTimeout {
+			t.Errorf("first attempt %+v, want FAILED_TIMEOUT", attempts)
+		}
+		if gap := attempts[0].FinishedAt.Sub(reported); gap < 10*time.Second || gap > 12*time.Second {
+			t.Errorf("deadline passed %s after the progress report, want about 10s", gap)
+		}
+		now := b.onlyRun(t, tk.ID)
+		if _, err := b.sched.Complete(context.Background(), now, tk, fence1, sundial.CallbackReport{Status: sundial.RunSuccess}); sundial.ErrorCode(err) != sundial.EConflict {
+			t.Errorf("callback of the superseded delivery: %v, want EConflict", err)
+		}
+		fence2, _ := sundial.VerifyCallbackToken(testSecret, r.ID, second.CallbackToken)
+		if fence2 == fence1 {
+			t.Fatal("second delivery has the first one's fence")
+		}
+		done, err := b.sched.Complete(context.Background(), now, tk, fence2, sundial.CallbackReport{Status: sundial.RunFailed, Message: "disk full"})
+		if err != nil {
+			t.Fatalf("Complete: %v", err)
+		}
+		if done.Status != sundial.RunFailed || done.Error != "disk full" {
+			t.Errorf("run %s %q after a FAILED callback with no attempts left, want FAILED", done.Status, done.Error)
+		}
+		if st := b.taskStatus(t, tk.ID); st != sundial.TaskFailed {
+			t.Errorf("task %s, want FAILED", st)
+		}
+	})
+}
+
+// TestCallbackBeforeAnswer: the target calls back before its call's
+// answer is recorded; the run ends with the callback's outcome.
+func TestCallbackBeforeAnswer(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			b     *asyncBundle
+			tk    *sundial.Task
+			cbErr error
+		)
+		bb := setupScripted(t, func(_ int, req executor.Request) executor.Outcome {
+			mu.Lock()
+			defer mu.Unlock()
+			r, err := b.store.RunGet(context.Background(), req.Vars.RunID)
+			if err == nil {
+				fence, _ := sundial.VerifyCallbackToken(testSecret, r.ID, req.Vars.CallbackToken)
+				_, cbErr = b.sched.Complete(context.Background(), r, tk, fence, sundial.CallbackReport{Status: sundial.RunSuccess})
+			}
+			return executor.Outcome{Status: "SUCCESS", HTTPStatus: 202}
+		})
+		mu.Lock()
+		b = bb
+		tk = b.oneOff(t, 1, asyncTask(60, `{}`))
+		mu.Unlock()
+		time.Sleep(3 * time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		if cbErr != nil {
+			t.Fatalf("callback during the call: %v", cbErr)
+		}
+		r := b.onlyRun(t, tk.ID)
+		if r.Status != sundial.RunSuccess {
+			t.Errorf("run %s, want SUCCESS", r.Status)
+		}
+		attempts, _ := b.store.RunAttempts(context.Background(), r.ID)
+		if len(attempts) != 1 || attempts[0].Status != sundial.RunSuccess {
+			t.Errorf("attempts %+v, want one SUCCESS", attempts)
+		}
+	})
+}
