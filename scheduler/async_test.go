@@ -420,3 +420,94 @@ func TestCallbackBeforeAnswer(t *testing.T) {
 		}
 	})
 }
+
+// TestLookaheadEdit plans an hour ahead: the task's upcoming runs are
+// visible before they fire, an edit replaces them at once, and disabling
+// removes them; no fire of the old schedule is sent after the edit.
+func TestLookaheadEdit(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		tg := &scripted{}
+		s, err := scheduler.New(scheduler.Config{Node: sundial.Node{ID: "n"}, Lookahead: time.Hour,
+			MaxRunsPerTask: 1000}, st, tg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		start := time.Now()
+		tk := &sundial.Task{Name: "every-minute", CronExpr: "0 * * * * *", TargetURL: "http://127.0.0.1:9/"}
+		if err := tk.Normalize(start); err != nil {
+			t.Fatal(err)
+		}
+		tk.NextFireTime = tk.FirstFire(start)
+		if err := st.TaskCreate(ctx, tk, start); err != nil {
+			t.Fatal(err)
+		}
+		s.Poke()
+		time.Sleep(time.Second)
+		up, err := st.RunUpcoming(ctx, tk.ID, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(up) != 60 || !up[0].ScheduledTime.Equal(start.Add(time.Minute)) {
+			t.Fatalf("%d upcoming runs, first %v; want the 60 of the next hour from %v", len(up), up[0].ScheduledTime, start.Add(time.Minute))
+		}
+
+		// Every 90 seconds instead, from now: the old runs go at once.
+		time.Sleep(30 * time.Second)
+		now := time.Now()
+		tk.CronExpr = "@every 90s"
+		if err := tk.Normalize(now); err != nil {
+			t.Fatal(err)
+		}
+		tk.NextFireTime = tk.FirstFire(now)
+		if err := st.TaskUpdate(ctx, tk, now); err != nil {
+			t.Fatal(err)
+		}
+		up, _ = st.RunUpcoming(ctx, tk.ID, 1000)
+		if len(up) != 0 {
+			t.Errorf("%d upcoming runs right after the edit, want none", len(up))
+		}
+		s.Poke()
+		time.Sleep(time.Second)
+		up, _ = st.RunUpcoming(ctx, tk.ID, 1000)
+		if len(up) != 40 {
+			t.Errorf("%d upcoming runs after replanning, want 40 (an hour of 90 s)", len(up))
+		}
+		time.Sleep(5 * time.Minute)
+		for _, c := range tg.snapshot() {
+			if sec := c.Vars.ScheduledTime.Sub(start); sec > 31*time.Second && sec%time.Minute == 0 && (sec-31*time.Second)%(90*time.Second) != 0 {
+				t.Errorf("fire of the old schedule at +%s after the edit", sec)
+			}
+		}
+		if n := len(tg.snapshot()); n != 3 {
+			t.Errorf("%d fires in 5 minutes of the new schedule, want 3", n)
+		}
+
+		// Disabling removes the upcoming runs; nothing fires after.
+		tk2, _ := st.TaskGet(ctx, tk.ID)
+		tk2.Status = sundial.TaskDisabled
+		tk2.NextFireTime = nil
+		if err := st.TaskUpdate(ctx, tk2, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		before := len(tg.snapshot())
+		up, _ = st.RunUpcoming(ctx, tk.ID, 1000)
+		if len(up) != 0 {
+			t.Errorf("%d upcoming runs after disabling, want none", len(up))
+		}
+		time.Sleep(3 * time.Minute)
+		if n := len(tg.snapshot()); n != before {
+			t.Errorf("%d fires after the task was disabled", n-before)
+		}
+	})
+}
