@@ -13,6 +13,9 @@ type NodeStats struct {
 	PID          int     `json:"pid"`
 	CPUSeconds   float64 `json:"cpu_seconds"`    // user + system
 	PeakRSSBytes int64   `json:"peak_rss_bytes"` // VmHWM
+	// CreateCPUSeconds is the part of CPUSeconds spent until the tasks
+	// were created, for scenarios that create them all first (throughput).
+	CreateCPUSeconds float64 `json:"create_cpu_seconds,omitempty"`
 }
 
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat's times; it is 100

@@ -30,7 +30,7 @@ type Report struct {
 	Backend       string  `json:"backend"`
 	Nodes         int     `json:"nodes"`
 	Tasks         int     `json:"tasks"`
-	WindowSeconds float64 `json:"window_seconds"`
+	WindowSeconds float64 `json:"window_seconds,omitempty"` // the measured window; none for a burst
 
 	Expected   int `json:"fires_expected"`
 	Received   int `json:"fires_received"` // distinct expected fires delivered at least once
@@ -38,10 +38,18 @@ type Report struct {
 	Duplicates int `json:"duplicates"`     // deliveries beyond the first of a fire
 	Unexpected int `json:"unexpected"`     // deliveries scheduled in the window that no expected fire explains
 
-	LagMS          Percentiles        `json:"lag_ms"`
-	FiresPerSecond float64            `json:"fires_per_second"`
-	Share          map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
-	NodeStats      []NodeStats        `json:"node_stats,omitempty"`
+	LagMS          Percentiles `json:"lag_ms"`
+	FiresPerSecond float64     `json:"fires_per_second,omitempty"` // received / window; none for a burst
+
+	// A burst (AnalyzeBurst): every expected fire due at the one instant
+	// DueAt, measured until the last of them was delivered.
+	DueAt               *time.Time `json:"due_at,omitempty"`
+	CreateSeconds       float64    `json:"create_seconds,omitempty"`        // creating the tasks, through the API
+	LastDeliverySeconds float64    `json:"last_delivery_seconds,omitempty"` // the last fire's first delivery minus DueAt
+	DeliveriesPerSecond float64    `json:"deliveries_per_second,omitempty"` // received / last_delivery_seconds: the rate sustained
+
+	Share     map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
+	NodeStats []NodeStats        `json:"node_stats,omitempty"`
 }
 
 // Percentiles of a lag distribution, in milliseconds.
@@ -127,18 +135,51 @@ func Analyze(expected []Fire, got []Arrival, from, to time.Time) Report {
 	return r
 }
 
+// AnalyzeBurst accounts a burst: every expected fire is due at the instant
+// due, and the measure is how long the scheduler takes to deliver them all.
+// It is Analyze over the second that starts at due, with the rate taken
+// over the time until the last fire was first delivered instead of over
+// a window: received / (last first delivery - due). (When nothing is lost
+// received is the expected count; a lost fire is not counted as delivered.)
+func AnalyzeBurst(expected []Fire, got []Arrival, due time.Time) Report {
+	due = due.UTC()
+	r := Analyze(expected, got, due, due.Add(time.Second))
+	r.WindowSeconds, r.FiresPerSecond = 0, 0
+	r.DueAt = &due
+	// Every fire is scheduled at due, so the largest first-delivery lag is
+	// the last first delivery.
+	r.LastDeliverySeconds = r.LagMS.Max / 1000
+	if r.Received > 0 && r.LastDeliverySeconds > 0 {
+		r.DeliveriesPerSecond = float64(r.Received) / r.LastDeliverySeconds
+	}
+	return r
+}
+
 func hasKey(m map[string]int, k string) bool { _, ok := m[k]; return ok }
 
 // WriteTable prints the report for a person.
 func (r Report) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
-	row("scenario", fmt.Sprintf("%s (%s, %d node(s), %d tasks, %.0f s window)", r.Scenario, r.Backend, r.Nodes, r.Tasks, r.WindowSeconds))
+	if r.DueAt != nil {
+		row("scenario", fmt.Sprintf("%s (%s, %d node(s), %d tasks all due at %s)", r.Scenario, r.Backend, r.Nodes, r.Tasks,
+			r.DueAt.Format(time.RFC3339Nano)))
+	} else {
+		row("scenario", fmt.Sprintf("%s (%s, %d node(s), %d tasks, %.0f s window)", r.Scenario, r.Backend, r.Nodes, r.Tasks, r.WindowSeconds))
+	}
+	if r.CreateSeconds > 0 {
+		row("created", fmt.Sprintf("%d tasks in %.2f s (%.0f per second)", r.Tasks, r.CreateSeconds, float64(r.Tasks)/r.CreateSeconds))
+	}
 	row("fires", fmt.Sprintf("%d expected, %d received, %d lost, %d duplicates, %d unexpected",
 		r.Expected, r.Received, r.Lost, r.Duplicates, r.Unexpected))
 	row("lag (ms)", fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
 		r.LagMS.P50, r.LagMS.P90, r.LagMS.P99, r.LagMS.P999, r.LagMS.Max))
-	row("rate", fmt.Sprintf("%.1f fires per second", r.FiresPerSecond))
+	if r.DueAt != nil {
+		row("last delivery", fmt.Sprintf("%.3f s after the due instant", r.LastDeliverySeconds))
+		row("rate", fmt.Sprintf("%.1f deliveries per second sustained", r.DeliveriesPerSecond))
+	} else {
+		row("rate", fmt.Sprintf("%.1f fires per second", r.FiresPerSecond))
+	}
 	if len(r.Share) > 0 {
 		nodes := make([]string, 0, len(r.Share))
 		for n := range r.Share {
@@ -152,7 +193,11 @@ func (r Report) WriteTable(w io.Writer) error {
 		row("share", strings.Join(parts, ", "))
 	}
 	for _, s := range r.NodeStats {
-		row("node "+s.Node, fmt.Sprintf("cpu %.2f s, peak rss %.1f MB", s.CPUSeconds, float64(s.PeakRSSBytes)/1e6))
+		cpu := fmt.Sprintf("cpu %.2f s", s.CPUSeconds)
+		if s.CreateCPUSeconds > 0 {
+			cpu += fmt.Sprintf(" (%.2f s of it creating tasks, %.2f s after)", s.CreateCPUSeconds, s.CPUSeconds-s.CreateCPUSeconds)
+		}
+		row("node "+s.Node, fmt.Sprintf("%s, peak rss %.1f MB", cpu, float64(s.PeakRSSBytes)/1e6))
 	}
 	return tw.Flush()
 }

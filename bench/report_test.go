@@ -133,3 +133,50 @@ func TestProcParsing(t *testing.T) {
 		t.Errorf("ReadProc(self) = %v, %v, %v", cpu, rss, err)
 	}
 }
+
+func TestAnalyzeBurst(t *testing.T) {
+	t.Parallel()
+	due := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	var expected []Fire
+	var got []Arrival
+	for i := range 10 {
+		task := string(rune('a' + i))
+		expected = append(expected, Fire{task, due})
+		if i < 9 { // j is lost
+			got = append(got, Arrival{At: due.Add(ms(100 * (i + 1))), Scheduled: due, Task: task})
+		}
+	}
+	got = append(got, Arrival{At: due.Add(ms(2000)), Scheduled: due, Task: "a"}) // a duplicate, after the last
+	r := AnalyzeBurst(expected, got, due)
+	if r.Expected != 10 || r.Received != 9 || r.Lost != 1 || r.Duplicates != 1 || r.Unexpected != 0 {
+		t.Fatalf("accounting = %+v; want 10 expected, 9 received, 1 lost, 1 duplicate", r)
+	}
+	if r.LastDeliverySeconds != 0.9 || math.Abs(r.DeliveriesPerSecond-10) > 1e-9 {
+		t.Errorf("last delivery %v s, rate %v/s; want 0.9 s and 10/s", r.LastDeliverySeconds, r.DeliveriesPerSecond)
+	}
+	if r.DueAt == nil || !r.DueAt.Equal(due) || r.WindowSeconds != 0 || r.FiresPerSecond != 0 {
+		t.Errorf("due %v, window %v, fires per second %v; want the due instant and no window", r.DueAt, r.WindowSeconds, r.FiresPerSecond)
+	}
+	r.Scenario, r.Backend, r.Nodes, r.Tasks, r.CreateSeconds = "throughput", "sqlite", 1, 10, 0.5
+	r.NodeStats = []NodeStats{{Node: "n1", CPUSeconds: 3, CreateCPUSeconds: 1, PeakRSSBytes: 1e6}}
+	var table, js bytes.Buffer
+	if err := r.WriteTable(&table); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"10 tasks all due at 2026-01-01T00:00:10Z", "10 tasks in 0.50 s", "0.900 s after the due instant",
+		"10.0 deliveries per second sustained", "cpu 3.00 s (1.00 s of it creating tasks, 2.00 s after)"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["last_delivery_seconds"] != 0.9 || back["due_at"] != "2026-01-01T00:00:10Z" || back["window_seconds"] != nil {
+		t.Errorf("JSON = %s", js.String())
+	}
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	crand "crypto/rand"
 	"database/sql"
@@ -17,8 +18,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -28,7 +31,7 @@ import (
 	"github.com/sundialhq/sundial/bench"
 )
 
-const benchUsage = `sundial bench precision [flags]`
+const benchUsage = `sundial bench precision|throughput [flags]`
 
 // listenLine finds the API address in the line serve prints on start.
 var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
@@ -41,6 +44,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	switch args[0] {
 	case "precision":
 		return benchPrecision(ctx, args[1:], stdout, stderr)
+	case "throughput":
+		return benchThroughput(ctx, args[1:], stdout, stderr)
 	default:
 		return usageErrorf("bench: unknown scenario %q (usage: %s)", args[0], benchUsage)
 	}
@@ -152,6 +157,377 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	return r.WriteJSON(stdout)
 }
 
+// benchThroughput creates --tasks one-off tasks all due at the same whole
+// second, --lead after the start, and measures how long the nodes take to
+// deliver every one of them to a loopback target, and whether any was lost
+// or delivered twice. It fails (after printing its report) when a fire was
+// lost or delivered more than once.
+func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sundial bench throughput", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tasks := fs.Int("tasks", 100000, "one-off tasks, all due at the same instant")
+	nodes := fs.Int("nodes", 1, "nodes to start")
+	db := fs.String("db", "sqlite", "sqlite (a fresh file), or a postgres:// or mysql:// server, on which a fresh schema or database is made")
+	workers := fs.Int("workers", 64, "executor.worker_pool_size of each node")
+	lead := fs.Duration("lead", 60*time.Second, "the tasks are due this long after the start (rounded up to a whole second); creating them must finish before")
+	timeout := fs.Duration("timeout", 5*time.Minute, "how long after the due instant to wait for the last delivery")
+	lookahead := fs.Duration("lookahead", 0, "scheduler.lookahead of each node; 0 leaves the node's default")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageErrorf("bench throughput: %v", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErrorf("bench throughput: unexpected argument %q", fs.Arg(0))
+	case *tasks < 1 || *tasks > 1_000_000:
+		return usageErrorf("bench throughput: --tasks %d: want from 1 to 1000000", *tasks)
+	case *nodes < 1 || *nodes > 16:
+		return usageErrorf("bench throughput: --nodes %d: want from 1 to 16", *nodes)
+	case *workers < 1:
+		return usageErrorf("bench throughput: --workers %d: want at least 1", *workers)
+	case *lead < time.Second || *timeout < time.Second:
+		return usageErrorf("bench throughput: --lead and --timeout want at least 1s")
+	case *lookahead < 0:
+		return usageErrorf("bench throughput: --lookahead %s: want 0 or more", *lookahead)
+	}
+
+	dsn, backend, cleanup, err := freshDatabase(*db)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	rec := &bench.Recorder{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	target := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = target.Serve(ln) }()
+	defer target.Close()
+	targetURL := "http://" + ln.Addr().String() + "/hook"
+
+	var extra []string
+	if *lookahead > 0 {
+		extra = append(extra, "--scheduler.lookahead", lookahead.String())
+	}
+	var procs []*benchNode
+	defer func() {
+		for _, p := range procs {
+			p.stop()
+		}
+	}()
+	var apis []string
+	for range *nodes {
+		p, err := startBenchNode(dsn, *workers, extra...)
+		if err != nil {
+			return err
+		}
+		procs = append(procs, p)
+		apis = append(apis, p.url)
+	}
+
+	createCPU := make([]float64, len(procs))
+	r, err := runBurst(ctx, burstConfig{
+		apis: apis, target: targetURL, tasks: *tasks, lead: *lead, timeout: *timeout, progress: stderr,
+		created: func() {
+			for i, p := range procs {
+				createCPU[i], _, _ = bench.ReadProc(p.cmd.Process.Pid)
+			}
+		},
+		banner: fmt.Sprintf("%d node(s) on %s, target %s", len(procs), backend, targetURL),
+	}, rec)
+	if err != nil {
+		return err
+	}
+	r.Scenario, r.Backend, r.Nodes = "throughput", backend, len(procs)
+	for i, p := range procs {
+		cpu, rss, err := bench.ReadProc(p.cmd.Process.Pid)
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: node %s: %v\n", p.id, err)
+			continue
+		}
+		r.NodeStats = append(r.NodeStats, bench.NodeStats{Node: p.id, PID: p.cmd.Process.Pid, CPUSeconds: cpu,
+			PeakRSSBytes: rss, CreateCPUSeconds: createCPU[i]})
+	}
+	if err := r.WriteTable(stdout); err != nil {
+		return err
+	}
+	if err := r.WriteJSON(stdout); err != nil {
+		return err
+	}
+	if r.Lost > 0 || r.Duplicates > 0 {
+		return fmt.Errorf("bench throughput: %d of %d fires lost, %d duplicate deliveries", r.Lost, r.Expected, r.Duplicates)
+	}
+	return nil
+}
+
+// burstConfig describes one burst: tasks one-off tasks created through the
+// APIs (in turn), all due at one whole second lead from now, delivering to
+// target.
+type burstConfig struct {
+	apis     []string
+	target   string
+	tasks    int
+	lead     time.Duration
+	timeout  time.Duration // wait for the last delivery, from the due instant
+	progress io.Writer     // a line a second
+	banner   string        // said first on progress
+	created  func()        // called once every task is created, if set
+}
+
+// burstSettle is how long a burst keeps listening after every fire
+// arrived, for duplicates.
+const burstSettle = 2 * time.Second
+
+// runBurst creates the tasks of a burst, waits until every fire reached
+// rec (or the timeout passed) and a little more for duplicates, and
+// accounts for them. It fails if creating the tasks did not finish before
+// their due instant. The report's scenario, backend, nodes and node stats
+// are left to the caller.
+func runBurst(ctx context.Context, cfg burstConfig, rec *bench.Recorder) (bench.Report, error) {
+	start := time.Now()
+	due := start.Add(cfg.lead).Truncate(time.Second).Add(time.Second).UTC()
+	fmt.Fprintf(cfg.progress, "bench: %s; creating %d one-off tasks due at %s (in %.0f s)\n",
+		cfg.banner, cfg.tasks, due.Format(time.RFC3339), time.Until(due).Seconds())
+	ids, err := createOneOffTasks(ctx, cfg.apis, cfg.target, cfg.tasks, due, cfg.progress)
+	if err != nil {
+		return bench.Report{}, err
+	}
+	createTime := time.Since(start)
+	if !time.Now().Before(due) {
+		return bench.Report{}, fmt.Errorf("bench throughput: creating %d tasks took %.1f s, past their due instant: raise --lead (%s)",
+			cfg.tasks, createTime.Seconds(), cfg.lead)
+	}
+	if cfg.created != nil {
+		cfg.created()
+	}
+	fmt.Fprintf(cfg.progress, "bench: created %d tasks in %.1f s; due in %.1f s\n", cfg.tasks, createTime.Seconds(), time.Until(due).Seconds())
+
+	expected := make([]bench.Fire, len(ids))
+	want := make(map[bench.Fire]bool, len(ids))
+	for i, id := range ids {
+		expected[i] = bench.Fire{Task: id, Scheduled: due}
+		want[expected[i]] = true
+	}
+	// distinct counts the expected fires that arrived at least once.
+	distinct := func() int {
+		seen := make(map[bench.Fire]bool, len(want))
+		for _, a := range rec.Arrivals() {
+			if f := (bench.Fire{Task: a.Task, Scheduled: a.Scheduled.UTC()}); want[f] {
+				seen[f] = true
+			}
+		}
+		return len(seen)
+	}
+
+	giveUp := due.Add(cfg.timeout)
+	var all time.Time // when every fire had arrived
+	var last int64
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return bench.Report{}, ctx.Err()
+		case <-tick.C:
+		}
+		now, n := time.Now(), rec.Count()
+		if now.Before(due) {
+			fmt.Fprintf(cfg.progress, "bench: due in %.0f s, %d delivered so far\n", due.Sub(now).Seconds(), n)
+		} else {
+			fmt.Fprintf(cfg.progress, "bench: %.0f s after the due instant, %d/%d delivered so far (%+d)\n",
+				now.Sub(due).Seconds(), n, cfg.tasks, n-last)
+		}
+		last = n
+		if all.IsZero() && n >= int64(cfg.tasks) && distinct() == cfg.tasks {
+			all = now
+		}
+		if !all.IsZero() && now.Sub(all) >= burstSettle {
+			break
+		}
+		if now.After(giveUp) {
+			fmt.Fprintf(cfg.progress, "bench: gave up %s after the due instant (--timeout) with %d of %d fires delivered\n",
+				cfg.timeout, distinct(), cfg.tasks)
+			break
+		}
+	}
+	r := bench.AnalyzeBurst(expected, rec.Arrivals(), due)
+	r.Tasks, r.CreateSeconds = cfg.tasks, createTime.Seconds()
+	return r, nil
+}
+
+// Creating the tasks of a burst: batches of createBatch tasks (the most
+// POST /api/v1/tasks:batch takes), createParallel requests at a time.
+const (
+	createBatch    = 1000
+	createParallel = 4
+)
+
+// createOneOffTasks creates n one-off tasks due at due, calling target,
+// through POST /api/v1/tasks:batch of the APIs in turn, and returns their
+// IDs. It reports progress every second and stops at the due instant.
+// A batch that fails on the way (a network error, a 5xx) is sent again:
+// its tasks carry request IDs, so that creates none twice.
+func createOneOffTasks(ctx context.Context, apis []string, target string, n int, due time.Time, progress io.Writer) ([]string, error) {
+	ctx, cancel := context.WithDeadline(ctx, due)
+	defer cancel()
+	batches := (n + createBatch - 1) / createBatch
+	ids := make([][]string, batches)
+	var (
+		created  atomic.Int64
+		errOnce  sync.Once
+		firstErr error
+		wg       sync.WaitGroup
+		next     = make(chan int)
+	)
+	fail := func(err error) {
+		errOnce.Do(func() { firstErr = err; cancel() })
+	}
+	for range min(createParallel, batches) {
+		wg.Go(func() {
+			for b := range next {
+				lo, hi := b*createBatch, min(n, (b+1)*createBatch)
+				got, err := postTaskBatch(ctx, apis[b%len(apis)], target, lo, hi, due)
+				if err != nil {
+					fail(err)
+					continue
+				}
+				ids[b] = got
+				created.Add(int64(hi - lo))
+			}
+		})
+	}
+	stopProgress := make(chan struct{})
+	progressDone := make(chan struct{})
+	go func() {
+		defer close(progressDone)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stopProgress:
+				return
+			case <-t.C:
+				fmt.Fprintf(progress, "bench: created %d/%d tasks, due in %.0f s\n", created.Load(), n, time.Until(due).Seconds())
+			}
+		}
+	}()
+feed:
+	for b := range batches {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	close(stopProgress)
+	<-progressDone
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = ctx.Err()
+	}
+	if firstErr != nil {
+		if errors.Is(firstErr, context.DeadlineExceeded) && !time.Now().Before(due) {
+			return nil, fmt.Errorf("bench throughput: only %d of %d tasks created by their due instant: raise --lead", created.Load(), n)
+		}
+		return nil, firstErr
+	}
+	all := make([]string, 0, n)
+	for _, b := range ids {
+		all = append(all, b...)
+	}
+	return all, nil
+}
+
+// oneOffTask is a task of a burst, as POST /api/v1/tasks:batch takes it.
+type oneOffTask struct {
+	Name       string `json:"name"`
+	RunAt      string `json:"run_at"`
+	TargetURL  string `json:"target_url"`
+	HTTPMethod string `json:"http_method"`
+	RequestID  string `json:"request_id"`
+}
+
+// postTaskBatch creates tasks lo to hi (excluded) of a burst in one batch
+// and returns their IDs in order, trying again up to three times when the
+// request fails on the way or with a 5xx.
+func postTaskBatch(ctx context.Context, api, target string, lo, hi int, due time.Time) ([]string, error) {
+	tasks := make([]oneOffTask, 0, hi-lo)
+	runAt := due.UTC().Format(time.RFC3339Nano)
+	for i := lo; i < hi; i++ {
+		name := fmt.Sprintf("b-%d", i)
+		tasks = append(tasks, oneOffTask{Name: name, RunAt: runAt, TargetURL: target, HTTPMethod: "POST", RequestID: name})
+	}
+	body, err := json.Marshal(struct {
+		Tasks []oneOffTask `json:"tasks"`
+	}{tasks})
+	if err != nil {
+		return nil, err
+	}
+	for attempt := 1; ; attempt++ {
+		ids, retry, err := postTaskBatchOnce(ctx, api, body, hi-lo)
+		if err == nil {
+			return ids, nil
+		}
+		if !retry || attempt == 3 || ctx.Err() != nil {
+			return nil, fmt.Errorf("create tasks %d to %d: %w", lo, hi-1, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("create tasks %d to %d: %w", lo, hi-1, err)
+		case <-time.After(time.Duration(attempt) * 500 * time.Millisecond):
+		}
+	}
+}
+
+// postTaskBatchOnce sends one batch; retry says whether sending it again
+// may help.
+func postTaskBatchOnce(ctx context.Context, api string, body []byte, n int) (ids []string, retry bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", api+"/api/v1/tasks:batch", bytes.NewReader(body))
+	if err != nil {
+		return nil, false, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, true, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return nil, resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests,
+			fmt.Errorf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	var out struct {
+		Items []struct {
+			Status int `json:"status"`
+			Task   *struct {
+				ID int64 `json:"id"`
+			} `json:"task"`
+		} `json:"items"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return nil, true, fmt.Errorf("decode the answer: %w", err)
+	}
+	if len(out.Items) != n {
+		return nil, false, fmt.Errorf("answer has %d items for %d tasks", len(out.Items), n)
+	}
+	ids = make([]string, n)
+	for i, it := range out.Items {
+		// 200: created by an earlier try of this batch, found by its
+		// request_id.
+		if (it.Status != http.StatusCreated && it.Status != http.StatusOK) || it.Task == nil || it.Task.ID == 0 {
+			return nil, false, fmt.Errorf("item %d: status %d, no task", i, it.Status)
+		}
+		ids[i] = strconv.FormatInt(it.Task.ID, 10)
+	}
+	return ids, false, nil
+}
+
 // benchNode is one "sundial serve" process started by the bench.
 type benchNode struct {
 	cmd  *exec.Cmd
@@ -160,14 +536,17 @@ type benchNode struct {
 	done chan struct{}
 }
 
-func startBenchNode(dsn string, workers int) (*benchNode, error) {
+// startBenchNode starts "sundial serve" on dsn with workers delivery
+// workers; extra are more serve flags (--scheduler.lookahead 30s).
+func startBenchNode(dsn string, workers int, extra ...string) (*benchNode, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	p := &benchNode{done: make(chan struct{})}
-	p.cmd = exec.Command(exe, "serve", "--listen", "127.0.0.1:0", "--db", dsn, "--log.level", "error",
-		"--executor.worker_pool_size", fmt.Sprint(workers))
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", dsn, "--log.level", "error",
+		"--executor.worker_pool_size", fmt.Sprint(workers)}, extra...)
+	p.cmd = exec.Command(exe, args...)
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sundialhq/sundial/bench"
 )
 
 // BenchmarkPrecision runs one node on SQLite with SUNDIAL_BENCH_TASKS tasks
@@ -152,4 +155,69 @@ func precisionRun(b *testing.B, shape string, tasks, seconds, workers int) ([]ti
 		shares = append(shares, 0) // a node that fired nothing
 	}
 	return lags, lost, shares
+}
+
+// BenchmarkBurst is the throughput scenario of "sundial bench" with the
+// nodes inside the test process, so that -cpuprofile sees the scheduler:
+// SUNDIAL_BENCH_BURST_TASKS one-off tasks (default 10,000) all due at the
+// same whole second, SUNDIAL_BENCH_BURST_LEAD seconds after the start
+// (default 10 + one per 2,000 tasks), delivered to a loopback target. It
+// reports the deliveries per second sustained until the last one arrived,
+// the seconds until then, and the fires lost and delivered twice.
+// SUNDIAL_BENCH_DB, SUNDIAL_BENCH_NODES and SUNDIAL_BENCH_WORKERS are those
+// of BenchmarkPrecision; SUNDIAL_BENCH_BURST_LOOKAHEAD (seconds) sets the
+// nodes' scheduler.lookahead. Run it with
+//
+//	SUNDIAL_BENCH_BURST_TASKS=100000 go test -run XXX -bench Burst -benchtime 1x \
+//	    -cpuprofile cpu.out ./cmd/sundial/
+func BenchmarkBurst(b *testing.B) {
+	tasks := envInt("SUNDIAL_BENCH_BURST_TASKS", 10000)
+	lead := time.Duration(envInt("SUNDIAL_BENCH_BURST_LEAD", 10+tasks/2000)) * time.Second
+	workers := envInt("SUNDIAL_BENCH_WORKERS", 64)
+	extra := []string{"--log.level", "error", "--executor.worker_pool_size", strconv.Itoa(workers)}
+	if s := envInt("SUNDIAL_BENCH_BURST_LOOKAHEAD", 0); s > 0 {
+		extra = append(extra, "--scheduler.lookahead", fmt.Sprintf("%ds", s))
+	}
+	for b.Loop() {
+		b.StopTimer()
+		rec := &bench.Recorder{}
+		target := httptest.NewServer(rec)
+		var dsn string
+		switch db := os.Getenv("SUNDIAL_BENCH_DB"); db {
+		case "", "sqlite":
+			dsn = "sqlite:" + filepath.Join(b.TempDir(), "sundial.db")
+		case "postgres":
+			dsn = freshPostgres(b)
+		case "mysql":
+			dsn = freshMySQL(b)
+		default:
+			b.Fatalf("SUNDIAL_BENCH_DB=%q: want sqlite, postgres or mysql", db)
+		}
+		var nodes []*node
+		var apis []string
+		for range envInt("SUNDIAL_BENCH_NODES", 1) {
+			nd := startNodeDB(&testing.T{}, dsn, extra...)
+			nodes = append(nodes, nd)
+			apis = append(apis, nd.url)
+		}
+		b.StartTimer()
+		r, err := runBurst(b.Context(), burstConfig{apis: apis, target: target.URL + "/hook", tasks: tasks,
+			lead: lead, timeout: 5 * time.Minute, progress: io.Discard, banner: "burst"}, rec)
+		b.StopTimer()
+		for _, nd := range nodes {
+			nd.stop(&testing.T{})
+		}
+		target.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportMetric(r.DeliveriesPerSecond, "deliveries/s")
+		b.ReportMetric(r.LastDeliverySeconds, "last_s")
+		b.ReportMetric(r.LagMS.P50, "p50_ms")
+		b.ReportMetric(r.LagMS.P99, "p99_ms")
+		b.ReportMetric(float64(r.Lost), "lost")
+		b.ReportMetric(float64(r.Duplicates), "dup")
+		b.ReportMetric(r.CreateSeconds, "create_s")
+		b.StartTimer() // b.Loop wants it running
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBenchPrecisionCommand runs "sundial bench precision" (the built
@@ -42,5 +43,60 @@ func TestBenchPrecisionCommand(t *testing.T) {
 	}
 	if !strings.Contains(string(out), "lag (ms)") {
 		t.Errorf("no table in the output:\n%s", out)
+	}
+}
+
+// TestBenchThroughputCommand runs "sundial bench throughput" (the built
+// binary, which starts a node of its own) on a small burst of one-off tasks
+// on SQLite and checks its report: every fire delivered exactly once, a
+// rate, and the node's resources.
+func TestBenchThroughputCommand(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	cmd := exec.Command(sundialBinary(t), "bench", "throughput", "--tasks", "300", "--lead", "3s", "--timeout", "20s")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var r struct {
+		Scenario     string             `json:"scenario"`
+		Expected     int                `json:"fires_expected"`
+		Received     int                `json:"fires_received"`
+		Lost         int                `json:"lost"`
+		Dups         int                `json:"duplicates"`
+		Lag          map[string]float64 `json:"lag_ms"`
+		DueAt        time.Time          `json:"due_at"`
+		LastDelivery float64            `json:"last_delivery_seconds"`
+		Rate         float64            `json:"deliveries_per_second"`
+		NodeStats    []struct {
+			CPU       float64 `json:"cpu_seconds"`
+			RSS       int64   `json:"peak_rss_bytes"`
+			CreateCPU float64 `json:"create_cpu_seconds"`
+		} `json:"node_stats"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
+	}
+	if r.Scenario != "throughput" || r.Expected != 300 || r.Received != 300 || r.Lost != 0 || r.Dups != 0 {
+		t.Errorf("report %+v, want 300 fires expected and received once each", r)
+	}
+	if r.DueAt.IsZero() || r.LastDelivery <= 0 || r.Rate <= 0 || r.Lag["max"] <= 0 || r.Lag["p50"] > r.Lag["max"] {
+		t.Errorf("report %+v, want a due instant, a last delivery after it, a rate and lags", r)
+	}
+	if len(r.NodeStats) != 1 || r.NodeStats[0].RSS <= 0 || r.NodeStats[0].CPU <= 0 {
+		t.Errorf("node stats %+v, want one node with CPU and RSS", r.NodeStats)
+	}
+	for _, want := range []string{"last delivery", "deliveries per second sustained", "300 expected, 300 received, 0 lost, 0 duplicates"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(stderr.String(), "300/300 delivered so far") {
+		t.Errorf("no progress on stderr:\n%s", stderr.String())
 	}
 }

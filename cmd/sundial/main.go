@@ -7,6 +7,7 @@
 //	sundial cron next EXPR   print the next fire times of a cron expression
 //	sundial cron explain EXPR
 //	sundial bench precision [flags]
+//	sundial bench throughput [flags]
 //	sundial version
 //
 // A failure prints one line, "sundial: <message>", on stderr and exits with
@@ -38,6 +39,7 @@ Usage:
                                         print the next fire times of EXPR
   sundial cron explain EXPR             describe EXPR in plain English
   sundial bench precision [flags]       measure fire lag on nodes started for the purpose
+  sundial bench throughput [flags]      measure how fast such nodes deliver one-off tasks all due at once
   sundial version                       print the version
   sundial help                          print this help
 
