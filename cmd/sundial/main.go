@@ -8,6 +8,7 @@
 //	sundial cron explain EXPR
 //	sundial bench precision [flags]
 //	sundial bench throughput [flags]
+//	sundial bench scale [flags]
 //	sundial version
 //
 // A failure prints one line, "sundial: <message>", on stderr and exits with
@@ -40,6 +41,7 @@ Usage:
   sundial cron explain EXPR             describe EXPR in plain English
   sundial bench precision [flags]       measure fire lag on nodes started for the purpose
   sundial bench throughput [flags]      measure how fast such nodes deliver one-off tasks all due at once
+  sundial bench scale [flags]           measure start-up, memory and idle CPU with a million tasks stored
   sundial version                       print the version
   sundial help                          print this help
 

@@ -1,0 +1,267 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sundialhq/sundial/bench"
+)
+
+// scaleReport is what "sundial bench scale" measured, for one number of
+// stored tasks.
+type scaleReport struct {
+	Tasks          int               `json:"tasks"`
+	Minutely       int               `json:"minutely_tasks"`
+	CreateSeconds  float64           `json:"create_seconds"`
+	StartupSeconds float64           `json:"startup_seconds"` // process start to /readyz 200, with the tasks stored
+	RSSBytes       int64             `json:"rss_bytes"`       // peak resident memory of the restarted node
+	IdleCPU        float64           `json:"idle_cpu_per_second"`
+	IdleSeconds    float64           `json:"idle_seconds"`
+	Fires          int               `json:"fires_expected"`
+	Received       int               `json:"fires_received"`
+	Lost           int               `json:"lost"`
+	Duplicates     int               `json:"duplicates"`
+	LagMS          bench.Percentiles `json:"lag_ms"`
+}
+
+// benchScale stores many cron tasks and measures what holding them costs:
+// how long a node takes to start with them, its memory, and its CPU per
+// second while only a few of them fire, against the same measured with a
+// thousand tasks.
+func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sundial bench scale", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tasks := fs.Int("tasks", 1_000_000, "tasks stored: the --minutely ones fire every minute, 90% of the rest hourly, 10% daily")
+	baseline := fs.Int("baseline", 1000, "tasks of the comparison run (0: none)")
+	minutely := fs.Int("minutely", 100, "tasks firing every minute, whose lag is measured")
+	idle := fs.Duration("idle", 30*time.Second, "measured time at idle")
+	settle := fs.Duration("settle", 10*time.Second, "wait after the restart before measuring")
+	db := fs.String("db", "sqlite", "sqlite (a fresh file), or a postgres:// or mysql:// server, on which a fresh schema or database is made")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return usageErrorf("bench scale: %v", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErrorf("bench scale: unexpected argument %q", fs.Arg(0))
+	case *tasks < 1 || *tasks > 10_000_000:
+		return usageErrorf("bench scale: --tasks %d: want from 1 to 10000000", *tasks)
+	case *minutely < 0 || *minutely > *tasks || (*baseline > 0 && *minutely > *baseline):
+		return usageErrorf("bench scale: --minutely %d: want from 0 to --tasks and --baseline", *minutely)
+	case *idle < 5*time.Second:
+		return usageErrorf("bench scale: --idle %s: want at least 5s", *idle)
+	case *settle < 0:
+		return usageErrorf("bench scale: --settle %s: must not be negative", *settle)
+	}
+	var reports []scaleReport
+	for _, n := range []int{*baseline, *tasks} {
+		if n <= 0 {
+			continue
+		}
+		r, err := runScale(ctx, *db, n, *minutely, *idle, *settle, stderr)
+		if err != nil {
+			return err
+		}
+		reports = append(reports, r)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "tasks\tcreate s\tstart-up s\tpeak RSS MB\tidle CPU s/s\tfires\tlost\tdup\tlag p50 ms\tp99 ms\tmax ms\n")
+	for _, r := range reports {
+		fmt.Fprintf(tw, "%d\t%.1f\t%.2f\t%.1f\t%.4f\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\n", r.Tasks, r.CreateSeconds, r.StartupSeconds,
+			float64(r.RSSBytes)/1e6, r.IdleCPU, r.Fires, r.Lost, r.Duplicates, r.LagMS.P50, r.LagMS.P99, r.LagMS.Max)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(map[string]any{"scenario": "scale", "backend": *db, "runs": reports})
+}
+
+// runScale measures one number of stored tasks on a fresh database.
+func runScale(ctx context.Context, db string, n, minutely int, idle, settle time.Duration, progress io.Writer) (scaleReport, error) {
+	r := scaleReport{Tasks: n, Minutely: minutely, IdleSeconds: idle.Seconds()}
+	dsn, _, cleanup, err := freshDatabase(db)
+	if err != nil {
+		return r, err
+	}
+	defer cleanup()
+	rec := &bench.Recorder{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return r, err
+	}
+	target := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = target.Serve(ln) }()
+	defer target.Close()
+	targetURL := "http://" + ln.Addr().String() + "/hook"
+
+	node, err := startBenchNode(dsn, 16)
+	if err != nil {
+		return r, err
+	}
+	start := time.Now()
+	if err := createScaleTasks(ctx, node.url, targetURL, n, minutely, start, progress); err != nil {
+		node.stop()
+		return r, err
+	}
+	r.CreateSeconds = time.Since(start).Seconds()
+	node.stop()
+
+	// Start again with every task stored: the start-up a restart costs.
+	t0 := time.Now()
+	node, err = startBenchNode(dsn, 16)
+	if err != nil {
+		return r, err
+	}
+	defer node.stop()
+	if err := waitReady(ctx, node.url, time.Minute); err != nil {
+		return r, err
+	}
+	r.StartupSeconds = time.Since(t0).Seconds()
+	fmt.Fprintf(progress, "bench: %d tasks stored; node ready in %.2f s; settling\n", n, r.StartupSeconds)
+
+	// Let the planner catch up after the restart, then measure.
+	time.Sleep(settle)
+	from := time.Now().Truncate(time.Second).Add(time.Second)
+	time.Sleep(time.Until(from))
+	cpu0, _, err := bench.ReadProc(node.cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	to := from.Add(idle)
+	for time.Now().Before(to) {
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(min(5*time.Second, time.Until(to))):
+		}
+		fmt.Fprintf(progress, "bench: %d tasks, measuring idle %.0f/%.0f s\n", n, min(time.Since(from), idle).Seconds(), idle.Seconds())
+	}
+	cpu1, rss, err := bench.ReadProc(node.cmd.Process.Pid)
+	if err != nil {
+		return r, err
+	}
+	r.IdleCPU = (cpu1 - cpu0) / idle.Seconds()
+	r.RSSBytes = rss
+	time.Sleep(2 * time.Second) // the window's last fires
+
+	// The minutely tasks fire at second i%60 of every minute.
+	ids := scaleIDs.Load().([]string)
+	var expected []bench.Fire
+	for i := range minutely {
+		for m := from.Truncate(time.Minute).Add(-time.Minute); m.Before(to); m = m.Add(time.Minute) {
+			at := m.Add(time.Duration(i%60) * time.Second)
+			if !at.Before(from) && at.Before(to) {
+				expected = append(expected, bench.Fire{Task: ids[i], Scheduled: at.UTC()})
+			}
+		}
+	}
+	a := bench.Analyze(expected, rec.Arrivals(), from, to)
+	r.Fires, r.Received, r.Lost, r.Duplicates, r.LagMS = a.Expected, a.Received, a.Lost, a.Duplicates, a.LagMS
+	return r, nil
+}
+
+// scaleIDs holds the IDs of the minutely tasks of the last createScaleTasks.
+var scaleIDs atomic.Value
+
+// createScaleTasks creates n cron tasks through POST /tasks:batch: the
+// first minutely fire every minute (at second i%60); of the rest, 90% fire
+// hourly and 10% daily, all in a band of the hour (and of the day) far
+// from now, so that the measured window sees only the minutely ones fire.
+func createScaleTasks(ctx context.Context, api, target string, n, minutely int, now time.Time, progress io.Writer) error {
+	quietMinute := (now.UTC().Minute() + 30) % 60 // hourly tasks fire in the 20 minutes from here
+	quietHour := (now.UTC().Hour() + 12) % 24
+	expr := func(i int) string {
+		sec := i % 60
+		switch {
+		case i < minutely:
+			return fmt.Sprintf("%d * * * * *", sec)
+		case i%10 != 0:
+			return fmt.Sprintf("%d %d * * * *", sec, (quietMinute+i/60%20)%60)
+		default:
+			return fmt.Sprintf("%d %d %d * * *", sec, i/60%60, quietHour)
+		}
+	}
+	batches := (n + createBatch - 1) / createBatch
+	minIDs := make([]string, minutely)
+	var (
+		wg      sync.WaitGroup
+		next    = make(chan int)
+		created atomic.Int64
+		errOnce sync.Once
+		first   error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	for range createParallel {
+		wg.Go(func() {
+			for b := range next {
+				lo, hi := b*createBatch, min(n, (b+1)*createBatch)
+				items := make([]map[string]any, 0, hi-lo)
+				for i := lo; i < hi; i++ {
+					items = append(items, map[string]any{"name": fmt.Sprintf("s-%d", i), "cron_expr": expr(i),
+						"target_url": target, "overlap_action": "PARALLEL"})
+				}
+				body, _ := json.Marshal(map[string]any{"tasks": items})
+				ids, _, err := postTaskBatchOnce(ctx, api, body, hi-lo)
+				if err != nil {
+					errOnce.Do(func() { first = fmt.Errorf("create tasks %d to %d: %w", lo, hi-1, err); cancel() })
+					continue
+				}
+				for i := lo; i < min(hi, minutely); i++ {
+					minIDs[i] = ids[i-lo]
+				}
+				if c := created.Add(int64(hi - lo)); c%100_000 < int64(hi-lo) {
+					fmt.Fprintf(progress, "bench: created %d/%d tasks\n", c, n)
+				}
+			}
+		})
+	}
+feed:
+	for b := range batches {
+		select {
+		case next <- b:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if first != nil {
+		return first
+	}
+	scaleIDs.Store(minIDs)
+	return ctx.Err()
+}
+
+// waitReady polls /readyz until it answers 200.
+func waitReady(ctx context.Context, api string, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequestWithContext(ctx, "GET", api+"/readyz", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return fmt.Errorf("node not ready within %s", limit)
+}
