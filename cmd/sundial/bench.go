@@ -31,7 +31,7 @@ import (
 	"github.com/sundialhq/sundial/bench"
 )
 
-const benchUsage = `sundial bench precision|throughput|scale [flags]`
+const benchUsage = `sundial bench precision|throughput|scale|failover [flags]`
 
 // listenLine finds the API address in the line serve prints on start.
 var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
@@ -48,6 +48,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return benchThroughput(ctx, args[1:], stdout, stderr)
 	case "scale":
 		return benchScale(ctx, args[1:], stdout, stderr)
+	case "failover":
+		return benchFailover(ctx, args[1:], stdout, stderr)
 	default:
 		return usageErrorf("bench: unknown scenario %q (usage: %s)", args[0], benchUsage)
 	}

@@ -9,6 +9,7 @@
 //	sundial bench precision [flags]
 //	sundial bench throughput [flags]
 //	sundial bench scale [flags]
+//	sundial bench failover [flags]
 //	sundial version
 //
 // A failure prints one line, "sundial: <message>", on stderr and exits with
@@ -42,6 +43,7 @@ Usage:
   sundial bench precision [flags]       measure fire lag on nodes started for the purpose
   sundial bench throughput [flags]      measure how fast such nodes deliver one-off tasks all due at once
   sundial bench scale [flags]           measure start-up, memory and idle CPU with a million tasks stored
+  sundial bench failover [flags]        kill cluster nodes at random and count lost and repeated fires
   sundial version                       print the version
   sundial help                          print this help
 
