@@ -119,6 +119,9 @@ type Run struct {
 	FireKey       string    `json:"fire_key"`
 	Trigger       Trigger   `json:"trigger"`
 	ScheduledTime time.Time `json:"scheduled_time"`
+	// Priority is the task's priority, copied onto the run so that claims
+	// order runs by an index of their own.
+	Priority int `json:"priority"`
 	// DueAt is when the run next needs a node: its first delivery
 	// (ScheduledTime), a retry after its backoff (SCHEDULED with
 	// Deliveries > 0), or its callback deadline (WAITING_CALLBACK).

@@ -41,7 +41,7 @@ type Store interface {
 	// Version and setting UpdatedAt, and deletes its upcoming runs (planned
 	// SCHEDULED runs never delivered: Deliveries 0, trigger not MANUAL) so
 	// that the planner plans it anew from t.NextFireTime. Runs waiting for
-	// a retry stay. A missing task is ENotFound, a version mismatch
+	// a retry stay, with the task's new priority. A missing task is ENotFound, a version mismatch
 	// EConflict (field "version").
 	TaskUpdate(ctx context.Context, t *Task, now time.Time) error
 	// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
@@ -49,17 +49,18 @@ type Store interface {
 	TaskDelete(ctx context.Context, id int64, now time.Time) error
 
 	// PlanDue claims up to limit enabled tasks whose NextFireTime is at or
-	// before until, most urgent first (priority descending, then
-	// NextFireTime), and calls plan for each inside one transaction. The
-	// runs plan returns are inserted (a fire already planned is left alone)
-	// with fence 1, owned by nodeID, or by no node when nodeID is empty (any
+	// before until, earliest first (NextFireTime, then ID: the order of the
+	// due index, so that a large backlog is never sorted), and calls plan
+	// for each inside one transaction. The runs plan returns are inserted (a
+	// fire already planned is left alone) with fence 1 and the task's
+	// priority, owned by nodeID, or by no node when nodeID is empty (any
 	// node then claims them with RunClaimDue), and the task's NextFireTime
 	// becomes Plan.Next. Concurrent calls never plan the same task. It
 	// returns the runs it inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
-	// RunInsert inserts a run (a manual trigger). An existing (TaskID,
-	// FireKey) is EConflict.
+	// RunInsert inserts a run (a manual trigger) with its task's priority.
+	// An existing (TaskID, FireKey) is EConflict.
 	RunInsert(ctx context.Context, r *Run) error
 	// RunGet returns a run, or ENotFound.
 	RunGet(ctx context.Context, id int64) (*Run, error)
@@ -137,9 +138,12 @@ type Store interface {
 	RunPurge(ctx context.Context, before time.Time, limit int) (int, error)
 
 	// RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
-	// holds and that are due (DueAt) at or before until, most urgent first
-	// (their task's priority descending, then DueAt, then ID): it sets
-	// their node and bumps their fence. Concurrent claims never take the
+	// holds and that are due (DueAt) at or before until, most urgent first:
+	// earliest DueAt, then (among runs due at the same instant, as in a
+	// burst) Priority descending, then ID. An index serves that order, so a
+	// claim reads its limit of rows whatever the backlog, and nothing
+	// waits longer than runs due after it. It sets their node and bumps
+	// their fence. Concurrent claims never take the
 	// same run and do not wait for each other. It returns the claimed runs,
 	// and their tasks by ID.
 	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*Run, map[int64]*Task, error)

@@ -25,18 +25,19 @@ const batchIDs = 1000
 const claimRounds = 4
 
 // claimCandidatesSQL reads the most urgent unowned due runs without locking
-// them: a range scan of runs_claim (status, node_id, due_at, task_id),
-// which covers it, joined to each run's task by primary key for its
-// priority. Its cost grows with the unowned due runs only: an idle call
-// reads no row. The optional keyset condition (%s) continues after the
+// them: earliest due first, then (among runs due at the same instant, as in
+// a burst) the highest priority, then ID. That is the order of runs_claim
+// (status, node_id, due_at, priority DESC, id), which covers the read: a
+// range scan of (SCHEDULED, no node, due_at <= ?) that stops after its
+// LIMIT, no sort, whatever the number of unowned due runs; an idle call
+// reads no entry. The optional keyset condition (%s) continues after the
 // previous round's last candidate.
-const claimCandidatesSQL = `SELECT r.id, t.priority, r.due_at
-	FROM runs AS r FORCE INDEX (runs_claim) STRAIGHT_JOIN tasks AS t FORCE INDEX (PRIMARY) ON t.id = r.task_id
-	WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.due_at <= ?%s
-	ORDER BY t.priority DESC, r.due_at, r.id
+const claimCandidatesSQL = `SELECT id, due_at, priority FROM runs FORCE INDEX (runs_claim)
+	WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?%s
+	ORDER BY due_at, priority DESC, id
 	LIMIT ?`
 
-const claimAfterSQL = ` AND (t.priority < ? OR (t.priority = ? AND (r.due_at > ? OR (r.due_at = ? AND r.id > ?))))`
+const claimAfterSQL = ` AND (due_at > ? OR (due_at = ? AND (priority < ? OR (priority = ? AND id > ?))))`
 
 // claimLockSQL locks the candidates still unowned and due by primary key,
 // skipping those another claimer holds, and reads the server's clock for
@@ -52,7 +53,7 @@ const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = 
 	WHERE id IN (%s) AND %s`
 
 type claimCand struct {
-	id, prio, at int64
+	id, at, prio int64
 }
 
 // querier is a *sql.DB or a *sql.Tx.
@@ -66,7 +67,7 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 	cond, args := "", []any{until}
 	if after != nil {
 		cond = claimAfterSQL
-		args = append(args, after.prio, after.prio, after.at, after.at, after.id)
+		args = append(args, after.at, after.at, after.prio, after.prio, after.id)
 	}
 	rows, err := q.QueryContext(ctx, fmt.Sprintf(claimCandidatesSQL, cond), append(args, n)...)
 	if err != nil {
@@ -76,7 +77,7 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 	var out []claimCand
 	for rows.Next() {
 		var c claimCand
-		if err := rows.Scan(&c.id, &c.prio, &c.at); err != nil {
+		if err := rows.Scan(&c.id, &c.at, &c.prio); err != nil {
 			return nil, err
 		}
 		out = append(out, c)
@@ -85,13 +86,14 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 }
 
 // RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
-// holds and that are due at until, most urgent first (task priority
-// descending, due time, ID). The first candidates are read before the
-// transaction, so an idle call is one statement; the claim then locks them
-// by primary key with SKIP LOCKED and gives them to nodeID in one UPDATE.
-// Runs another claimer holds are skipped, never waited for, and further
-// candidates read (up to claimRounds reads) until limit runs are held. The
-// claim takes no task lock.
+// holds and that are due at until, most urgent first (due time, then the
+// priority the run has from its task, descending, then ID). The first
+// candidates are read before the transaction, so an idle call is one
+// statement; the claim then locks them by primary key with SKIP LOCKED and
+// gives them to nodeID in one UPDATE. Runs another claimer holds are
+// skipped, never waited for, and further candidates read (up to
+// claimRounds reads) until limit runs are held. The claim takes no task
+// lock; it reads the tasks of the runs it claimed.
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) (
 	[]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
@@ -111,13 +113,11 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		out, tasks = nil, nil
-		prio := map[int64]int64{}
 		cands, want := first, limit
 		for round := 1; ; round++ {
 			ids := make([]int64, len(cands))
 			for i, c := range cands {
 				ids[i] = c.id
-				prio[c.id] = c.prio
 			}
 			got, err := lockAndClaim(ctx, tx, nodeID, ids, u)
 			if err != nil {
@@ -137,8 +137,8 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 			}
 		}
 		slices.SortFunc(out, func(a, b *sundial.Run) int {
-			return cmp.Or(cmp.Compare(prio[b.ID], prio[a.ID]),
-				cmp.Compare(sqlrow.Micros(a.DueAt), sqlrow.Micros(b.DueAt)), cmp.Compare(a.ID, b.ID))
+			return cmp.Or(cmp.Compare(sqlrow.Micros(a.DueAt), sqlrow.Micros(b.DueAt)),
+				cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.ID, b.ID))
 		})
 		var err error
 		tasks, err = readTasks(ctx, tx, runTaskIDs(out))

@@ -1,5 +1,6 @@
 // Package mysql implements sundial.Store on MySQL 8 (8.0.1 or later) and
-// MariaDB (10.6 or later) with InnoDB: the database a cluster of Sundial
+// MariaDB (10.6 or later; 10.8 or later for claims that never sort, see
+// Claim order) with InnoDB: the database a cluster of Sundial
 // nodes shares. It owns the MySQL schema and its migrations
 // (migrations/*.sql), the connection set-up, and the SQL behind every Store
 // method. It behaves as store/sqlite does; the conformance suite in
@@ -29,8 +30,8 @@
 // few times (see write); PlanDue's plan and RunAdmit's decide may then be
 // called again, with what the database holds by then.
 //
-//   - PlanDue reads the due task IDs in urgency order without locking (a
-//     covering range scan of tasks_due), then locks those rows by primary key
+//   - PlanDue reads the due task IDs earliest first without locking (a
+//     covering range scan of tasks_due, in its order), then locks those rows by primary key
 //     with FOR UPDATE SKIP LOCKED, re-checking that each is still due. A task
 //     another planner holds is skipped, never waited for, and the next
 //     candidates are read until limit tasks are held. A single
@@ -75,10 +76,10 @@
 //     interrupt exactly those by primary key: a run that starts on the node
 //     meanwhile gets neither.
 //   - RunClaimDue, every node's hot path, works as PlanDue does, on runs:
-//     it reads the most urgent unowned due runs without locking (a range
-//     scan of runs_claim (status, node_id, due_at, task_id) joined to
-//     the task's priority by primary key; the first read happens before the
-//     transaction, so an idle call is one statement that reads no row),
+//     it reads the most urgent unowned due runs without locking (a covering
+//     range scan of runs_claim (status, node_id, due_at, priority DESC, id)
+//     in its order; the first read happens before the transaction, so an
+//     idle call is one statement that reads no row),
 //     locks them by primary key with FOR UPDATE SKIP LOCKED, re-checking
 //     that each is still SCHEDULED, unowned and due, gives those it holds to
 //     the node (node_id, fence + 1) in one UPDATE by primary key, and reads
@@ -128,6 +129,19 @@
 // no planner's to make again: TaskUpdate keeps them, TaskDelete cancels
 // them, and RunRelease, NodeReap and RunUnplan hand them back to no node
 // instead of deleting them.
+//
+// # Claim order
+//
+// A run carries its task's priority (runs.priority, migrations/0005): PlanDue
+// and RunInsert copy it from the task, TaskUpdate sets the new one on the
+// task's SCHEDULED and QUEUED runs. RunClaimDue takes the earliest due runs,
+// and among runs due at the same instant the highest priority, which is the
+// order of runs_claim (status, node_id, due_at, priority DESC, id): a claim
+// reads its limit of index entries whatever the backlog, and planned runs
+// not yet due are outside its range. MySQL 8 and MariaDB 10.8 or later keep
+// priority descending in the index; MariaDB before 10.8 ignores DESC there
+// and the claim, still right, sorts the unowned due runs. PlanDue reads the
+// due tasks by next_fire_at, then ID, the order of tasks_due.
 //
 // # Clock
 //

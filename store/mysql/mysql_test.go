@@ -144,13 +144,13 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	if fmt.Sprint(applied) != "[1 2 3 4]" {
-		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3 4]", nodes, applied)
+	if fmt.Sprint(applied) != "[1 2 3 4 5]" {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3 4 5]", nodes, applied)
 	}
 	s := openDSN(t, dsn) // migrates again: nothing to do
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 4 {
-		t.Fatalf("schema_migrations rows = %d, %v; want 4", n, err)
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 5 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 5", n, err)
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts', 'settings')`).Scan(&n); err != nil || n != 5 {
@@ -233,6 +233,11 @@ func TestPlanDueConcurrent(t *testing.T) {
 	}
 	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE next_fire_at <= ?`, sqlrow.Micros(until)).Scan(&due); err != nil || due != 0 {
 		t.Fatalf("tasks still due = %d, %v; want 0", due, err)
+	}
+	var off int
+	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
+		WHERE r.priority <> t.priority`).Scan(&off); err != nil || off != 0 {
+		t.Fatalf("runs without their task's priority = %d, %v; want 0", off, err)
 	}
 }
 
@@ -376,11 +381,29 @@ func TestQueryPlans(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Status = allStatuses[i%len(allStatuses)]
+		r.Priority = i % 5
 		args = runInsertArgs(args, r)
 	}
 	if _, err := s.db.ExecContext(ctx, runInsertSQL(runs), args...); err != nil {
 		t.Fatal(err)
 	}
+	// Runs no node holds: a burst of burst runs due at one instant, at
+	// several priorities, and as many planned runs due after it, one a
+	// second, as a long lookahead makes.
+	const burst, burstAt, plannedAt = 500, 5000, 10_000
+	var unowned []*sundial.Run
+	for i := range 2 * burst {
+		at := time.Unix(burstAt, 0)
+		if i >= burst {
+			at = time.Unix(int64(plannedAt+i), 0)
+		}
+		r := &sundial.Run{TaskID: tasks[i%len(tasks)], FireKey: fmt.Sprintf("u:%d", i), ScheduledTime: at, Priority: i % 7}
+		if err := prepareNew(r, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		unowned = append(unowned, r)
+	}
+	insertRuns(t, s, unowned)
 	// Three attempts of every run.
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO run_attempts (`+attemptWriteCols+`)
 		SELECT r.id, d.n, r.node_id, 'FAILED', 500, 'e', '', r.scheduled_at, r.scheduled_at + 1
@@ -399,7 +422,8 @@ func TestQueryPlans(t *testing.T) {
 		sql  string
 		args []any
 	}{
-		{"PlanDue candidates", fmt.Sprintf(planCandidatesSQL, planAfterSQL), []any{1, 2, 2, 3, 3, 4, 10}},
+		{"PlanDue candidates", fmt.Sprintf(planCandidatesSQL, ""), []any{1 << 50, 10}},
+		{"PlanDue candidates (next round)", fmt.Sprintf(planCandidatesSQL, planAfterSQL), []any{1 << 50, 2, 2, 3, 10}},
 		{"PlanDue lock", fmt.Sprintf(planLockSQL, "1, 2, 3"), []any{1}},
 		{"runs by key", `SELECT id FROM runs WHERE (task_id, fire_key) IN ((1, 'a'), (2, 'b'))`, nil},
 		{"admit pending", admitPendingSQL, []any{1, 2, 1, 3, 3, 2}},
@@ -426,9 +450,12 @@ func TestQueryPlans(t *testing.T) {
 			ORDER BY created_at, id LIMIT 10`, nil},
 		{"release rewind", `UPDATE ` + joinValues("tasks", "t", []string{"id", "rewind_at"}, 2) + `
 			SET t.next_fire_at = v.rewind_at`, []any{1, 2, 3, 4}},
-		{"RunClaimDue candidates (idle)", fmt.Sprintf(claimCandidatesSQL, ""), []any{int64(1) << 60, 1000}},
+		{"RunClaimDue candidates (idle)", fmt.Sprintf(claimCandidatesSQL, ""), []any{sqlrow.Micros(time.Unix(burstAt-1, 0)), 250}},
+		{"RunClaimDue candidates (burst)", fmt.Sprintf(claimCandidatesSQL, ""), []any{sqlrow.Micros(time.Unix(plannedAt, 0)), 250}},
+		{"RunClaimDue candidates (all)", fmt.Sprintf(claimCandidatesSQL, ""), []any{int64(1) << 60, 250}},
 		{"RunClaimDue candidates (next round)", fmt.Sprintf(claimCandidatesSQL, claimAfterSQL),
-			[]any{int64(1) << 60, 5, 5, 3, 3, 4, 1000}},
+			[]any{sqlrow.Micros(time.Unix(plannedAt, 0)), sqlrow.Micros(time.Unix(burstAt, 0)),
+				sqlrow.Micros(time.Unix(burstAt, 0)), 3, 3, 4, 250}},
 		{"RunClaimDue lock", fmt.Sprintf(claimLockSQL, "1, 2, 3"), []any{1}},
 		{"RunClaimDue set", fmt.Sprintf(claimSetSQL, "1, 2, 3", `status = 'SCHEDULED' AND node_id = ''`), []any{"n", 1}},
 		{"RunRedeliver candidates", fmt.Sprintf(redeliverCandidatesSQL, redeliverAfterSQL), []any{1, 1, 2, 10}},
@@ -465,9 +492,17 @@ func TestQueryPlans(t *testing.T) {
 				row["table"] == "nodes" || row["table"] == "n" || row["table"] == "run_attempts") && row["type"] == "ALL" {
 				t.Errorf("%s scans a table: %v", tc.name, row)
 			}
-			if strings.HasPrefix(tc.name, "RunClaimDue candidates") && row["table"] == "r" &&
-				(row["key"] != "runs_claim" || row["type"] != "range") {
-				t.Errorf("%s reads runs without a range of runs_claim: %v", tc.name, row)
+			// The claim's and the planner's candidates: a range of their
+			// index in its order (no sort), read from the index alone.
+			if strings.HasPrefix(tc.name, "RunClaimDue candidates") && (row["table"] != "runs" ||
+				row["key"] != "runs_claim" || row["type"] != "range" ||
+				strings.Contains(row["Extra"], "filesort") || !strings.Contains(row["Extra"], "Using index")) {
+				t.Errorf("%s reads runs without a covering range of runs_claim in order: %v", tc.name, row)
+			}
+			if strings.HasPrefix(tc.name, "PlanDue candidates") && (row["table"] != "tasks" ||
+				row["key"] != "tasks_due" || row["type"] != "range" ||
+				strings.Contains(row["Extra"], "filesort") || !strings.Contains(row["Extra"], "Using index")) {
+				t.Errorf("%s reads tasks without a covering range of tasks_due in order: %v", tc.name, row)
 			}
 			if tc.name == "RunAttempts" && (row["key"] != "run_attempts_run" || row["type"] != "ref" ||
 				strings.Contains(row["Extra"], "filesort")) {
@@ -518,17 +553,49 @@ func TestQueryPlans(t *testing.T) {
 		}
 		return sum
 	}
-	r0 := reads()
-	r1 := reads() // what SHOW STATUS itself reads
-	ids, err := int64s(conn.QueryContext(ctx, fmt.Sprintf(claimCandidatesSQL, ""), sqlrow.Micros(time.Unix(runs, 0)), 1000))
-	if err != nil || len(ids) != 0 {
-		t.Fatalf("idle claim candidates = %v, %v; want none", ids, err)
+	// candidates reads the claim's candidates due at until, and how many
+	// index entries or rows that read.
+	candidates := func(until time.Time, limit int) ([]claimCand, int64) {
+		t.Helper()
+		r0 := reads()
+		r1 := reads() // what SHOW STATUS itself reads
+		got, err := claimCandidates(ctx, conn, sqlrow.Micros(until), nil, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2 := reads()
+		return got, (r2 - r1) - (r1 - r0)
 	}
-	r2 := reads()
-	if n := (r2 - r1) - (r1 - r0); n > 5 {
-		t.Errorf("an idle claim over %d runs read %d index entries or rows; want next to none", runs, n)
+	total := runs + 2*burst
+	got, n := candidates(time.Unix(burstAt-1, 0), 1000)
+	if len(got) != 0 {
+		t.Fatalf("idle claim candidates = %v; want none", got)
+	}
+	if n > 5 {
+		t.Errorf("an idle claim over %d runs (%d planned, not due) read %d index entries or rows; want next to none",
+			total, burst, n)
 	} else {
-		t.Logf("an idle claim over %d runs read %d index entries or rows", runs, n)
+		t.Logf("an idle claim over %d runs (%d planned, not due) read %d index entries or rows", total, burst, n)
+	}
+	// A claim in the burst reads its limit of entries, the most urgent:
+	// all due at the burst's instant, highest priority first, then by ID.
+	const limit = 50
+	got, n = candidates(time.Unix(plannedAt+2*burst, 0), limit)
+	if len(got) != limit {
+		t.Fatalf("burst claim candidates = %d; want %d", len(got), limit)
+	}
+	for i, c := range got {
+		if c.at != sqlrow.Micros(time.Unix(burstAt, 0)) || c.prio != 6 {
+			t.Fatalf("candidate %d = %+v; want due at the burst, priority 6", i, c)
+		}
+		if i > 0 && got[i-1].id >= c.id {
+			t.Fatalf("candidates %+v then %+v: not by ID", got[i-1], c)
+		}
+	}
+	if n > limit+5 {
+		t.Errorf("a claim of %d in a burst of %d read %d index entries or rows; want about %d", limit, burst, n, limit)
+	} else {
+		t.Logf("a claim of %d in a burst of %d read %d index entries or rows", limit, burst, n)
 	}
 }
 
@@ -631,12 +698,16 @@ func BenchmarkRunFinish(b *testing.B) {
 }
 
 // seedClaimable creates tasks tasks (priorities 0 to 4) and n SCHEDULED runs
-// that no node holds, spread over the tasks, due from t0 on, and returns
-// the runs' IDs. Rows are inserted directly, many per statement.
+// that no node holds, with their task's priority, spread over the tasks
+// (one run of each task due at each second from t0 on), and returns the
+// runs' IDs. Rows are inserted directly, many per statement.
 func seedClaimable(t testing.TB, s *Store, tasks, n int, t0 time.Time) []int64 {
 	t.Helper()
 	ctx := context.Background()
-	var tids []int64
+	var (
+		tids  []int64
+		prios []int
+	)
 	for i := range tasks {
 		tk := &sundial.Task{Name: fmt.Sprintf("claim-%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com",
 			Priority: i % 5}
@@ -647,11 +718,13 @@ func seedClaimable(t testing.TB, s *Store, tasks, n int, t0 time.Time) []int64 {
 			t.Fatal(err)
 		}
 		tids = append(tids, tk.ID)
+		prios = append(prios, tk.Priority)
 	}
 	var rs []*sundial.Run
 	for i := range n {
 		at := t0.Add(time.Duration(i/tasks) * time.Second)
-		r := &sundial.Run{TaskID: tids[i%tasks], FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}
+		r := &sundial.Run{TaskID: tids[i%tasks], FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at,
+			Priority: prios[i%tasks]}
 		if err := prepareNew(r, t0); err != nil {
 			t.Fatal(err)
 		}
@@ -683,7 +756,7 @@ func insertRuns(t testing.TB, s *Store, rs []*sundial.Run) {
 // TestRunClaimDueConcurrent: three nodes (three stores) claim 1,000 unowned
 // due runs in batches of 100 at the same time; each run is claimed exactly
 // once, by the node the database names, and every batch comes most urgent
-// first.
+// first: by due time, then priority among the runs due at one instant.
 func TestRunClaimDueConcurrent(t *testing.T) {
 	t.Parallel()
 	dsn := createDB(t)
@@ -716,8 +789,8 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 					return
 				}
 				if !slices.IsSortedFunc(runs, func(a, b *sundial.Run) int {
-					return cmp.Or(cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
-						a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
+					return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
+						cmp.Compare(a.ID, b.ID))
 				}) {
 					errs[i] = fmt.Errorf("a batch of %s is not most urgent first", node)
 					return
@@ -728,8 +801,8 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 						errs[i] = fmt.Errorf("run %d claimed by %s and %s", r.ID, prev, node)
 					}
 					claimed[r.ID] = node
-					if r.NodeID != node || r.Fence != 2 || tasks[r.TaskID] == nil {
-						errs[i] = fmt.Errorf("claimed run %d: node %q, fence %d, task %v", r.ID, r.NodeID, r.Fence, tasks[r.TaskID])
+					if r.NodeID != node || r.Fence != 2 || tasks[r.TaskID] == nil || r.Priority != tasks[r.TaskID].Priority {
+						errs[i] = fmt.Errorf("claimed run %d: node %q, fence %d, priority %d, task %v", r.ID, r.NodeID, r.Fence, r.Priority, tasks[r.TaskID])
 					}
 				}
 				mu.Unlock()
@@ -878,7 +951,10 @@ func TestMigrationsRerun(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	before, beforeFK := indexes(), foreignKeys()
-	if !strings.Contains(before, "runs.runs_claim.3.due_at runs.runs_claim.4.task_id") ||
+	if !strings.Contains(before, "runs.runs_claim.1.status runs.runs_claim.2.node_id runs.runs_claim.3.due_at "+
+		"runs.runs_claim.4.priority runs.runs_claim.5.id runs.runs_created") ||
+		!strings.Contains(before, "tasks.tasks_due.1.status tasks.tasks_due.2.deleted tasks.tasks_due.3.next_fire_at "+
+			"tasks.tasks_due.4.id tasks.tasks_live_name") ||
 		strings.Contains(before, "runs_status_node") || !strings.Contains(before, "runs.runs_waiting.1.waiting_due") ||
 		!strings.Contains(before, "tasks.tasks_request_live.1.live_request_id") ||
 		!strings.Contains(before, "run_attempts.run_attempts_run.1.run_id run_attempts.run_attempts_run.2.id") {
@@ -1142,4 +1218,108 @@ func TestMigrateDueAt(t *testing.T) {
 			t.Fatalf("runs after 0004 = %v, want %s", got, want)
 		}
 	}
+}
+
+// TestMigratePriority upgrades a database holding runs to 0005: the runs
+// still to be delivered take their task's priority, finished runs keep 0,
+// runs_claim keeps priority descending, and running 0005 again changes
+// nothing.
+func TestMigratePriority(t *testing.T) {
+	t.Parallel()
+	dsn := createDB(t)
+	ctx := t.Context()
+	s, err := connect(ctx, dsn, Options{})
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer s.Close()
+	script := func(name string) {
+		t.Helper()
+		b, err := migrationFiles.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := execScript(ctx, tx, string(b)); err != nil {
+			tx.Rollback()
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"0001_init.sql", "0002_claim.sql", "0003_attempts.sql", "0004_async.sql"} {
+		script(name)
+	}
+	for _, name := range []string{"hi", "lo"} {
+		prio := map[string]int{"hi": 7, "lo": -2}[name]
+		if _, err := s.db.ExecContext(ctx, `INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method,
+			target_url, headers_json, body_template, timeout_seconds, retry_policy_json, concurrency_policy, max_queue,
+			overlap_action, failure_action, catch_up_mode, catch_up_limit, callback_method, status, version, created_at,
+			updated_at, priority) VALUES (?, '* * * * * *', 'UTC', 'SYNC', 'GET', 'https://example.com', '{}', '', 0, '{}',
+			'PARALLEL', 100, 'ALLOW', 'CONTINUE', 'ONE', 100, 'POST', 'ENABLED', 1, 1, 1, ?)`, name, prio); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.db.ExecContext(ctx, `INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, status,
+		response_body, error, idempotency_key, created_at, updated_at, due_at)
+		VALUES (1, 's:1', 'SCHEDULE', 1, 'SCHEDULED', '', '', '', 1, 1, 1),
+			(1, 's:2', 'SCHEDULE', 2, 'QUEUED', '', '', '', 1, 1, 2),
+			(1, 's:3', 'SCHEDULE', 3, 'SUCCESS', '', '', '', 1, 1, 3),
+			(2, 's:1', 'SCHEDULE', 1, 'SCHEDULED', '', '', '', 1, 1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		script("0005_run_priority.sql")
+		rows, err := s.db.QueryContext(ctx, `SELECT task_id, fire_key, priority FROM runs ORDER BY id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for rows.Next() {
+			var (
+				task int64
+				key  string
+				prio int
+			)
+			if err := rows.Scan(&task, &key, &prio); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, fmt.Sprint(task, " ", key, " ", prio))
+		}
+		rows.Close()
+		if want := "[1 s:1 7 1 s:2 7 1 s:3 0 2 s:1 -2]"; fmt.Sprint(got) != want {
+			t.Fatalf("runs after 0005 = %v, want %s", got, want)
+		}
+	}
+	var version string
+	if err := s.db.QueryRowContext(ctx, `SELECT VERSION()`).Scan(&version); err != nil {
+		t.Fatal(err)
+	}
+	var coll sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT collation FROM information_schema.statistics
+		WHERE table_schema = DATABASE() AND table_name = 'runs' AND index_name = 'runs_claim' AND column_name = 'priority'`).
+		Scan(&coll); err != nil {
+		t.Fatal(err)
+	}
+	// MariaDB before 10.8 accepts DESC and ignores it.
+	if coll.String != "D" && !mariaDBBefore108(version) {
+		t.Fatalf("runs_claim.priority has collation %q on %s; want D (descending)", coll.String, version)
+	}
+	t.Logf("runs_claim.priority collation %q on %s", coll.String, version)
+}
+
+// mariaDBBefore108 reports whether VERSION() names a MariaDB before 10.8.
+func mariaDBBefore108(version string) bool {
+	if !strings.Contains(version, "MariaDB") {
+		return false
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(version, "%d.%d", &major, &minor); err != nil {
+		return false
+	}
+	return major < 10 || (major == 10 && minor < 8)
 }

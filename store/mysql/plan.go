@@ -12,17 +12,17 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// planCandidatesSQL reads the most urgent due tasks without locking them:
-// a range scan of tasks_due, which covers the query, so the sort reads the
-// index alone and its cost grows with the due tasks only. The optional
-// keyset condition (%s) continues after the previous round's last
-// candidate.
-const planCandidatesSQL = `SELECT id, priority, next_fire_at FROM tasks FORCE INDEX (tasks_due)
+// planCandidatesSQL reads the earliest due tasks without locking them: a
+// range scan of tasks_due (status, deleted, next_fire_at, id), which covers
+// the query and is in its order, so it stops after its LIMIT however many
+// tasks are due: no sort. The optional keyset condition (%s) continues
+// after the previous round's last candidate.
+const planCandidatesSQL = `SELECT id, next_fire_at FROM tasks FORCE INDEX (tasks_due)
 	WHERE status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?%s
-	ORDER BY priority DESC, next_fire_at, id
+	ORDER BY next_fire_at, id
 	LIMIT ?`
 
-const planAfterSQL = ` AND (priority < ? OR (priority = ? AND (next_fire_at > ? OR (next_fire_at = ? AND id > ?))))`
+const planAfterSQL = ` AND (next_fire_at > ? OR (next_fire_at = ? AND id > ?))`
 
 // planLockSQL locks the candidates still due by primary key, skipping those
 // another planner holds. By primary key, so that only these rows are locked.
@@ -34,8 +34,9 @@ const planLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks FORCE INDEX (PRIM
 // planners hold the first ones.
 const planRounds = 4
 
-// PlanDue claims up to limit due tasks, most urgent first, and inserts the
-// runs plan makes of each, all in one transaction. Each task's next_fire_at
+// PlanDue claims up to limit due tasks, earliest first (next_fire_at, then
+// ID), and inserts the runs plan makes of each, with the task's priority,
+// all in one transaction. Each task's next_fire_at
 // becomes Plan.Next; its version and updated_at do not change. Concurrent
 // planners skip each other's tasks instead of waiting (see the package
 // documentation). Should the transaction be retried after a deadlock, plan
@@ -61,7 +62,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		for _, t := range tasks {
 			p := plan(t)
 			for _, r := range p.Runs {
-				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
+				r.TaskID, r.NodeID, r.Fence, r.Priority = t.ID, nodeID, 1, t.Priority
 				r.CreatedAt, r.UpdatedAt = now, now
 				if err := prepareNew(r, now); err != nil {
 					return fmt.Errorf("plan task %d: %w", t.ID, err)
@@ -92,7 +93,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 	return out, nil
 }
 
-// claimDue locks up to limit due tasks, most urgent first.
+// claimDue locks up to limit due tasks, earliest first.
 func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundial.Task, error) {
 	var (
 		tasks []*sundial.Task
@@ -113,13 +114,13 @@ func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundi
 		}
 		var ids []any
 		for rows.Next() {
-			var id, prio, next int64
-			if err := rows.Scan(&id, &prio, &next); err != nil {
+			var id, next int64
+			if err := rows.Scan(&id, &next); err != nil {
 				rows.Close()
 				return nil, err
 			}
 			ids = append(ids, id)
-			after = []any{prio, prio, next, next, id}
+			after = []any{next, next, id}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -138,8 +139,7 @@ func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundi
 		}
 	}
 	slices.SortFunc(tasks, func(a, b *sundial.Task) int {
-		return cmp.Or(cmp.Compare(b.Priority, a.Priority),
-			cmp.Compare(sqlrow.Micros(*a.NextFireTime), sqlrow.Micros(*b.NextFireTime)),
+		return cmp.Or(cmp.Compare(sqlrow.Micros(*a.NextFireTime), sqlrow.Micros(*b.NextFireTime)),
 			cmp.Compare(a.ID, b.ID))
 	})
 	return tasks, nil

@@ -24,7 +24,7 @@ func getRun(ctx context.Context, tx *sql.Tx, id int64, lock bool) (*sundial.Run,
 	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, id))
 }
 
-const runInsertWidth = 25
+const runInsertWidth = 26
 
 // runInsertSQL inserts n runs.
 func runInsertSQL(n int) string {
@@ -49,7 +49,7 @@ func runInsertArgs(args []any, r *sundial.Run) []any {
 		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
 		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt),
-		sqlrow.Micros(r.DueAt), jsonText(r.Result), jsonText(r.Progress), jsonText(r.Checkpoint))
+		sqlrow.Micros(r.DueAt), jsonText(r.Result), jsonText(r.Progress), jsonText(r.Checkpoint), r.Priority)
 }
 
 // bin passes s as a binary string (_binary'...'): response bodies are the
@@ -75,19 +75,21 @@ func jsonText(raw json.RawMessage) sql.NullString {
 	return v
 }
 
-// RunInsert inserts a run (a manual trigger) of a live task. An existing
-// (TaskID, FireKey) is EConflict; a missing task ENotFound. A run without a
-// CreatedAt is created at the database's clock.
+// RunInsert inserts a run (a manual trigger) of a live task, with the
+// task's priority (r.Priority is set to it). An existing (TaskID, FireKey)
+// is EConflict; a missing task ENotFound. A run without a CreatedAt is
+// created at the database's clock.
 func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 	if err := sqlrow.CheckNew(r); err != nil {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		// The shared lock on the task keeps TaskDelete (and PlanDue) from
-		// changing the task's runs until this one is in.
+		// changing the task's runs, and TaskUpdate its priority, until this
+		// one is in.
 		var now int64
-		err := tx.QueryRowContext(ctx, `SELECT `+nowSQL+` FROM tasks
-			WHERE id = ? AND deleted = 0 LOCK IN SHARE MODE`, r.TaskID).Scan(&now)
+		err := tx.QueryRowContext(ctx, `SELECT priority, `+nowSQL+` FROM tasks
+			WHERE id = ? AND deleted = 0 LOCK IN SHARE MODE`, r.TaskID).Scan(&r.Priority, &now)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
 		}

@@ -364,7 +364,8 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its
 // upcoming runs: planned (non-manual) SCHEDULED runs never delivered; runs
-// waiting for a retry stay. The UPDATE locks the task row first, then the
+// waiting for a retry, and its other SCHEDULED and QUEUED runs, stay, with
+// the task's new priority. The UPDATE locks the task row first, then the
 // runs: the lock order of every method.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
 	args, err := taskArgs(t)
@@ -403,8 +404,14 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if err := tx.QueryRowContext(ctx, `SELECT created_at FROM tasks WHERE id = ?`, t.ID).Scan(&created); err != nil {
 			return err
 		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID)
+		if _, err := tx.ExecContext(ctx, `DELETE FROM runs
+			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID); err != nil {
+			return err
+		}
+		// The runs left (waiting for a retry, manual, queued) are fires
+		// already made, not plans: they stay, at the task's new priority.
+		_, err = tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status) SET priority = ?
+			WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, t.Priority, t.ID, t.Priority)
 		return err
 	})
 	if err != nil {

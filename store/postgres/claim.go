@@ -36,23 +36,25 @@ func qualified(alias, cols string) string {
 }
 
 // claimDueSQL claims due runs no node holds in one statement. The ARRAY
-// subquery, evaluated once, picks them through runs_unclaimed, most urgent
-// first, and locks them with SKIP LOCKED: a run another claimer holds (or
-// took and committed since this statement's snapshot: the lock rechecks
-// the row) is passed over, so concurrent claimers take disjoint runs and
-// never wait. Each due run's priority is looked up by the task's primary
-// key (a join may hash the whole tasks table instead), so the cost grows
-// with the due runs only. The UPDATE finds the locked runs by primary key.
-// Each claimed task comes once, with the first of its runs; its other runs
-// have NULL in the task's columns. $1 node, $2 until, $3 limit, $4 now.
+// subquery, evaluated once, picks them most urgent first (due time, then
+// the run's priority, its task's, among runs due at the same instant, then
+// ID), which is the order of runs_unclaimed: a range scan from the oldest
+// due run that stops at the limit, with no sort, however many runs are due
+// or planned beyond until. It locks them with SKIP LOCKED: a run another
+// claimer holds (or took and committed since this statement's snapshot:
+// the lock rechecks the row) is passed over, so concurrent claimers take
+// disjoint runs and never wait. The UPDATE finds the locked runs by
+// primary key. Each claimed task comes once, with the first of its runs;
+// its other runs have NULL in the task's columns. $1 node, $2 until, $3
+// limit, $4 now.
 var claimDueSQL = `WITH claimed AS (
 		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4
 		WHERE id = ANY (ARRAY(
-			SELECT r.id FROM runs AS r
-			WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.due_at <= $2
-			ORDER BY (SELECT t.priority FROM tasks AS t WHERE t.id = r.task_id) DESC, r.due_at, r.id
+			SELECT id FROM runs
+			WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= $2
+			ORDER BY due_at, priority DESC, id
 			LIMIT $3
-			FOR UPDATE OF r SKIP LOCKED))
+			FOR UPDATE SKIP LOCKED))
 		RETURNING ` + sqlrow.RunCols + `
 	)
 	SELECT ` + qualified("c", sqlrow.RunCols) + `, ` + qualified("t", sqlrow.TaskCols) + `
@@ -61,28 +63,31 @@ var claimDueSQL = `WITH claimed AS (
 
 // RunClaimDue claims for nodeID up to limit SCHEDULED runs no node holds,
 // due (due_at: the first delivery's time, or a retry's) at or before until,
-// most urgent first (task priority descending, then due time, then ID), in
-// one statement and one round trip. It sets their node, bumps their fence
-// and sets updated_at (the process's clock).
+// most urgent first (due time, then priority descending, then ID), in one
+// statement (after indexOrderPlans) and one round trip. It sets their node,
+// bumps their fence and sets updated_at (the process's clock).
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
 		return nil, nil, nil
 	}
-	rows, err := s.pool.Query(ctx, claimDueSQL, nodeID, sqlrow.Micros(until), limit, sqlrow.Micros(s.clock()))
 	var (
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
-	if err == nil {
+	b := &pgx.Batch{}
+	b.Queue(indexOrderPlans)
+	b.Queue(claimDueSQL, nodeID, sqlrow.Micros(until), limit, sqlrow.Micros(s.clock())).Query(func(rows pgx.Rows) error {
+		var err error
 		runs, tasks, err = scanRunsTasks(rows)
-	}
-	if err != nil {
+		return err
+	})
+	if err := sendBatch(ctx, s.pool, b); err != nil {
 		return nil, nil, sqlrow.Wrap(badTextOr(err), "claim due runs for node %s", nodeID)
 	}
 	slices.SortFunc(runs, func(a, b *sundial.Run) int {
 		return cmp.Or(
-			cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
 			a.DueAt.Compare(b.DueAt),
+			cmp.Compare(b.Priority, a.Priority),
 			cmp.Compare(a.ID, b.ID))
 	})
 	return runs, tasks, nil

@@ -20,11 +20,12 @@
 //
 // The schema is SQLite's: times are BIGINT microseconds since the Unix epoch
 // (UTC), live task names and request IDs are unique through partial
-// indexes, due tasks are found through a partial index on next_fire_at, the
-// SCHEDULED runs no node holds (an empty node_id) through one on due_at
-// (when a run next needs a node: its fire, a retry's backoff, or a callback
-// deadline), the WAITING_CALLBACK runs through another, and (task_id,
-// fire_key) is UNIQUE. JSON (params, a callback's result, progress,
+// indexes, due tasks are found through a partial index on (next_fire_at,
+// id), the SCHEDULED runs no node holds (an empty node_id) through one on
+// (due_at, priority DESC, id) (due_at: when a run next needs a node: its
+// fire, a retry's backoff, or a callback deadline; priority: its task's,
+// copied onto the run), the WAITING_CALLBACK runs through another, and
+// (task_id, fire_key) is UNIQUE. JSON (params, a callback's result, progress,
 // checkpoints) is TEXT, read back as written. Flags are BOOLEAN, and runs.response_body is BYTEA
 // so that any bytes a target answers with are kept as received; so is
 // run_attempts.response_body. run_attempts holds one row per delivery that
@@ -42,11 +43,12 @@
 //   - Migrate holds a session-level pg_advisory_lock with a fixed key
 //     (migrateLockKey) while it migrates, so nodes starting together apply
 //     each migration once; the others wait and then find it recorded.
-//   - PlanDue claims due tasks with SELECT ... FOR UPDATE SKIP LOCKED, most
-//     urgent first: planners on different nodes take disjoint tasks and never
-//     wait for each other. The runs are inserted in one statement from
-//     unnest(arrays) with ON CONFLICT (task_id, fire_key) DO NOTHING, and
-//     next_fire_at is advanced in one UPDATE ... FROM unnest.
+//   - PlanDue claims due tasks with SELECT ... FOR UPDATE SKIP LOCKED,
+//     earliest first, in the order of tasks_due: planners on different
+//     nodes take disjoint tasks and never wait for each other. The runs
+//     are inserted in one statement from unnest(arrays) with ON CONFLICT
+//     (task_id, fire_key) DO NOTHING, and next_fire_at is advanced in one
+//     UPDATE ... FROM unnest.
 //   - RunAdmit locks the task row (SELECT ... FOR UPDATE) before it reads
 //     the run and the task's other runs, so admissions of one task are
 //     serialised across the cluster and max_concurrency is a cluster-wide
@@ -96,8 +98,10 @@
 //     with SKIP LOCKED too.
 //   - RunClaimDue, every node's hot path, is one statement in one round
 //     trip: it picks the due runs no node holds (empty node_id) through the
-//     partial index runs_unclaimed, most urgent first, with SELECT ... FOR
-//     UPDATE SKIP LOCKED, and updates them by primary key. Claimers on
+//     partial index runs_unclaimed, most urgent first (due time, then
+//     priority, then ID: the index's order, so a claim reads its limit of
+//     index entries and sorts nothing), with SELECT ... FOR UPDATE SKIP
+//     LOCKED, and updates them by primary key. Claimers on
 //     different nodes take disjoint runs and never wait for each other (nor
 //     for anything else): a run another transaction holds is passed over,
 //     and one claimed and committed since the statement began is rechecked

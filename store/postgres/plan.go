@@ -11,15 +11,18 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// planDueSQL claims due tasks. The literal status and deleted terms match
-// the partial index tasks_due, so the scan covers the due tasks only. FOR
-// UPDATE SKIP LOCKED passes over tasks another transaction holds (another
-// node's planner, an admission, an update), so planners on several nodes
-// claim disjoint tasks and never wait for each other; a task passed over is
-// still due at the next pass.
+// planDueSQL claims due tasks, earliest first. The literal status and
+// deleted terms match the partial index tasks_due, so the scan covers the
+// due tasks only, and in the index's order (next_fire_at, id): a backlog
+// of due tasks is read a batch at a time, never sorted. FOR UPDATE SKIP
+// LOCKED passes over tasks another transaction holds (another node's
+// planner, an admission, an update), so planners on several nodes claim
+// disjoint tasks and never wait for each other; a task passed over is still
+// due at the next pass. PlanDue plans it with indexOrderPlans, so that stale
+// statistics cannot make it sort the due tasks instead.
 const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
 	WHERE status = 'ENABLED' AND NOT deleted AND next_fire_at <= $1
-	ORDER BY priority DESC, next_fire_at, id
+	ORDER BY next_fire_at, id
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
@@ -31,8 +34,8 @@ const planNextSQL = `UPDATE tasks SET next_fire_at = u.next
 // planInsertChunk caps the runs one INSERT carries.
 const planInsertChunk = 2000
 
-// PlanDue claims up to limit due tasks, most urgent first, and inserts the
-// runs plan makes of each, in one transaction and three round trips: BEGIN
+// PlanDue claims up to limit due tasks, earliest first, and inserts the
+// runs plan makes of each, at the task's priority, in one transaction and three round trips: BEGIN
 // with the claim, the inserts with the advance of next_fire_at, COMMIT.
 // Each task's next_fire_at becomes Plan.Next; its version and updated_at do
 // not change.
@@ -48,6 +51,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 	)
 	b := beginBatch()
 	b.Queue(customPlans)
+	b.Queue(indexOrderPlans)
 	b.Queue(planDueSQL, sqlrow.Micros(until), limit).Query(func(rows pgx.Rows) error {
 		var err error
 		tasks, err = scanTasks(rows)
@@ -71,7 +75,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		for i, t := range tasks {
 			p := plan(t)
 			for _, r := range p.Runs {
-				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
+				r.TaskID, r.NodeID, r.Fence, r.Priority = t.ID, nodeID, 1, t.Priority
 				r.CreatedAt, r.UpdatedAt = now, now
 				if err := sqlrow.PrepareNew(r, now); err != nil {
 					return fmt.Errorf("plan task %d: %w", t.ID, err)

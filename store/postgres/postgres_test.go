@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"fmt"
 	"io/fs"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -199,6 +201,82 @@ func TestMigrateConcurrent(t *testing.T) {
 	}
 	if after := ledger(t, s); after != before {
 		t.Fatalf("schema_migrations changed by migrating again: %q, was %q", after, before)
+	}
+}
+
+// TestMigrateRunPriority migrates a database with runs made before runs
+// had a priority: the runs that may still be claimed or admitted (SCHEDULED,
+// QUEUED) take their task's, the others keep 0, and the claim and planner
+// indexes are in their new order.
+func TestMigrateRunPriority(t *testing.T) {
+	t.Parallel()
+	dsn := newSchema(t)
+	ctx := t.Context()
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := fstest.MapFS{}
+	migs, err := migrate.Load(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range migs {
+		if m.Version < 5 {
+			old[m.Name] = &fstest.MapFile{Data: []byte(m.SQL)}
+		}
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	d := migrate.Dialect{Lock: lockMigrations, Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
+	if _, err := migrate.Up(ctx, db, old, d, nil); err != nil {
+		t.Fatalf("migrate to 0004: %v", err)
+	}
+	// Tasks 1, 2, 3 of priorities 7, 0, -2; each with a run in each status.
+	_, err = db.ExecContext(ctx, `
+		INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
+			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
+			callback_method, status, version, created_at, updated_at, priority)
+		SELECT 't' || g, '* * * * * *', 'UTC', 'SYNC', 'POST', 'https://example.com', 0, 'QUEUE', 100,
+			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0, (ARRAY[7, 0, -2])[g]
+		FROM generate_series(1, 3) AS g;
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
+			created_at, updated_at)
+		SELECT t, s, 'SCHEDULE', 1, 1, s, '', 'k', 1, 1
+		FROM generate_series(1, 3) AS t,
+			unnest(ARRAY['SCHEDULED', 'QUEUED', 'RUNNING', 'SUCCESS', 'SKIPPED']) AS s`)
+	if err != nil {
+		t.Fatalf("fill tables: %v", err)
+	}
+	s := open(t, dsn)
+	rows, err := s.pool.Query(ctx, `SELECT r.task_id || ' ' || r.status || ' ' || r.priority FROM runs AS r ORDER BY r.task_id, r.status`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"1 QUEUED 7", "1 RUNNING 0", "1 SCHEDULED 7", "1 SKIPPED 0", "1 SUCCESS 0",
+		"2 QUEUED 0", "2 RUNNING 0", "2 SCHEDULED 0", "2 SKIPPED 0", "2 SUCCESS 0",
+		"3 QUEUED -2", "3 RUNNING 0", "3 SCHEDULED -2", "3 SKIPPED 0", "3 SUCCESS 0",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("runs after the migration (task status priority):\n%q\nwant\n%q", got, want)
+	}
+	for name, def := range map[string]string{
+		"runs_unclaimed": "(due_at, priority DESC, id) WHERE ((status = 'SCHEDULED'::text) AND (node_id = ''::text))",
+		"tasks_due":      "(next_fire_at, id) WHERE ((status = 'ENABLED'::text) AND (NOT deleted))",
+	} {
+		var got string
+		if err := s.pool.QueryRow(ctx, `SELECT indexdef FROM pg_indexes
+			WHERE schemaname = current_schema() AND indexname = $1`, name).Scan(&got); err != nil || !strings.HasSuffix(got, def) {
+			t.Errorf("index %s = %q, %v; want ... %s", name, got, err, def)
+		}
 	}
 }
 
@@ -510,7 +588,7 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 
 	// Three stores (nodes) claim 1,000 due runs no node holds, 100 at a
 	// time, all at once: each run is taken exactly once, by one node, in
-	// batches most urgent first.
+	// batches most urgent first (due time, then priority, then ID).
 	t.Run("EachOnce", func(t *testing.T) {
 		t.Parallel()
 		dsn := newSchema(t)
@@ -518,9 +596,10 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 		ctx := t.Context()
 		tasks := claimTasks(t, nodes[0], 10)
 		planned := planUnowned(t, nodes[0], tasks, 100, 0, t0)
-		priority := map[int64]int{}
-		for i, id := range tasks {
-			priority[id] = i
+		for _, r := range planned {
+			if want := slices.Index(tasks, r.TaskID); r.Priority != want {
+				t.Fatalf("run %d planned at priority %d, want its task's %d", r.ID, r.Priority, want)
+			}
 		}
 		var (
 			mu      sync.Mutex
@@ -546,8 +625,8 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 						t.Errorf("%s: %d runs claimed, limit 100", node, len(runs))
 					}
 					ordered := slices.IsSortedFunc(runs, func(a, b *sundial.Run) int {
-						return cmp.Or(cmp.Compare(priority[b.TaskID], priority[a.TaskID]),
-							a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
+						return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(b.Priority, a.Priority),
+							cmp.Compare(a.ID, b.ID))
 					})
 					if !ordered {
 						t.Errorf("%s: a claim is not most urgent first", node)
@@ -887,19 +966,22 @@ func TestQueryPlans(t *testing.T) {
 	t.Parallel()
 	s := open(t, newSchema(t))
 	ctx := t.Context()
-	// 5,000 tasks and 50,000 runs: a tenth each SCHEDULED, RUNNING,
-	// SKIPPED and QUEUED, the rest SUCCESS. Then 100,000 finished runs
-	// (half of them SKIPPED records no node holds) and 1,000 SCHEDULED runs
-	// no node holds yet, due from 200,000 on, and 100 WAITING_CALLBACK runs
-	// whose callbacks are due from 301,001 on; 3 nodes, one of them ALIVE;
-	// two attempts of each SUCCESS run.
+	// 5,000 tasks of priorities -3 to 3, due from 1,000,000 on, and 5,000
+	// more all due at 50,000,000 (a burst); 50,000 runs: a tenth each
+	// SCHEDULED, RUNNING, SKIPPED and QUEUED, the rest SUCCESS. Then 100,000
+	// finished runs (half of them SKIPPED records no node holds), 5,000
+	// SCHEDULED runs no node holds all due at 199,000 (a burst) with
+	// priorities 0 to 9, 1,000 more due from 200,001 on, and 100
+	// WAITING_CALLBACK runs whose callbacks are due from 301,001 on; 3
+	// nodes, one of them ALIVE; two attempts of each SUCCESS run.
 	_, err := s.pool.Exec(ctx, `
 		INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
 			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-			callback_method, status, version, created_at, updated_at, next_fire_at)
+			callback_method, status, version, created_at, updated_at, next_fire_at, priority)
 		SELECT 't' || g, '* * * * * *', 'UTC', 'SYNC', 'POST', 'https://example.com', 0, 'QUEUE', 100,
-			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0, g::bigint * 1000000
-		FROM generate_series(1, 5000) AS g;
+			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0,
+			CASE WHEN g <= 5000 THEN g::bigint * 1000000 ELSE 50000000 END, g % 7 - 3
+		FROM generate_series(1, 10000) AS g;
 		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
 			created_at, updated_at)
 		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g, CASE g % 10 WHEN 0 THEN 'SCHEDULED' WHEN 1 THEN 'RUNNING'
@@ -910,6 +992,10 @@ func TestQueryPlans(t *testing.T) {
 		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g, CASE g % 2 WHEN 0 THEN 'SUCCESS' ELSE 'SKIPPED' END,
 			CASE g % 2 WHEN 0 THEN 'node-' || g % 3 ELSE '' END, 'k', g, g
 		FROM generate_series(50001, 150000) AS g;
+		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
+			created_at, updated_at, priority)
+		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', 199000, 199000, 'SCHEDULED', '', 'k', g, g, g % 10
+		FROM generate_series(210001, 215000) AS g;
 		INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
 			created_at, updated_at)
 		SELECT 1 + g % 5000, 'k' || g, 'SCHEDULE', g, g, 'SCHEDULED', '', 'k', g, g
@@ -951,6 +1037,10 @@ func TestQueryPlans(t *testing.T) {
 		noDue   []*int64
 		noEnd   []*string
 	)
+	// The statements whose index reads the rows in their order, stopping
+	// at the limit, with nothing sorted.
+	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
+		"RunClaimDue idle": true, "RunClaimDue burst": true, "RunClaimDue": true}
 	for _, tc := range []struct {
 		name  string
 		sql   string
@@ -958,7 +1048,10 @@ func TestQueryPlans(t *testing.T) {
 		use   string // an index the plan must use
 		avoid string // an index it must not use, if not empty
 	}{
+		// The due tasks in the index's order (next_fire_at, id), the
+		// burst's included: nothing sorted.
 		{"PlanDue", planDueSQL, []any{100_000_000, 1000}, "tasks_due", ""},
+		{"PlanDue burst", planDueSQL, []any{50_000_000, 500}, "tasks_due", ""},
 		{"admit lock", admitLockSQL, []any{10}, "tasks_pkey", ""},
 		{"admit pending", admitPendingSQL, []any{10}, "runs_task_status", "runs_status_node"},
 		{"admit last effective", admitLastSQL, []any{10}, "runs_task_status", "runs_status_node"},
@@ -973,15 +1066,19 @@ func TestQueryPlans(t *testing.T) {
 		{"RunFinish complete", runFinishCompleteSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies,
 			texts, times, noRetry, noDue, ends}, "runs_pkey", "runs_status_node"},
 		{"RunPurge", runPurgeSQL, []any{40_000, 500}, "runs_created", ""},
+		{"TaskUpdate priority", taskRunsPrioritySQL, []any{2, 10}, "runs_task_status", "runs_status_node"},
 		{"release lock", releaseLockSQL, []any{"node-1"}, "tasks_pkey", ""},
 		{"release running", releaseRunningSQL, []any{"node-1", "", 1}, "runs_pkey", ""},
 		{"release hand back", releaseHandBackSQL, []any{"node-1", 1}, "runs_status_node", ""},
 		{"RunAttempts", runAttemptsSQL, []any{40}, "run_attempts_run", ""},
 		{"RunComplete latest attempt", runCompleteLatestSQL, []any{40, "SUCCESS", "", 1}, "run_attempts_run", ""},
 		{"RunProgress", runProgressSQL, []any{40, 1, nil, nil, nil, 1}, "runs_pkey", ""},
-		// Claims. An idle claim (nothing due) and a claim of 1,000 runs
-		// read the runs no node holds only.
+		// Claims. An idle claim (nothing due), a claim in a burst (5,000
+		// runs due at one instant) and a claim of 1,000 runs read the runs
+		// no node holds only, in the index's order (due_at, priority DESC,
+		// id): nothing sorted.
 		{"RunClaimDue idle", claimDueSQL, []any{"node-0", 150_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
+		{"RunClaimDue burst", claimDueSQL, []any{"node-0", 199_000, 250, 1}, "runs_unclaimed", "runs_status_node"},
 		{"RunClaimDue", claimDueSQL, []any{"node-0", 300_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
 		{"claim lock", runTasksLockSQL, []any{ids}, "tasks_pkey", ""},
 		{"RunClaim", runClaimSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
@@ -1001,14 +1098,7 @@ func TestQueryPlans(t *testing.T) {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.
 		for i := range 7 {
-			rows, err := s.pool.Query(ctx, "EXPLAIN "+tc.sql, tc.args...)
-			if err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
-			lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-			if err != nil {
-				t.Fatalf("%s: %v", tc.name, err)
-			}
+			lines := explain(t, s, planSettings(tc.sql), "EXPLAIN "+tc.sql, tc.args...)
 			if i != 0 && i != 6 {
 				continue
 			}
@@ -1016,6 +1106,9 @@ func TestQueryPlans(t *testing.T) {
 			if strings.Contains(plan, "Seq Scan on tasks") || strings.Contains(plan, "Seq Scan on runs") ||
 				!strings.Contains(plan, tc.use) || (tc.avoid != "" && strings.Contains(plan, tc.avoid)) {
 				t.Errorf("%s: want %s without a sequential scan or %q:\n%s", tc.name, tc.use, tc.avoid, plan)
+			}
+			if inOrder[tc.name] && !inIndexOrder(plan, tc.use) {
+				t.Errorf("%s: want a limited scan of %s in its order, and no sort:\n%s", tc.name, tc.use, plan)
 			}
 		}
 	}
@@ -1027,6 +1120,9 @@ func TestQueryPlans(t *testing.T) {
 	}
 	defer tx.Rollback(context.Background())
 	if _, err := tx.Exec(ctx, `SET LOCAL plan_cache_mode = force_generic_plan`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, indexOrderPlans); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := tx.Exec(ctx, `PREPARE claim_due (text, bigint, bigint, bigint) AS `+claimDueSQL); err != nil {
@@ -1043,10 +1139,190 @@ func TestQueryPlans(t *testing.T) {
 		}
 		plan := strings.Join(lines, "\n")
 		if strings.Contains(plan, "Seq Scan on tasks") || strings.Contains(plan, "Seq Scan on runs") ||
-			!strings.Contains(plan, "runs_unclaimed") || strings.Contains(plan, "runs_status_node") {
-			t.Errorf("RunClaimDue's generic plan: want runs_unclaimed without a sequential scan:\n%s", plan)
+			!strings.Contains(plan, "runs_unclaimed") || strings.Contains(plan, "runs_status_node") ||
+			!inIndexOrder(plan, "runs_unclaimed") {
+			t.Errorf("RunClaimDue's generic plan: want runs_unclaimed in its order without a sequential scan or a sort:\n%s", plan)
 		}
 	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Run, the claim in the burst and the plan of the burst's tasks read
+	// their limit of index entries: the scan stops there, however many
+	// rows are due. (The claim's changes are rolled back.)
+	for _, tc := range []struct {
+		name, sql, index string
+		args             []any
+		limit            int
+	}{
+		{"RunClaimDue burst", claimDueSQL, "runs_unclaimed", []any{"node-0", 199_000, 250, 1}, 250},
+		{"PlanDue burst", planDueSQL, "tasks_due", []any{50_000_000, 500}, 500},
+	} {
+		lines := explain(t, s, planSettings(tc.sql), "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+tc.sql, tc.args...)
+		plan := strings.Join(lines, "\n")
+		read := -1
+		for _, l := range lines {
+			if strings.Contains(l, "Index Scan using "+tc.index) {
+				if _, after, ok := strings.Cut(l, "(actual rows="); ok {
+					read, _ = strconv.Atoi(strings.TrimRight(strings.Fields(after)[0], ")"))
+				}
+			}
+		}
+		if read != tc.limit || !inIndexOrder(plan, tc.index) {
+			t.Errorf("%s: the scan of %s read %d rows, want %d and no sort:\n%s", tc.name, tc.index, read, tc.limit, plan)
+		}
+	}
+}
+
+// TestPlansStaleStatistics plans a burst of tasks created, and claims a
+// burst of runs planned, since the tables were last analyzed, as happens
+// until autovacuum comes by: the statistics show nothing due, and PlanDue
+// and RunClaimDue must still read their index in its order and stop at
+// their limit, not sort every due row (nor compile the statement: no JIT).
+func TestPlansStaleStatistics(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	ctx := t.Context()
+	for _, q := range []string{
+		`ALTER TABLE runs SET (autovacuum_enabled = false)`,
+		`ALTER TABLE tasks SET (autovacuum_enabled = false)`,
+		`ANALYZE tasks`,
+		`INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
+			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
+			callback_method, status, version, created_at, updated_at)
+		SELECT 't' || g, '', 'UTC', 'SYNC', 'POST', 'https://example.com', 0, 'QUEUE', 100,
+			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0
+		FROM generate_series(1, 1000) AS g`,
+		`INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
+			created_at, updated_at)
+		SELECT 1 + g % 1000, 'k' || g, 'SCHEDULE', g, g, 'SUCCESS', 'node-0', 'k', g, g
+		FROM generate_series(1, 2000) AS g`,
+		`ANALYZE runs`,
+		// The bursts: 30,000 tasks due at one instant (none was due), and
+		// 50,000 runs due at one instant, no node holding them (none was).
+		`INSERT INTO tasks (name, cron_expr, timezone, exec_type, http_method, target_url, timeout_seconds,
+			concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
+			callback_method, status, version, created_at, updated_at, next_fire_at, run_at)
+		SELECT 'b' || g, '', 'UTC', 'SYNC', 'POST', 'https://example.com', 0, 'QUEUE', 100,
+			'ALLOW', 'RUN_NEW', 'NONE', 100, 'POST', 'ENABLED', 1, 0, 0, 100000, 100000
+		FROM generate_series(1, 30000) AS g`,
+		`INSERT INTO runs (task_id, fire_key, trigger_type, scheduled_at, due_at, status, node_id, idempotency_key,
+			created_at, updated_at, priority)
+		SELECT 1 + g % 1000, 'b' || g, 'SCHEDULE', 100000, 100000, 'SCHEDULED', '', 'k', g, g, g % 3
+		FROM generate_series(1, 50000) AS g`,
+	} {
+		if _, err := s.pool.Exec(ctx, q); err != nil {
+			t.Fatalf("%v\n%s", err, q)
+		}
+	}
+	for _, tc := range []struct {
+		name, sql, index string
+		args             []any
+		limit            int
+	}{
+		{"PlanDue", planDueSQL, "tasks_due", []any{100_000, 500}, 500},
+		{"RunClaimDue", claimDueSQL, "runs_unclaimed", []any{"node-0", 100_000, 250, 1}, 250},
+	} {
+		t.Logf("%s's plan without indexOrderPlans:\n%s", tc.name,
+			strings.Join(explain(t, s, nil, "EXPLAIN "+tc.sql, tc.args...), "\n"))
+		plan := strings.Join(explain(t, s, planSettings(tc.sql), "EXPLAIN (ANALYZE, TIMING OFF) "+tc.sql, tc.args...), "\n")
+		if !inIndexOrder(plan, tc.index) || strings.Contains(plan, "JIT") ||
+			!strings.Contains(plan, fmt.Sprintf("(actual rows=%d loops=1)", tc.limit)) {
+			t.Errorf("%s with stale statistics: want %s read in its order, %d rows, no JIT:\n%s", tc.name, tc.index, tc.limit, plan)
+		}
+	}
+	// RunStart finds a batch of the burst's runs by primary key, not
+	// through the status index that the statistics think selective.
+	var ids, fences, times []int64
+	var attempts []int32
+	var traces []string
+	for i := range int64(250) {
+		ids, fences, times = append(ids, 3001+i), append(fences, 1), append(times, 1)
+		attempts, traces = append(attempts, 1), append(traces, "")
+	}
+	start := strings.Join(explain(t, s, []string{customPlans}, "EXPLAIN (ANALYZE, TIMING OFF) "+runStartSQL,
+		ids, fences, attempts, times, traces), "\n")
+	if strings.Contains(start, "runs_status_node") || !strings.Contains(start, "runs_pkey") ||
+		!strings.Contains(start, "(actual rows=250 loops=1)") || strings.Contains(start, "loops=250") {
+		t.Errorf("RunStart with stale statistics: want the runs by runs_pkey only:\n%s", start)
+	}
+	runs, _, err := s.RunClaimDue(ctx, "node-0", time.UnixMicro(100_000), 250)
+	if err != nil || len(runs) != 250 {
+		t.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
+	}
+	for i, r := range runs {
+		if r.Priority != 2 || (i > 0 && r.ID <= runs[i-1].ID) {
+			t.Fatalf("claim %d: run %d of priority %d after %d; want the burst's priority 2 runs by ID", i, r.ID, r.Priority, runs[max(i-1, 0)].ID)
+		}
+	}
+}
+
+// planSettings returns the statements that the adapter sends before sql
+// in its transaction to set how it is planned.
+func planSettings(sql string) []string {
+	switch sql {
+	case claimDueSQL:
+		return []string{indexOrderPlans}
+	case planDueSQL:
+		return []string{customPlans, indexOrderPlans}
+	}
+	return nil
+}
+
+// explain runs the EXPLAIN statement q in a transaction, after the
+// statements pre, rolls back, and returns its lines.
+func explain(t *testing.T, s *Store, pre []string, q string, args ...any) []string {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	for _, p := range pre {
+		if _, err := tx.Exec(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, err := tx.Query(ctx, q, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+	return lines
+}
+
+// inIndexOrder reports whether plan (EXPLAIN's text) reads index by an
+// index scan right under a Limit, with nothing between them but the lock
+// of the rows: the scan yields the rows in the statement's order, sorts
+// nothing, and stops at the limit. (What the statement then does with the
+// rows it got may sort them.)
+func inIndexOrder(plan, index string) bool {
+	lines := strings.Split(plan, "\n")
+	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
+	for i, l := range lines {
+		if !strings.Contains(l, "Index Scan using "+index+" ") {
+			continue
+		}
+		depth := indent(l)
+		for _, up := range slices.Backward(lines[:i]) {
+			if indent(up) >= depth || (indent(up) > 0 && !strings.HasPrefix(strings.TrimSpace(up), "->")) {
+				continue
+			}
+			depth = indent(up)
+			switch node := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(up), "->")); {
+			case strings.HasPrefix(node, "Limit"):
+				return true
+			case !strings.HasPrefix(node, "LockRows"):
+				return false
+			}
+		}
+	}
+	return false
 }
 
 // TestCustomPlans: the batch statements, prepared once per connection, are

@@ -183,6 +183,20 @@ func sendBatch(ctx context.Context, q interface {
 // transaction, an implicit one included.)
 const customPlans = `SELECT set_config('plan_cache_mode', 'force_custom_plan', true)`
 
+// indexOrderPlans makes the rest of the transaction plan without a sort
+// wherever another plan exists, and without JIT. PlanDue and RunClaimDue
+// read their index (tasks_due, runs_unclaimed) in the order of their
+// ORDER BY and stop at their LIMIT, whatever the statistics say. Right
+// after a burst of tasks was created or of runs planned, before autovacuum
+// has analyzed the table, the statistics still show few due rows, and the
+// planner, expecting a handful, prefers a bitmap or runs_status_node scan
+// and a sort of every due row: an on-disk sort of the whole burst for each
+// batch of 500 or claim of 250. A sort with no alternative (the claim's of
+// its runs by task) stays, at the cost enable_sort adds to it, which would
+// otherwise make the server compile the statement (JIT) each time. (The
+// settings end with the transaction, an implicit one included.)
+const indexOrderPlans = `SELECT set_config('enable_sort', 'off', true), set_config('jit', 'off', true)`
+
 // stmt is one statement of a batch that may be sent more than once (a
 // pgx.Batch may not): its SQL, arguments, and what to do with its rows.
 type stmt struct {

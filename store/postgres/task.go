@@ -152,7 +152,9 @@ var taskUpdateSQL = `UPDATE tasks SET (` + taskWriteCols + `) = (` + params(1, n
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its
 // upcoming runs: planned (non-manual) SCHEDULED runs never delivered; a run
-// waiting for a retry (delivered before) stays. The UPDATE takes the task's row lock
+// waiting for a retry (delivered before) stays, and it and the task's other
+// SCHEDULED and QUEUED runs (manual ones, queued ones) take the task's new
+// priority, which claims order by (runs_task_status finds them). The UPDATE takes the task's row lock
 // first, so the DELETE (a later statement, with a later snapshot) also sees
 // the runs a planner that held the lock just committed.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
@@ -173,6 +175,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	})
 	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
 		AND deliveries = 0`, t.ID)
+	b.Queue(taskRunsPrioritySQL, t.Priority, t.ID)
 	err = s.inTx(ctx, b, nil)
 	if errors.Is(err, errStaleOrGone) {
 		// Why nothing matched: the task is gone, or at another version.
@@ -194,6 +197,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	t.NextFireTime, t.RunAt = sqlrow.NormPtr(t.NextFireTime), sqlrow.NormPtr(t.RunAt)
 	return nil
 }
+
+// taskRunsPrioritySQL gives the SCHEDULED and QUEUED runs of task $2 that
+// TaskUpdate leaves (waiting for a retry, manual, queued) the task's new
+// priority $1, writing only those whose priority changes.
+const taskRunsPrioritySQL = `UPDATE runs SET priority = $1
+	WHERE task_id = $2 AND status IN ('SCHEDULED', 'QUEUED') AND priority <> $1`
 
 // errStaleOrGone stops TaskUpdate's batch when no live task has the ID and
 // version, before its DELETE runs.

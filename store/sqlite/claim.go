@@ -15,15 +15,17 @@ import (
 // atomic by itself: concurrent claimers queue for the writer and each sees
 // the runs the previous one took.
 
-// Unclaimed runs, by due time: a fresh run is due at its scheduled time, a
-// retry after its backoff.
+// Unclaimed runs, most urgent first: by due time (a fresh run is due at its
+// scheduled time, a retry after its backoff), then priority (the task's,
+// copied onto the run) among runs due at the same instant. runs_unclaimed
+// is in that order, so a claim is a range scan that stops at its limit
+// whatever the backlog or the lookahead: no sort.
 const (
 	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
-	claimDueSQL = `SELECT r.id FROM runs r INDEXED BY runs_unclaimed
-		JOIN tasks t ON t.id = r.task_id
-		WHERE r.status = 'SCHEDULED' AND r.node_id = '' AND r.due_at <= ?
-		ORDER BY t.priority DESC, r.due_at, r.id LIMIT ?`
+	claimDueSQL = `SELECT id FROM runs INDEXED BY runs_unclaimed
+		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
+		ORDER BY due_at, priority DESC, id LIMIT ?`
 )
 
 // RunClaimDue claims unowned SCHEDULED runs due by until for nodeID.

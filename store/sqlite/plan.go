@@ -11,10 +11,11 @@ import (
 )
 
 // The literal status and deleted terms let SQLite use the partial index
-// tasks_due: the scan covers the due tasks only.
-const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
+// tasks_due: the scan covers the due tasks only, in the index's order, so a
+// large backlog of due tasks is read a batch at a time and never sorted.
+const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks INDEXED BY tasks_due
 	WHERE status = 'ENABLED' AND deleted = 0 AND next_fire_at <= ?
-	ORDER BY priority DESC, next_fire_at, id
+	ORDER BY next_fire_at, id
 	LIMIT ?`
 
 const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
@@ -40,7 +41,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		for _, t := range tasks {
 			p := plan(t)
 			for _, r := range p.Runs {
-				r.TaskID, r.NodeID, r.Fence = t.ID, nodeID, 1
+				r.TaskID, r.NodeID, r.Fence, r.Priority = t.ID, nodeID, 1, t.Priority
 				r.CreatedAt, r.UpdatedAt = now, now
 				if err := sqlrow.PrepareNew(r, now); err != nil {
 					return fmt.Errorf("plan task %d: %w", t.ID, err)

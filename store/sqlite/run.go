@@ -38,8 +38,7 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ? AND deleted = 0`, r.TaskID).Scan(&one)
+		err := tx.QueryRowContext(ctx, `SELECT priority FROM tasks WHERE id = ? AND deleted = 0`, r.TaskID).Scan(&r.Priority)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
 		}

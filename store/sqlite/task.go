@@ -252,9 +252,13 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 			return err
 		}
 		// Runs delivered before wait for a retry: they are fires already
-		// made, not plans, and stay.
-		_, err = tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID)
+		// made, not plans, and stay, at the task's new priority.
+		if _, err = tx.ExecContext(ctx, `DELETE FROM runs
+			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE runs SET priority = ?
+			WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, t.Priority, t.ID, t.Priority)
 		return err
 	})
 	if err != nil {

@@ -138,7 +138,7 @@ func testDueAt(t *testing.T, open Opener) {
 
 		eqIDs(t, "claimed by at(9)", runIDs(f.claimDue("node-b", at(9))), nil)
 		runs := f.claimDue("node-b", at(40))
-		eqIDs(t, "claimed by at(40)", runIDs(runs), []int64{hiRetry.ID, loFresh.ID, loRetry.ID})
+		eqIDs(t, "claimed by at(40)", runIDs(runs), []int64{loFresh.ID, loRetry.ID, hiRetry.ID})
 		for _, r := range runs {
 			if r.NodeID != "node-b" || r.Status != sundial.RunScheduled {
 				t.Fatalf("claimed run = %s; want SCHEDULED on node-b", fmtRun(*r))

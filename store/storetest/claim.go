@@ -13,6 +13,35 @@ import (
 func ref(r *sundial.Run) sundial.RunRef { return sundial.RunRef{ID: r.ID, Fence: r.Fence} }
 
 func testRunClaimDue(t *testing.T, open Opener) {
+	t.Run("PriorityFollowsTask", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		a := f.task("a")
+		b := f.task("b")
+		a10 := f.run(a.ID, at(10), sundial.RunScheduled, withNode(""))
+		b11 := f.run(b.ID, at(11), sundial.RunScheduled, withNode(""))
+		bRetry := f.retrying(b.ID, at(1), at(10)) // due with a10
+		if a10.Priority != 0 || b11.Priority != 0 {
+			t.Fatalf("priorities %d, %d; want the tasks' 0", a10.Priority, b11.Priority)
+		}
+		// Raising b's priority raises its runs waiting for a retry; its
+		// planned runs are deleted by the update and planned anew.
+		up := f.getTask(b.ID)
+		up.Priority = 9
+		if err := f.s.TaskUpdate(f.ctx, up, at(0)); err != nil {
+			t.Fatalf("TaskUpdate: %v", err)
+		}
+		if got := f.get(bRetry.ID); got.Priority != 9 {
+			t.Fatalf("retry of b has priority %d after the update, want 9", got.Priority)
+		}
+		runs := f.claimDue("node-a", at(20))
+		eqIDs(t, "claim", runIDs(runs), []int64{bRetry.ID, a10.ID})
+		b12 := f.run(b.ID, at(10), sundial.RunScheduled, withNode(""), withKey("s:again"))
+		if b12.Priority != 9 {
+			t.Fatalf("new run of b has priority %d, want 9", b12.Priority)
+		}
+	})
+
 	t.Run("Order", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
@@ -31,16 +60,16 @@ func testRunClaimDue(t *testing.T, open Opener) {
 		if err != nil {
 			t.Fatalf("RunClaimDue: %v", err)
 		}
-		// Priority first, then scheduled time.
-		eqIDs(t, "first claim", runIDs(runs), []int64{man.ID, hi10.ID, hi15.ID})
+		// Due time first, then priority among runs due at the same time.
+		eqIDs(t, "first claim", runIDs(runs), []int64{man.ID, hi10.ID, a10.ID})
 		for _, r := range runs {
 			if r.NodeID != "node-a" || r.Fence != 2 || r.Status != sundial.RunScheduled {
 				t.Fatalf("claimed run = %s; want SCHEDULED, node-a, fence 2", fmtRun(*r))
 			}
 			eqRun(t, f.get(r.ID), r)
 		}
-		if len(tasks) != 1 || tasks[hi.ID] == nil {
-			t.Fatalf("tasks of the claim = %v, want task %d", tasks, hi.ID)
+		if len(tasks) != 2 || tasks[hi.ID] == nil || tasks[a.ID] == nil {
+			t.Fatalf("tasks of the claim = %v, want tasks %d and %d", tasks, hi.ID, a.ID)
 		}
 		eqTask(t, tasks[hi.ID], hi)
 
@@ -48,9 +77,9 @@ func testRunClaimDue(t *testing.T, open Opener) {
 		if err != nil {
 			t.Fatalf("RunClaimDue: %v", err)
 		}
-		eqIDs(t, "second claim", runIDs(runs), []int64{a10.ID, a20.ID})
-		if len(tasks) != 1 || tasks[a.ID] == nil {
-			t.Fatalf("tasks of the second claim = %v, want task %d", tasks, a.ID)
+		eqIDs(t, "second claim", runIDs(runs), []int64{hi15.ID, a20.ID})
+		if len(tasks) != 2 || tasks[a.ID] == nil || tasks[hi.ID] == nil {
+			t.Fatalf("tasks of the second claim = %v, want tasks %d and %d", tasks, a.ID, hi.ID)
 		}
 		runs, _, err = f.s.RunClaimDue(f.ctx, "node-c", at(20), 10)
 		if err != nil || len(runs) != 0 {

@@ -337,7 +337,7 @@ func testPlanDue(t *testing.T, open Opener) {
 		}
 	})
 
-	t.Run("PriorityOrderAndLimit", func(t *testing.T) {
+	t.Run("DueOrderAndLimit", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
 		a := f.task("a", withPriority(0), withNext(at(0)))
@@ -351,7 +351,8 @@ func testPlanDue(t *testing.T, open Opener) {
 		if err != nil {
 			t.Fatalf("PlanDue: %v", err)
 		}
-		eqIDs(t, "first pass", called, []int64{c.ID, e.ID, b.ID})
+		// Earliest first, whatever the priority (the claims order by it).
+		eqIDs(t, "first pass", called, []int64{d.ID, a.ID, c.ID})
 		if len(runs) != 3 {
 			t.Fatalf("inserted %d runs, want 3", len(runs))
 		}
@@ -359,7 +360,12 @@ func testPlanDue(t *testing.T, open Opener) {
 		if _, err := f.s.PlanDue(f.ctx, at(10), 3, "n", t0, planEvery(0, &called)); err != nil {
 			t.Fatalf("PlanDue: %v", err)
 		}
-		eqIDs(t, "second pass", called, []int64{a.ID, d.ID})
+		eqIDs(t, "second pass", called, []int64{e.ID, b.ID})
+		for _, r := range runs {
+			if want := map[int64]int{d.ID: -1, a.ID: 0, c.ID: 5}[r.TaskID]; r.Priority != want {
+				t.Errorf("run of task %d has priority %d, want its task's %d", r.TaskID, r.Priority, want)
+			}
+		}
 	})
 
 	t.Run("NilNext", func(t *testing.T) {

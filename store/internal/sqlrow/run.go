@@ -12,13 +12,13 @@ import (
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json`
+	progress_json, checkpoint_json, priority`
 
 // RunWriteCols are the columns a new run is inserted with: RunCols but id.
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json`
+	progress_json, checkpoint_json, priority`
 
 // RunWriteArgs are the values of RunWriteCols for r, as database/sql
 // drivers take them.
@@ -27,7 +27,7 @@ func RunWriteArgs(r *sundial.Run) []any {
 		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, Micros(r.CreatedAt), Micros(r.UpdatedAt),
-		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint)}
+		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint), r.Priority}
 }
 
 // ScanRun reads a row of RunCols from a database/sql driver, which gives
@@ -44,7 +44,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk)
+		&due, &result, &progress, &chk, &r.Priority)
 	if err != nil {
 		return nil, err
 	}
