@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -10,8 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -542,54 +539,6 @@ func TestAsyncCallbackBaseURL(t *testing.T) {
 	}
 }
 
-// asyncStartProc starts a "sundial serve" process with extra flags.
-func asyncStartProc(t *testing.T, bin, db string, extra ...string) *proc {
-	t.Helper()
-	p := &proc{out: &lockedBuffer{}, done: make(chan struct{})}
-	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", db, "--log.level", "info"}, extra...)
-	p.cmd = exec.Command(bin, args...)
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SUNDIAL_") {
-			env = append(env, kv)
-		}
-	}
-	p.cmd.Env = env
-	stdout, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = p.out
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(p.out, line)
-			if m := listenLine.FindStringSubmatch(line); m != nil {
-				select {
-				case urls <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	select {
-	case p.url = <-urls:
-	case <-p.done:
-		t.Fatalf("sundial exited before listening:\n%s", p.out)
-	case <-time.After(20 * time.Second):
-		p.kill()
-		t.Fatalf("sundial did not start:\n%s", p.out)
-	}
-	t.Cleanup(func() { p.kill() })
-	return p
-}
-
 // TestCheckpointResumeAfterKill runs two real nodes on PostgreSQL. The
 // node that delivers an ASYNC run is killed (SIGKILL) in the middle of the
 // call, after the target saved a checkpoint; the other node declares it
@@ -603,7 +552,7 @@ func TestCheckpointResumeAfterKill(t *testing.T) {
 	db := freshPostgres(t)
 	bin := sundialBinary(t)
 	flags := []string{"--scheduler.heartbeat_interval", "500ms", "--scheduler.dead_after", "2s"}
-	procs := []*proc{asyncStartProc(t, bin, db, flags...), asyncStartProc(t, bin, db, flags...)}
+	procs := []*proc{startProc(t, bin, db, append([]string{"--log.level", "info"}, flags...)...), startProc(t, bin, db, append([]string{"--log.level", "info"}, flags...)...)}
 	defer func() {
 		if t.Failed() {
 			for _, p := range procs {

@@ -90,15 +90,11 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer cleanup()
 
-	rec := &bench.Recorder{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rec, targetURL, stopTarget, err := startTarget()
 	if err != nil {
 		return err
 	}
-	target := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = target.Serve(ln) }()
-	defer target.Close()
-	targetURL := "http://" + ln.Addr().String() + "/hook"
+	defer stopTarget()
 
 	var procs []*benchNode
 	defer func() {
@@ -203,15 +199,11 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	defer cleanup()
 
-	rec := &bench.Recorder{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rec, targetURL, stopTarget, err := startTarget()
 	if err != nil {
 		return err
 	}
-	target := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = target.Serve(ln) }()
-	defer target.Close()
-	targetURL := "http://" + ln.Addr().String() + "/hook"
+	defer stopTarget()
 
 	var extra []string
 	if *lookahead > 0 {
@@ -530,6 +522,19 @@ func postTaskBatchOnce(ctx context.Context, api string, body []byte, n int) (ids
 		ids[i] = strconv.FormatInt(it.Task.ID, 10)
 	}
 	return ids, false, nil
+}
+
+// startTarget starts the loopback HTTP target every scenario delivers to:
+// a Recorder of each request, at targetURL.
+func startTarget() (rec *bench.Recorder, targetURL string, stop func(), err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	rec = &bench.Recorder{}
+	srv := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return rec, "http://" + ln.Addr().String() + "/hook", func() { srv.Close() }, nil
 }
 
 // benchNode is one "sundial serve" process started by the bench.

@@ -149,3 +149,40 @@ func TestBenchScaleCommand(t *testing.T) {
 		t.Errorf("no table:\n%s", out)
 	}
 }
+
+func TestBenchFailoverCommand(t *testing.T) {
+	t.Parallel()
+	server := requireEnv(t, "SUNDIAL_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	cmd := exec.Command(sundialBinary(t), "bench", "failover", "--db", server, "--nodes", "2", "--tasks", "20",
+		"--every", "4s", "--duration", "8s", "--dead-after", "2s")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var r struct {
+		Scenario string  `json:"scenario"`
+		Expected int     `json:"fires_expected"`
+		Received int     `json:"fires_received"`
+		Lost     int     `json:"lost"`
+		Resume   float64 `json:"resume_seconds"`
+		Kills    []struct {
+			Node string `json:"node"`
+		} `json:"kills"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
+	}
+	// 20 tasks every second for 8 s, two kills.
+	if r.Scenario != "failover" || r.Expected != 160 || r.Received != 160 || r.Lost != 0 || len(r.Kills) != 2 {
+		t.Errorf("report %+v, want 160 fires received, none lost, 2 kills", r)
+	}
+	if r.Resume <= 0 || r.Resume > 10 {
+		t.Errorf("resume %.2f s, want a wait after the kills, bounded by dead_after and a claim", r.Resume)
+	}
+	if !strings.Contains(stderr.String(), "killed node") {
+		t.Errorf("no progress on stderr:\n%s", stderr.String())
+	}
+}

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
-	"net/http"
 	"strings"
 	"time"
 
@@ -73,15 +71,11 @@ func benchFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	defer cleanup()
 
-	rec := &bench.Recorder{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rec, targetURL, stopTarget, err := startTarget()
 	if err != nil {
 		return err
 	}
-	target := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = target.Serve(ln) }()
-	defer target.Close()
-	targetURL := "http://" + ln.Addr().String() + "/hook"
+	defer stopTarget()
 
 	extra := []string{"--scheduler.dead_after", deadAfter.String(),
 		"--scheduler.heartbeat_interval", max(*deadAfter/5, 100*time.Millisecond).String()}

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -96,15 +95,11 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 		return r, err
 	}
 	defer cleanup()
-	rec := &bench.Recorder{}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	rec, targetURL, stopTarget, err := startTarget()
 	if err != nil {
 		return r, err
 	}
-	target := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = target.Serve(ln) }()
-	defer target.Close()
-	targetURL := "http://" + ln.Addr().String() + "/hook"
+	defer stopTarget()
 
 	node, err := startBenchNode(dsn, 16)
 	if err != nil {

@@ -148,10 +148,13 @@ type proc struct {
 	done chan struct{}
 }
 
-func startProc(t *testing.T, bin, db string) *proc {
+// startProc starts a "sundial serve" process on db; extra flags come after
+// the defaults and override them (--log.level info).
+func startProc(t *testing.T, bin, db string, extra ...string) *proc {
 	t.Helper()
 	p := &proc{out: &lockedBuffer{}, done: make(chan struct{})}
-	p.cmd = exec.Command(bin, "serve", "--listen", "127.0.0.1:0", "--db", db, "--log.level", "warn")
+	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", db, "--log.level", "warn"}, extra...)
+	p.cmd = exec.Command(bin, args...)
 	var env []string
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "SUNDIAL_") {
@@ -187,6 +190,7 @@ func startProc(t *testing.T, bin, db string) *proc {
 	case <-p.done:
 		t.Fatalf("sundial exited before listening:\n%s", p.out)
 	case <-time.After(20 * time.Second):
+		p.kill()
 		t.Fatalf("sundial did not start:\n%s", p.out)
 	}
 	t.Cleanup(func() { p.kill() })
