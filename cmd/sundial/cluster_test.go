@@ -280,7 +280,12 @@ func clusterKills(t *testing.T, db string) {
 	}))
 	defer hook.Close()
 
-	nodes := []*proc{startProc(t, bin, db), startProc(t, bin, db), startProc(t, bin, db)}
+	// A kill every 7-9 s can cut the same 3 s call off again and again: a
+	// delivery is exposed for the 5 s it takes to declare its node dead plus
+	// the call. scheduler.max_deliveries (3 by default) would then fail the
+	// fire on purpose; this test is about losing none, so it allows more.
+	flags := []string{"--scheduler.max_deliveries", "10"}
+	nodes := []*proc{startProc(t, bin, db, flags...), startProc(t, bin, db, flags...), startProc(t, bin, db, flags...)}
 	n0 := &node{url: nodes[0].url}
 	for i := range tasks {
 		target := hook.URL + "/fast"
@@ -305,7 +310,7 @@ func clusterKills(t *testing.T, db string) {
 		killed = append(killed, kill{time.Now(), id})
 		victim.kill()
 		t.Logf("killed %s at +%s", id, time.Since(begin).Round(time.Millisecond))
-		nodes[i] = startProc(t, bin, db)
+		nodes[i] = startProc(t, bin, db, flags...)
 	}
 	// Leave time for the last victim to be declared dead (5 s) and its cut
 	// off deliveries to be made again.
