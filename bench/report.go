@@ -48,6 +48,10 @@ type Report struct {
 	LastDeliverySeconds float64    `json:"last_delivery_seconds,omitempty"` // the last fire's first delivery minus DueAt
 	DeliveriesPerSecond float64    `json:"deliveries_per_second,omitempty"` // received / last_delivery_seconds: the rate sustained
 
+	// RowsPerFire is the rows the database inserted, updated and deleted
+	// during the window per fire received; 0 where not measured (SQLite).
+	RowsPerFire float64 `json:"db_rows_per_fire,omitempty"`
+
 	Share     map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
 	NodeStats []NodeStats        `json:"node_stats,omitempty"`
 }
@@ -191,6 +195,9 @@ func (r Report) WriteTable(w io.Writer) error {
 			parts = append(parts, fmt.Sprintf("%s %.1f%%", n, r.Share[n]))
 		}
 		row("share", strings.Join(parts, ", "))
+	}
+	if r.RowsPerFire > 0 {
+		row("db rows", fmt.Sprintf("%.2f written per fire (inserted, updated, deleted)", r.RowsPerFire))
 	}
 	for _, s := range r.NodeStats {
 		cpu := fmt.Sprintf("cpu %.2f s", s.CPUSeconds)

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -126,9 +127,16 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 	}
 	// Progress every second until the window has closed and its last fires
-	// had two seconds to arrive.
+	// had two seconds to arrive. The database's row count is read at both
+	// ends of the window (PostgreSQL's statistics lag by up to a second).
+	var rows0 int64
+	rowsRead := false
 	end := to.Add(2 * time.Second)
 	for now := time.Now(); now.Before(end); now = time.Now() {
+		if !rowsRead && !now.Before(from) {
+			rows0, _, _ = rowsWritten(ctx, backend, dsn)
+			rowsRead = true
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -143,6 +151,11 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 
 	r := bench.Analyze(expected, rec.Arrivals(), from, to)
 	r.Scenario, r.Backend, r.Nodes, r.Tasks = "precision/"+*shape, backend, len(procs), *tasks
+	if rows1, ok, err := rowsWritten(ctx, backend, dsn); err != nil {
+		fmt.Fprintf(stderr, "bench: rows written: %v\n", err)
+	} else if ok && rowsRead && r.Received > 0 {
+		r.RowsPerFire = float64(rows1-rows0) / float64(r.Received)
+	}
 	for _, p := range procs {
 		cpu, rss, err := bench.ReadProc(p.cmd.Process.Pid)
 		if err != nil {
@@ -731,4 +744,53 @@ func randomSuffix() string {
 	b := make([]byte, 5)
 	_, _ = crand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// rowsWritten reads how many rows the database behind dsn has inserted,
+// updated and deleted so far: PostgreSQL's statistics of the bench's
+// schema, or MySQL's handler counters (Handler_write, _update, _delete, of
+// the whole server). SQLite keeps no such count: ok is false.
+func rowsWritten(ctx context.Context, backend, dsn string) (n int64, ok bool, err error) {
+	switch backend {
+	case "postgres":
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return 0, false, err
+		}
+		schema := u.Query().Get("search_path")
+		conn, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return 0, false, err
+		}
+		defer conn.Close()
+		err = conn.QueryRowContext(ctx, `SELECT COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0)
+			FROM pg_stat_user_tables WHERE schemaname = $1`, schema).Scan(&n)
+		return n, err == nil, err
+	case "mysql":
+		driverDSN, err := mysqlDSN(dsn)
+		if err != nil {
+			return 0, false, err
+		}
+		conn, err := sql.Open("mysql", driverDSN)
+		if err != nil {
+			return 0, false, err
+		}
+		defer conn.Close()
+		rows, err := conn.QueryContext(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN
+			('Handler_write', 'Handler_update', 'Handler_delete')`)
+		if err != nil {
+			return 0, false, err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var name string
+			var v int64
+			if err := rows.Scan(&name, &v); err != nil {
+				return 0, false, err
+			}
+			n += v
+		}
+		return n, true, rows.Err()
+	}
+	return 0, false, nil
 }
