@@ -421,28 +421,36 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 			}
 			return
 		}
-		var fresh []*sundial.Run
-		var stale []sundial.RunRef
-		for _, r := range runs {
-			// Catch-up runs are late on purpose, retries are due when
-			// their backoff ends, and a one-off task fires however late:
-			// only a cron task's scheduled fire can have been missed.
-			if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
-				t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
-				stale = append(stale, sundial.RunRef{ID: r.ID, Fence: r.Fence})
-			} else {
-				fresh = append(fresh, r)
-			}
-		}
-		d.add(fresh, tasks, false)
-		if len(stale) > 0 {
-			if err := d.s.store.RunUnplan(ctx, cfg.Node.ID, stale); err != nil && ctx.Err() == nil {
-				d.s.log.Error("give back missed runs", "runs", len(stale), "err", err)
-			}
-			d.s.Poke()
-		}
+		d.take(ctx, runs, tasks, now)
 		if len(runs) < cfg.ClaimBatch {
 			return
 		}
+	}
+}
+
+// take puts runs just claimed into the heap. A run found later than the
+// misfire threshold (the cluster was down when it was due) is given back to
+// the planner, which applies the task's catch-up mode.
+func (d *dispatcher) take(ctx context.Context, runs []*sundial.Run, tasks map[int64]*sundial.Task, now time.Time) {
+	cfg := d.s.cfg
+	var fresh []*sundial.Run
+	var stale []sundial.RunRef
+	for _, r := range runs {
+		// Catch-up runs are late on purpose, retries are due when their
+		// backoff ends, and a one-off task fires however late: only a
+		// cron task's scheduled fire can have been missed.
+		if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
+			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
+			stale = append(stale, sundial.RunRef{ID: r.ID, Fence: r.Fence})
+		} else {
+			fresh = append(fresh, r)
+		}
+	}
+	d.add(fresh, tasks, false)
+	if len(stale) > 0 {
+		if err := d.s.store.RunUnplan(ctx, cfg.Node.ID, stale); err != nil && ctx.Err() == nil {
+			d.s.log.Error("give back missed runs", "runs", len(stale), "err", err)
+		}
+		d.s.Poke()
 	}
 }

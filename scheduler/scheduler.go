@@ -360,6 +360,7 @@ func (s *Scheduler) membershipLoop(ctx context.Context) {
 			lastOK = time.Now()
 			if !s.healthy.Swap(true) {
 				s.log.Info("membership renewed", "node_id", s.cfg.Node.ID)
+				s.readopt(ctx)
 			}
 		case sundial.ErrorCode(err) == sundial.ENotFound:
 			// Declared dead by the others: rejoin as a new member.
@@ -399,6 +400,39 @@ func (s *Scheduler) membershipLoop(ctx context.Context) {
 		}
 		s.redeliver(ctx)
 	}
+}
+
+// readopt takes back into the heap the SCHEDULED runs this node still
+// holds after its membership expired and was renewed without the others
+// declaring it dead: the heap was dropped when the membership expired, and
+// nothing else would start them before the compensator, tens of seconds
+// later. Each is claimed afresh (a new fence).
+func (s *Scheduler) readopt(ctx context.Context) {
+	owned, err := s.store.RunsOwned(ctx, s.cfg.Node.ID)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("find runs held through a membership loss", "err", err)
+		}
+		return
+	}
+	var refs []sundial.RunRef
+	for _, r := range owned {
+		if r.Status == sundial.RunScheduled && !s.disp.has(r.ID) {
+			refs = append(refs, sundial.RunRef{ID: r.ID, Fence: r.Fence})
+		}
+	}
+	if len(refs) == 0 {
+		return
+	}
+	runs, tasks, err := s.store.RunClaim(ctx, s.cfg.Node.ID, refs)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Error("take back runs held through a membership loss", "runs", len(refs), "err", err)
+		}
+		return
+	}
+	s.log.Warn("took back runs held through a membership loss", "runs", len(runs), "node_id", s.cfg.Node.ID)
+	s.disp.take(ctx, runs, tasks, time.Now())
 }
 
 // redeliver takes up runs whose delivery was cut off (their node died or
