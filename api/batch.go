@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,10 +14,10 @@ import (
 
 // Limits of POST /api/v1/tasks:batch and GET /api/v1/tasks/{id}/upcoming.
 const (
-	maxBatchTasks  = 1000
-	maxBatchBody   = 16 << 20
-	defaultUpcomng = 10
-	maxUpcoming    = 1000
+	maxBatchTasks   = 1000
+	maxBatchBody    = 16 << 20
+	defaultUpcoming = 10
+	maxUpcoming     = 1000
 )
 
 // batchRequest is the body of POST /api/v1/tasks:batch.
@@ -135,34 +135,13 @@ func itemError(i int, err error) batchItem {
 // writeBatchError answers a refused batch: the status of its first failing
 // item, and every item's result.
 func (s *Server) writeBatchError(w http.ResponseWriter, items []batchItem) {
-	status := http.StatusBadRequest
-	for _, it := range items {
-		if it.Error != nil {
-			status = it.Status
-			break
-		}
-	}
-	first := ""
-	for _, it := range items {
-		if it.Error != nil {
-			first = it.Error.Field + ": " + it.Error.Message
-			break
-		}
-	}
-	writeJSON(w, status, struct {
+	i := slices.IndexFunc(items, func(it batchItem) bool { return it.Error != nil })
+	first := items[i]
+	writeJSON(w, first.Status, struct {
 		Error errorDetail `json:"error"`
 		batchResponse
-	}{Error: errorDetail{Code: codeOf(status), Message: "no task was created: " + first}, batchResponse: batchResponse{Items: items}})
-}
-
-// codeOf is the error code of an HTTP status the batch answers with.
-func codeOf(status int) string {
-	for code, st := range statusByCode {
-		if st == status {
-			return code
-		}
-	}
-	return sundial.EInternal
+	}{Error: errorDetail{Code: first.Error.Code, Message: "no task was created: " + first.Error.Field + ": " + first.Error.Message},
+		batchResponse: batchResponse{Items: items}})
 }
 
 // upcomingResponse is the body of GET /api/v1/tasks/{id}/upcoming.
@@ -182,7 +161,7 @@ func (s *Server) handleTaskUpcoming(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	limit := defaultUpcomng
+	limit := defaultUpcoming
 	if v := r.URL.Query().Get("limit"); v != "" {
 		limit, err = strconv.Atoi(v)
 		if err != nil || limit < 1 || limit > maxUpcoming {
@@ -201,7 +180,6 @@ func (s *Server) handleTaskUpcoming(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	sort.SliceStable(runs, func(i, j int) bool { return runs[i].ScheduledTime.Before(runs[j].ScheduledTime) })
 	resp := upcomingResponse{Runs: runs, Next: []time.Time{}}
 	for _, run := range runs {
 		utcRun(run)

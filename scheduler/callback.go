@@ -75,26 +75,15 @@ func oneOffEnd(t *sundial.Task, r *sundial.Run, status sundial.RunStatus) sundia
 	return sundial.TaskFailed
 }
 
-// oneOffEnd looks up r's task (it may be deleted) for oneOffEnd.
-func (s *Scheduler) oneOffEnd(ctx context.Context, r *sundial.Run, status sundial.RunStatus) sundial.TaskStatus {
-	if r.Trigger != sundial.TriggerSchedule {
-		return ""
-	}
-	t, err := s.store.TaskGet(ctx, r.TaskID)
-	if err != nil {
-		return ""
-	}
-	return oneOffEnd(t, r, status)
+// queues reports whether t's fires wait in a queue for a free slot.
+func queues(t *sundial.Task) bool {
+	return t != nil && t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue
 }
 
-// slotFreed starts the oldest queued run of a task whose active run ended
-// outside this node's delivery pool (a callback, a deadline).
-func (s *Scheduler) slotFreed(ctx context.Context, taskID int64) {
-	t, err := s.store.TaskGet(ctx, taskID)
-	if err != nil {
-		return
-	}
-	if t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue {
+// slotFreed starts the oldest queued run of t (nil: a deleted task) after
+// one of its active runs ended.
+func (s *Scheduler) slotFreed(ctx context.Context, t *sundial.Task) {
+	if queues(t) {
 		s.startQueued(ctx, t)
 	}
 }
@@ -127,7 +116,7 @@ func (s *Scheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 		return nil, err
 	}
 	s.recordCallback(done, c)
-	s.slotFreed(ctx, done.TaskID)
+	s.slotFreed(ctx, t)
 	return done, nil
 }
 
@@ -217,9 +206,7 @@ func (s *Scheduler) expireCallbacks(ctx context.Context) {
 				continue // ended meanwhile, by its callback or another node
 			}
 			s.recordCallback(done, c)
-			if t != nil && t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue {
-				s.startQueued(ctx, t)
-			}
+			s.slotFreed(ctx, t)
 		}
 		if len(runs) < batch {
 			return

@@ -553,13 +553,17 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 		s.pool.cancel(r.ID, errCanceled)
 	case sundial.RunWaitingCallback:
 		// No call is in flight: the wait for the callback ends here.
+		t, err := s.store.TaskGet(ctx, r.TaskID)
+		if err != nil && sundial.ErrorCode(err) != sundial.ENotFound {
+			return nil, err
+		}
 		done, err := s.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence,
 			Status: sundial.RunCanceled, Error: errCanceled.Error(), FinishedAt: time.Now(),
-			CompleteTask: s.oneOffEnd(ctx, r, sundial.RunCanceled)})
+			CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)})
 		if err != nil {
 			return nil, err
 		}
-		s.slotFreed(ctx, done.TaskID)
+		s.slotFreed(ctx, t)
 		return done, nil
 	}
 	return r, nil

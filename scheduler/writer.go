@@ -143,7 +143,7 @@ func (w *writer) write(batch []result) {
 			w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
 			w.s.log.Warn("run finished", append(attrs, "error", f.Error)...)
 		}
-		if t := r.job.task; t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue {
+		if t := r.job.task; queues(t) {
 			queueTasks[t.ID] = t
 		}
 	}

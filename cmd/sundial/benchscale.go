@@ -106,7 +106,8 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 		return r, err
 	}
 	start := time.Now()
-	if err := createScaleTasks(ctx, node.url, targetURL, n, minutely, start, progress); err != nil {
+	ids, err := createScaleTasks(ctx, node.url, targetURL, n, minutely, start, progress)
+	if err != nil {
 		node.stop()
 		return r, err
 	}
@@ -152,7 +153,6 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 	time.Sleep(2 * time.Second) // the window's last fires
 
 	// The minutely tasks fire at second i%60 of every minute.
-	ids := scaleIDs.Load().([]string)
 	var expected []bench.Fire
 	for i := range minutely {
 		for m := from.Truncate(time.Minute).Add(-time.Minute); m.Before(to); m = m.Add(time.Minute) {
@@ -167,14 +167,12 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 	return r, nil
 }
 
-// scaleIDs holds the IDs of the minutely tasks of the last createScaleTasks.
-var scaleIDs atomic.Value
-
 // createScaleTasks creates n cron tasks through POST /tasks:batch: the
 // first minutely fire every minute (at second i%60); of the rest, 90% fire
 // hourly and 10% daily, all in a band of the hour (and of the day) far
 // from now, so that the measured window sees only the minutely ones fire.
-func createScaleTasks(ctx context.Context, api, target string, n, minutely int, now time.Time, progress io.Writer) error {
+// It returns the IDs of the minutely tasks.
+func createScaleTasks(ctx context.Context, api, target string, n, minutely int, now time.Time, progress io.Writer) ([]string, error) {
 	quietMinute := (now.UTC().Minute() + 30) % 60 // hourly tasks fire in the 20 minutes from here
 	quietHour := (now.UTC().Hour() + 12) % 24
 	expr := func(i int) string {
@@ -234,10 +232,9 @@ feed:
 	close(next)
 	wg.Wait()
 	if first != nil {
-		return first
+		return nil, first
 	}
-	scaleIDs.Store(minIDs)
-	return ctx.Err()
+	return minIDs, ctx.Err()
 }
 
 // waitReady polls /readyz until it answers 200.
