@@ -38,14 +38,22 @@ type Store interface {
 	// TaskList returns live tasks ordered by ID.
 	TaskList(ctx context.Context, f TaskFilter) ([]*Task, error)
 	// TaskUpdate replaces the task whose ID and Version match t, bumping
-	// Version and setting UpdatedAt, and deletes its upcoming runs (planned
-	// SCHEDULED runs never delivered: Deliveries 0, trigger not MANUAL) so
-	// that the planner plans it anew from t.NextFireTime. Runs waiting for
-	// a retry stay, with the task's new priority. A missing task is ENotFound, a version mismatch
+	// Version and setting UpdatedAt, and deletes its upcoming runs so that
+	// the planner plans it anew from t.NextFireTime: planned SCHEDULED runs
+	// never delivered (Deliveries 0, trigger not MANUAL), and first
+	// deliveries committed RUNNING ahead of an instant later than the
+	// send cutoff (see SendMargin). Runs waiting for a retry stay, with the
+	// task's new priority, but are handed back to no node with a bumped
+	// fence, as are redeliveries committed ahead of an instant past the
+	// cutoff (their delivery count undone), so that they go out under the
+	// new definition. A missing task is ENotFound, a version mismatch
 	// EConflict (field "version").
 	TaskUpdate(ctx context.Context, t *Task, now time.Time) error
 	// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-	// delivered and cancels its other SCHEDULED and its QUEUED runs.
+	// delivered and its first deliveries committed ahead of an instant past
+	// the send cutoff, and cancels its other SCHEDULED runs, its QUEUED
+	// runs and its other runs committed ahead of an instant past the
+	// cutoff.
 	TaskDelete(ctx context.Context, id int64, now time.Time) error
 
 	// PlanDue claims up to limit enabled tasks whose NextFireTime is at or
@@ -75,6 +83,12 @@ type Store interface {
 	// RunStart moves SCHEDULED runs straight to RUNNING, each only if its
 	// fence matches; ok[i] reports whether starts[i] applied.
 	RunStart(ctx context.Context, starts []RunStart) (ok []bool, err error)
+	// RunCheckSend reports, for runs committed RUNNING ahead of their
+	// instant (RunStart), whether each may still be sent: SendGo if it is
+	// RUNNING with that fence, SendCancel if so but its cancellation was
+	// requested, SendDrop if it is gone, fenced off or no longer RUNNING
+	// (a change of its task took it back). It only reads.
+	RunCheckSend(ctx context.Context, refs []RunRef) ([]SendCheck, error)
 	// RunFinish records outcomes of RUNNING runs, each only if its fence
 	// matches and the run is still active; ok[i] reports whether it applied.
 	// Each applied outcome of a RUNNING run (the end of a delivery's call;
@@ -294,6 +308,34 @@ type Attempt struct {
 // RunRef names a run as its holder knows it: ID and fence.
 type RunRef struct {
 	ID, Fence int64
+}
+
+// SendMargin bounds how close to its instant a change of a task still
+// takes back a fire already committed RUNNING ahead (TaskUpdate,
+// TaskDelete): the send cutoff is SendMargin after the later of the
+// change's now and the clock when its transaction runs. A fire due within
+// it is already being sent as it was. A node checks its committed fires
+// (RunCheckSend) well within SendMargin before their instant, so a fire
+// the change took back is never sent.
+const SendMargin = 100 * time.Millisecond
+
+// SendCheck is what RunCheckSend found for a committed run.
+type SendCheck uint8
+
+// Verdicts of RunCheckSend.
+const (
+	SendDrop   SendCheck = iota // gone, fenced off, or no longer RUNNING: do not send
+	SendGo                      // still RUNNING with its fence: send it
+	SendCancel                  // RUNNING, but its cancellation was requested: record it CANCELED unsent
+)
+
+// SendCutoff is the send cutoff of a change of a task made at now (see
+// SendMargin), for an adapter to call inside the change's transaction.
+func SendCutoff(now time.Time) time.Time {
+	if wall := time.Now(); wall.After(now) {
+		now = wall
+	}
+	return now.Add(SendMargin)
 }
 
 // RunStart starts one run (RunStart): fields set on the run.

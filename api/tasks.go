@@ -293,7 +293,34 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sched.Poke()
+	s.awaitSending(r.Context(), id)
 	writeJSON(w, http.StatusOK, utcTask(t))
+}
+
+// awaitSending returns once the fires of task id that were already being
+// sent when it changed (committed ahead of an instant within
+// sundial.SendMargin, which the change leaves alone) have gone out, so that
+// no fire of the old definition starts after the change is answered.
+func (s *Server) awaitSending(ctx context.Context, id int64) {
+	limit := time.Now().Add(sundial.SendMargin)
+	runs, err := s.store.RunList(ctx, sundial.RunFilter{TaskID: id, Status: sundial.RunRunning, Limit: 1000})
+	if err != nil {
+		return // the change is made; only the wait is lost
+	}
+	var until time.Time
+	for _, r := range runs {
+		if r.StartedAt != nil && r.StartedAt.After(until) && !r.StartedAt.After(limit) {
+			until = *r.StartedAt
+		}
+	}
+	if wait := time.Until(until); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+	}
 }
 
 // handleTaskDelete serves DELETE /api/v1/tasks/{id}: a logical delete that
@@ -309,6 +336,7 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sched.Poke()
+	s.awaitSending(r.Context(), id)
 	w.WriteHeader(http.StatusNoContent)
 }
 
@@ -351,6 +379,7 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 		err = s.store.TaskUpdate(ctx, t, now)
 		if err == nil {
 			s.sched.Poke()
+			s.awaitSending(ctx, id)
 			return t, nil
 		}
 		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EConflict ||

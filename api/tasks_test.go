@@ -871,3 +871,53 @@ func (f *fakeScheduler) Progress(ctx context.Context, r *sundial.Run, t *sundial
 	return f.store.RunProgress(ctx, sundial.RunProgress{ID: r.ID, Fence: fence, Progress: progress,
 		Checkpoint: checkpoint, DueAt: f.now().Add(time.Minute), Now: f.now()})
 }
+
+// TestChangeAwaitsSending: a change of a task answers only after the fires a
+// node had committed within sundial.SendMargin of it (left to go out as
+// they were) have gone out, and does not wait for those it took back.
+func TestChangeAwaitsSending(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	committed := func(taskID int64, key string, at time.Time) *sundial.Run {
+		t.Helper()
+		r := &sundial.Run{TaskID: taskID, FireKey: key, Trigger: sundial.TriggerSchedule, ScheduledTime: at,
+			Status: sundial.RunScheduled, NodeID: "n", Fence: 1}
+		if err := b.store.RunInsert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: 1, Attempt: 1, StartedAt: at}}); err != nil || !ok[0] {
+			t.Fatalf("RunStart: %v %v", ok, err)
+		}
+		return r
+	}
+	for _, change := range []struct {
+		name         string
+		method, path string
+	}{
+		{"disable", http.MethodPost, "/disable"},
+		{"delete", http.MethodDelete, ""},
+	} {
+		tk := b.create(t, task("awaits-"+change.name, nil))
+		near := committed(tk.ID, "near", time.Now().Add(sundial.SendMargin*3/5))
+		far := committed(tk.ID, "far", time.Now().Add(time.Minute))
+		rec := b.do(t, change.method, taskPath(tk.ID, change.path), nil)
+		if rec.Code/100 != 2 {
+			t.Fatalf("%s: %d %s", change.name, rec.Code, rec.Body)
+		}
+		answered := time.Now()
+		got, err := b.store.RunGet(ctx, near.ID)
+		if err != nil || got.Status != sundial.RunRunning {
+			t.Fatalf("%s: the fire within the margin is %v, %v; want it left RUNNING", change.name, got, err)
+		}
+		if answered.Before(*got.StartedAt) {
+			t.Errorf("%s answered at %v, before the fire it left at %v went out", change.name, answered, got.StartedAt)
+		}
+		if _, err := b.store.RunGet(ctx, far.ID); sundial.ErrorCode(err) != sundial.ENotFound {
+			t.Errorf("%s: the fire a minute ahead is still there (%v)", change.name, err)
+		}
+		if !answered.Before(far.ScheduledTime) {
+			t.Errorf("%s waited for the fire it took back", change.name)
+		}
+	}
+}

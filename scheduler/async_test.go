@@ -511,3 +511,156 @@ func TestLookaheadEdit(t *testing.T) {
 		}
 	})
 }
+
+// TestEditJustBeforeFire changes a task every second after its next fire
+// was committed RUNNING ahead (300 ms before it), and checks that the
+// committed fire never goes out under the old definition when the change
+// came more than sundial.SendMargin before it: an edit's fire goes to the
+// new target, a disable or a delete sends nothing, and a cancel records
+// the run CANCELED unsent. A change within the margin lets the fire go as
+// it was.
+func TestEditJustBeforeFire(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		tg := &scripted{}
+		s, err := scheduler.New(scheduler.Config{Node: sundial.Node{ID: "n"}}, st, tg, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		defer func() { cancel(); <-done }()
+
+		create := func(name, url string) *sundial.Task {
+			t.Helper()
+			now := time.Now()
+			tk := &sundial.Task{Name: name, CronExpr: "* * * * * *", TargetURL: url}
+			if err := tk.Normalize(now); err != nil {
+				t.Fatal(err)
+			}
+			tk.NextFireTime = tk.FirstFire(now)
+			if err := st.TaskCreate(ctx, tk, now); err != nil {
+				t.Fatal(err)
+			}
+			s.Poke()
+			return tk
+		}
+		change := func(id int64, mod func(*sundial.Task)) {
+			t.Helper()
+			now := time.Now()
+			tk, err := st.TaskGet(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mod(tk)
+			if err := tk.Normalize(now); err != nil {
+				t.Fatal(err)
+			}
+			tk.NextFireTime = nil
+			if tk.Status == sundial.TaskEnabled {
+				tk.NextFireTime = tk.FirstFire(now)
+			}
+			if err := st.TaskUpdate(ctx, tk, now); err != nil {
+				t.Fatal(err)
+			}
+			s.Poke()
+		}
+		// before sleeps until ahead before the next whole second, and
+		// returns that second.
+		before := func(ahead time.Duration) time.Time {
+			next := time.Now().Truncate(time.Second).Add(time.Second)
+			if time.Until(next) <= ahead {
+				next = next.Add(time.Second)
+			}
+			time.Sleep(time.Until(next.Add(-ahead)))
+			return next
+		}
+		// sentAt lists the URLs of the deliveries of task id scheduled at.
+		sentAt := func(id int64, at time.Time) []string {
+			var urls []string
+			for _, c := range tg.snapshot() {
+				if c.Vars.TaskID == id && c.Vars.ScheduledTime.Equal(at) {
+					urls = append(urls, c.URL)
+				}
+			}
+			return urls
+		}
+
+		a := create("edited", "http://127.0.0.1:9/old")
+		time.Sleep(3 * time.Second)
+		if len(sentAt(a.ID, time.Now().Truncate(time.Second).Add(-time.Second))) != 1 {
+			t.Fatalf("the task does not fire every second: %d deliveries", len(tg.snapshot()))
+		}
+
+		// An edit 150 ms before a fire: the fire goes to the new target.
+		fire := before(150 * time.Millisecond)
+		change(a.ID, func(tk *sundial.Task) { tk.TargetURL = "http://127.0.0.1:9/new" })
+		time.Sleep(time.Until(fire.Add(500 * time.Millisecond)))
+		if got := sentAt(a.ID, fire); !slices.Equal(got, []string{"http://127.0.0.1:9/new"}) {
+			t.Errorf("fire at %v after an edit 150 ms before it went to %v, want the new target once", fire, got)
+		}
+
+		// An edit 40 ms before a fire, within the margin: that fire goes
+		// as it was, the next one to the newer target.
+		fire = before(40 * time.Millisecond)
+		change(a.ID, func(tk *sundial.Task) { tk.TargetURL = "http://127.0.0.1:9/newer" })
+		time.Sleep(time.Until(fire.Add(1500 * time.Millisecond)))
+		if got := sentAt(a.ID, fire); !slices.Equal(got, []string{"http://127.0.0.1:9/new"}) {
+			t.Errorf("fire at %v after an edit 40 ms before it went to %v, want the previous target once", fire, got)
+		}
+		if got := sentAt(a.ID, fire.Add(time.Second)); !slices.Equal(got, []string{"http://127.0.0.1:9/newer"}) {
+			t.Errorf("fire at %v went to %v, want the newer target once", fire.Add(time.Second), got)
+		}
+
+		// A disable 150 ms before a fire: nothing more goes out.
+		fire = before(150 * time.Millisecond)
+		change(a.ID, func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
+		time.Sleep(3 * time.Second)
+		for _, c := range tg.snapshot() {
+			if c.Vars.TaskID == a.ID && !c.Vars.ScheduledTime.Before(fire) {
+				t.Errorf("fire at %v sent after the task was disabled 150 ms before %v", c.Vars.ScheduledTime, fire)
+			}
+		}
+
+		// A delete 150 ms before a fire: nothing more goes out.
+		b := create("deleted", "http://127.0.0.1:9/b")
+		time.Sleep(2 * time.Second)
+		fire = before(150 * time.Millisecond)
+		if err := st.TaskDelete(ctx, b.ID, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(3 * time.Second)
+		for _, c := range tg.snapshot() {
+			if c.Vars.TaskID == b.ID && !c.Vars.ScheduledTime.Before(fire) {
+				t.Errorf("fire at %v sent after the task was deleted 150 ms before %v", c.Vars.ScheduledTime, fire)
+			}
+		}
+
+		// A cancel of the committed run 150 ms before its fire: recorded
+		// CANCELED, never sent.
+		c := create("canceled", "http://127.0.0.1:9/c")
+		time.Sleep(2 * time.Second)
+		fire = before(150 * time.Millisecond)
+		runs, err := st.RunList(ctx, sundial.RunFilter{TaskID: c.ID, Status: sundial.RunRunning})
+		if err != nil || len(runs) != 1 || !runs[0].ScheduledTime.Equal(fire) {
+			t.Fatalf("RUNNING runs of task %d 150 ms before %v: %v, %v; want its committed fire", c.ID, fire, runs, err)
+		}
+		if _, err := s.Cancel(ctx, runs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Until(fire.Add(500 * time.Millisecond)))
+		if got := sentAt(c.ID, fire); len(got) != 0 {
+			t.Errorf("the fire at %v was sent after it was canceled 150 ms before", fire)
+		}
+		r, err := st.RunGet(ctx, runs[0].ID)
+		if err != nil || r.Status != sundial.RunCanceled {
+			t.Errorf("the run canceled before its fire is %v, %v; want CANCELED", r, err)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"container/heap"
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,9 +17,10 @@ type item struct {
 	task *sundial.Task // as planned
 	due  time.Time     // when the dispatcher must act on it next
 	fast bool          // unconstrained: committed ahead, no admission
-	// committed: a fast run already marked RUNNING, to send at its instant.
-	committed bool
-	index     int
+	// committed: a fast run already marked RUNNING, to check checkAhead
+	// before its instant; checked: found still to send, at its instant.
+	committed, checked bool
+	index              int
 }
 
 // runHeap orders items by due time, then run ID.
@@ -44,8 +46,10 @@ func (h *runHeap) Pop() any {
 
 // dispatcher claims this node's share of the runs coming due, holds them in
 // a timer heap and acts on each at its instant: unconstrained runs are
-// committed RUNNING in one batch StartAhead before it and sent at it; the
-// others are admitted at it, one transaction per run, in order per task.
+// committed RUNNING in one batch StartAhead before it, checked checkAhead
+// before it (a change of the task may have taken them back) and sent at it;
+// the others are admitted at it, one transaction per run, in order per
+// task.
 type dispatcher struct {
 	s    *Scheduler
 	mu   sync.Mutex
@@ -55,14 +59,21 @@ type dispatcher struct {
 
 	admitQ    []chan *item  // per-task ordered admission lanes
 	commitQ   chan []*item  // batches of fast runs to commit ahead
+	checkQ    chan []*item  // batches of committed runs to check before sending
 	claimWake chan struct{} // ask for a claim now
 }
 
 const admitLanes = 4
 
+// checkAhead is how long before its instant a committed run is checked
+// (RunCheckSend). With commitBatch it must stay well under
+// sundial.SendMargin: a change of the task that took the run back is then
+// visible to the check.
+const checkAhead = 20 * time.Millisecond
+
 func newDispatcher(s *Scheduler) *dispatcher {
 	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
-		commitQ: make(chan []*item, 256), claimWake: make(chan struct{}, 1)}
+		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256), claimWake: make(chan struct{}, 1)}
 	for range admitLanes {
 		d.admitQ = append(d.admitQ, make(chan *item, 4096))
 	}
@@ -81,12 +92,20 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 		if r.Status != sundial.RunScheduled {
 			continue
 		}
-		if _, dup := d.byID[r.ID]; dup {
-			continue
-		}
 		t := tasks[r.TaskID]
 		if t == nil {
 			continue
+		}
+		if old, dup := d.byID[r.ID]; dup {
+			if r.Fence <= old.run.Fence {
+				continue
+			}
+			// Claimed again after a change of its task handed it back:
+			// the item held is fenced off. (One being committed or
+			// checked is dropped when it comes back: see held.)
+			if old.index >= 0 {
+				heap.Remove(&d.h, old.index)
+			}
 		}
 		fast := redelivered || r.Deliveries > 0 || (r.Trigger != sundial.TriggerManual && unconstrained(t))
 		it := &item{run: r, task: t, due: r.DueAt, fast: fast}
@@ -136,6 +155,19 @@ func (d *dispatcher) due(now time.Time) int {
 	return n
 }
 
+// held reports whether it is still the item held for its run, and
+// forgets it if not keep. Called with d.mu held, for an item popped from
+// the heap that comes back from the database.
+func (d *dispatcher) held(it *item, keep bool) bool {
+	if d.byID[it.run.ID] != it {
+		return false // superseded by a later claim of the run
+	}
+	if !keep {
+		delete(d.byID, it.run.ID)
+	}
+	return true
+}
+
 // forget drops a run (cancelled, or deleted with its task's change).
 func (d *dispatcher) forget(runID int64) {
 	d.mu.Lock()
@@ -174,6 +206,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 		lanes.Go(func() { d.admitLane(laneCtx, q) })
 	}
 	lanes.Go(func() { d.committer(laneCtx) })
+	lanes.Go(func() { d.checker(laneCtx) })
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -199,17 +232,22 @@ func (d *dispatcher) loop(ctx context.Context) {
 // next one.
 func (d *dispatcher) step(ctx context.Context) time.Duration {
 	now := time.Now()
-	var commit, send []*item
+	var commit, check, send []*item
 	d.mu.Lock()
 	for len(d.h) > 0 {
 		it := d.h[0]
-		if it.due.After(now) && !(it.fast && !it.committed && it.due.Before(now.Add(commitBatch)) && len(commit) > 0) {
+		// Fast runs due soon after the first of a batch join it.
+		joins := it.fast && it.due.Before(now.Add(commitBatch)) &&
+			(!it.committed && len(commit) > 0 || it.committed && !it.checked && len(check) > 0)
+		if it.due.After(now) && !joins {
 			break
 		}
 		heap.Pop(&d.h)
 		switch {
 		case it.fast && !it.committed:
 			commit = append(commit, it)
+		case it.fast && !it.checked:
+			check = append(check, it)
 		case it.fast:
 			delete(d.byID, it.run.ID)
 			send = append(send, it)
@@ -227,6 +265,9 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 		// The commit waits for the database (whose single writer may be
 		// busy planning); the timer loop must not.
 		d.commitQ <- commit
+	}
+	if len(check) > 0 {
+		d.checkQ <- check
 	}
 
 	d.mu.Lock()
@@ -276,24 +317,92 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 		// Leave them to the reaper and the compensator; try again shortly.
 		d.mu.Lock()
 		for _, it := range items {
-			it.due = time.Now().Add(100 * time.Millisecond)
-			heap.Push(&d.h, it)
+			if d.held(it, true) {
+				it.due = time.Now().Add(100 * time.Millisecond)
+				heap.Push(&d.h, it)
+			}
 		}
 		d.mu.Unlock()
 		return
 	}
 	d.mu.Lock()
 	for i, it := range items {
-		if !ok[i] {
-			delete(d.byID, it.run.ID)
+		if !d.held(it, ok[i]) || !ok[i] {
 			continue
 		}
 		it.committed = true
 		it.run.Status = sundial.RunRunning
-		it.due = it.run.DueAt
+		it.due = it.run.DueAt.Add(-checkAhead)
 		heap.Push(&d.h, it)
 	}
 	d.mu.Unlock()
+}
+
+// checker checks the batches of committed runs the timer loop hands it.
+func (d *dispatcher) checker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case batch := <-d.checkQ:
+			send := d.check(ctx, batch)
+			d.mu.Lock()
+			for _, it := range batch {
+				if d.held(it, send[it]) && send[it] {
+					it.checked, it.due = true, it.run.DueAt
+					heap.Push(&d.h, it)
+				}
+			}
+			d.mu.Unlock()
+			d.poke()
+		}
+	}
+}
+
+// check asks the database which committed runs may still be sent, just
+// before their instant: a change of a run's task may have taken it back
+// (it is dropped), or its cancellation been asked (it is recorded CANCELED
+// unsent). It returns the runs to send. If the database does not answer,
+// the runs go out: a fire is not lost for want of a check.
+func (d *dispatcher) check(ctx context.Context, items []*item) map[*item]bool {
+	refs := make([]sundial.RunRef, len(items))
+	for i, it := range items {
+		refs[i] = sundial.RunRef{ID: it.run.ID, Fence: it.run.Fence}
+	}
+	send := make(map[*item]bool, len(items))
+	verdicts, err := d.s.store.RunCheckSend(ctx, refs)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.s.log.Error("check fires before sending; sending them unchecked", "runs", len(items), "err", err)
+		}
+		for _, it := range items {
+			send[it] = true
+		}
+		return send
+	}
+	for i, it := range items {
+		switch verdicts[i] {
+		case sundial.SendGo:
+			send[it] = true
+		case sundial.SendCancel:
+			d.cancelUnsent(it)
+		default:
+			d.s.log.Info("fire taken back by a change of its task before it was sent", "task_id", it.run.TaskID,
+				"run_id", it.run.ID, "scheduled_time", it.run.ScheduledTime)
+		}
+	}
+	return send
+}
+
+// cancelUnsent records CANCELED a committed run whose cancellation was asked
+// before it was sent.
+func (d *dispatcher) cancelUnsent(it *item) {
+	now := time.Now()
+	fin := sundial.RunFinish{ID: it.run.ID, Fence: it.run.Fence, Status: sundial.RunCanceled,
+		StartedAt: now, FinishedAt: now, Error: "canceled by request before it was sent"}
+	fin.CompleteTask = oneOffEnd(it.task, it.run, sundial.RunCanceled)
+	d.s.writer.finish(result{job: job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt,
+		trace: it.run.TraceID}, fin: fin})
 }
 
 // admitLane admits runs one at a time, so that the runs of one task are
@@ -358,10 +467,18 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 	}
 }
 
-// finish sends the fast runs already committed RUNNING, which are due
+// finish sends (once checked) the fast runs already committed RUNNING, which are due
 // within StartAhead, and leaves the rest to RunRelease.
 func (d *dispatcher) finish() {
 	d.mu.Lock()
+	// Batches handed to the checker and not taken are committed too.
+	for len(d.checkQ) > 0 {
+		for _, it := range <-d.checkQ {
+			if d.held(it, true) {
+				heap.Push(&d.h, it)
+			}
+		}
+	}
 	var send []*item
 	for _, it := range d.h {
 		if it.committed {
@@ -371,9 +488,26 @@ func (d *dispatcher) finish() {
 	d.h = nil
 	d.byID = make(map[int64]*item)
 	d.mu.Unlock()
-	for _, it := range send {
-		time.Sleep(time.Until(it.run.DueAt))
-		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
+	slices.SortFunc(send, func(a, b *item) int { return a.run.DueAt.Compare(b.run.DueAt) })
+	// Each group of runs due within commitBatch is checked checkAhead
+	// before its first instant, as in step.
+	for len(send) > 0 {
+		n := 1
+		for n < len(send) && send[n].run.DueAt.Before(send[0].run.DueAt.Add(commitBatch)) {
+			n++
+		}
+		group := send[:n]
+		send = send[n:]
+		time.Sleep(time.Until(group[0].run.DueAt.Add(-checkAhead)))
+		ctx, cancel := context.WithTimeout(context.Background(), checkAhead)
+		ok := d.check(ctx, group)
+		cancel()
+		for _, it := range group {
+			if ok[it] {
+				time.Sleep(time.Until(it.run.DueAt))
+				d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
+			}
+		}
 	}
 }
 

@@ -568,6 +568,27 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 	return ids, nil
 }
 
+// RunCheckSend reports whether runs committed ahead may still be sent.
+func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+	out := make([]sundial.SendCheck, len(refs))
+	for lo := 0; lo < len(refs); lo += batchIDs {
+		part := refs[lo:min(lo+batchIDs, len(refs))]
+		ids := make([]int64, len(part))
+		for i, r := range part {
+			ids[i] = r.ID
+		}
+		rows, err := s.db.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
+			WHERE id IN (`+placeholders(len(ids))+`)`, int64Args(ids)...)
+		if err == nil {
+			err = sqlrow.SendChecks(rows, part, out[lo:])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check runs to send: %w", err)
+		}
+	}
+	return out, nil
+}
+
 // taskIDsOfRuns returns, in ascending order, the tasks of the runs ids that
 // exist. It locks nothing: a run's task never changes.
 func taskIDsOfRuns(ctx context.Context, tx *sql.Tx, ids []int64) ([]int64, error) {

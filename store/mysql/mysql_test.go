@@ -463,6 +463,8 @@ func TestQueryPlans(t *testing.T) {
 		{"RunCancelRequested", cancelRequestedSQL, []any{"node-1"}},
 		{"RunAttempts", attemptsSQL, []any{7}},
 		{"release interrupt lock", interruptLockSQL, []any{"node-1"}},
+		{"take back first deliveries", takeBackFirstSQL, []any{1, 5}},
+		{"RunCheckSend", `SELECT id, fence, status, cancel_requested FROM runs WHERE id IN (1, 2, 3)`, nil},
 	} {
 		q := tc.sql
 		if i := strings.Index(q, "FOR UPDATE"); i >= 0 {

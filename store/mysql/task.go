@@ -408,11 +408,30 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID); err != nil {
 			return err
 		}
-		// The runs left (waiting for a retry, manual, queued) are fires
-		// already made, not plans: they stay, at the task's new priority.
-		_, err = tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status) SET priority = ?
-			WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, t.Priority, t.ID, t.Priority)
-		return err
+		// Fires committed ahead and not yet sent are taken back. The runs
+		// left (waiting for a retry, manual, queued) are fires already
+		// made, not plans: they stay, at the task's new priority, and those
+		// to deliver again go back to no node, to be claimed with the new
+		// task.
+		at, cut := sqlrow.Micros(now), sqlrow.Micros(sundial.SendCutoff(now))
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{takeBackFirstSQL, []any{t.ID, cut}},
+			{`UPDATE runs FORCE INDEX (runs_task_status) SET deliveries = deliveries - 1,
+					status = 'SCHEDULED', node_id = '', fence = fence + 1, updated_at = ?
+				WHERE task_id = ? AND status = 'RUNNING' AND started_at > ?`, []any{at, t.ID, cut}},
+			{`UPDATE runs FORCE INDEX (runs_task_status) SET node_id = '', fence = fence + 1, updated_at = ?
+				WHERE task_id = ? AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, []any{at, t.ID}},
+			{`UPDATE runs FORCE INDEX (runs_task_status) SET priority = ?
+				WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, []any{t.Priority, t.ID, t.Priority}},
+		} {
+			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "update task %d", t.ID)
@@ -427,6 +446,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 // TaskDelete marks the task deleted, deletes its SCHEDULED runs never
 // delivered, and cancels its QUEUED ones and the SCHEDULED ones delivered
 // before (waiting for a retry), whose attempts stay on record.
+// takeBackFirstSQL deletes a task's first deliveries committed RUNNING
+// ahead of an instant past the send cutoff: fires not yet sent, which the
+// node that holds them drops when it checks them (RunCheckSend).
+const takeBackFirstSQL = `DELETE FROM runs
+	WHERE task_id = ? AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > ?`
+
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	at := sqlrow.Micros(now)
 	err := s.write(ctx, func(tx *sql.Tx) error {
@@ -445,9 +470,16 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 			WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0`, id); err != nil {
 			return err
 		}
+		cut := sqlrow.Micros(sundial.SendCutoff(now))
+		if _, err := tx.ExecContext(ctx, takeBackFirstSQL, id, cut); err != nil {
+			return err
+		}
+		// MySQL assigns left to right: deliveries reads the old status.
 		_, err = tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
-			SET status = 'CANCELED', error = 'task deleted', finished_at = ?, updated_at = ?
-			WHERE task_id = ? AND status IN ('QUEUED', 'SCHEDULED')`, at, at, id)
+			SET deliveries = deliveries - (status = 'RUNNING'),
+				status = 'CANCELED', error = 'task deleted', finished_at = ?, updated_at = ?
+			WHERE task_id = ? AND (status IN ('QUEUED', 'SCHEDULED') OR status = 'RUNNING' AND started_at > ?)`,
+			at, at, id, cut)
 		return err
 	})
 	if err != nil {

@@ -390,6 +390,33 @@ func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 	return out, nil
 }
 
+// RunCheckSend reports whether runs committed ahead may still be sent.
+func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+	ids := make([]int64, len(refs))
+	at := make(map[int64]int, len(refs))
+	for i, r := range refs {
+		ids[i], at[r.ID] = r.ID, i
+	}
+	out := make([]sundial.SendCheck, len(refs))
+	rows, err := s.pool.Query(ctx, `SELECT id, fence, status, cancel_requested FROM runs WHERE id = ANY($1)`, ids)
+	if err == nil {
+		var (
+			id, fence int64
+			status    string
+			cancel    bool
+		)
+		_, err = pgx.ForEachRow(rows, []any{&id, &fence, &status, &cancel}, func() error {
+			i := at[id]
+			out[i] = sqlrow.SendVerdict(refs[i].Fence, fence, status, cancel)
+			return nil
+		})
+	}
+	if err != nil {
+		return nil, sqlrow.Wrap(err, "check runs to send")
+	}
+	return out, nil
+}
+
 // RunCancelRequested returns, in ID order, the IDs of nodeID's RUNNING and
 // WAITING_CALLBACK runs whose cancellation was requested.
 func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {

@@ -175,6 +175,15 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	})
 	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
 		AND deliveries = 0`, t.ID)
+	// Fires committed ahead and not yet sent are taken back; runs
+	// delivered before go back to no node, to be claimed with the new task.
+	cut := sqlrow.Micros(sundial.SendCutoff(now))
+	b.Queue(takeBackFirstSQL, t.ID, cut)
+	b.Queue(`UPDATE runs SET status = 'SCHEDULED', node_id = '', fence = fence + 1,
+			deliveries = deliveries - 1, updated_at = $3
+		WHERE task_id = $1 AND status = 'RUNNING' AND started_at > $2`, t.ID, cut, sqlrow.Micros(now))
+	b.Queue(`UPDATE runs SET node_id = '', fence = fence + 1, updated_at = $2
+		WHERE task_id = $1 AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, t.ID, sqlrow.Micros(now))
 	b.Queue(taskRunsPrioritySQL, t.Priority, t.ID)
 	err = s.inTx(ctx, b, nil)
 	if errors.Is(err, errStaleOrGone) {
@@ -197,6 +206,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	t.NextFireTime, t.RunAt = sqlrow.NormPtr(t.NextFireTime), sqlrow.NormPtr(t.RunAt)
 	return nil
 }
+
+// takeBackFirstSQL deletes task $1's first deliveries committed RUNNING
+// ahead of an instant past the send cutoff $2: fires not yet sent, which
+// the node that holds them drops when it checks them (RunCheckSend).
+const takeBackFirstSQL = `DELETE FROM runs
+	WHERE task_id = $1 AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > $2`
 
 // taskRunsPrioritySQL gives the SCHEDULED and QUEUED runs of task $2 that
 // TaskUpdate leaves (waiting for a retry, manual, queued) the task's new
@@ -223,8 +238,12 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 		return nil
 	})
 	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND deliveries = 0`, id)
-	b.Queue(`UPDATE runs SET status = 'CANCELED', error = 'task deleted', finished_at = $1, updated_at = $1
-		WHERE task_id = $2 AND status IN ('QUEUED', 'SCHEDULED')`, sqlrow.Micros(now), id)
+	cut := sqlrow.Micros(sundial.SendCutoff(now))
+	b.Queue(takeBackFirstSQL, id, cut)
+	b.Queue(`UPDATE runs SET status = 'CANCELED', error = 'task deleted', finished_at = $1, updated_at = $1,
+			deliveries = deliveries - (status = 'RUNNING')::int
+		WHERE task_id = $2 AND (status IN ('QUEUED', 'SCHEDULED') OR status = 'RUNNING' AND started_at > $3)`,
+		sqlrow.Micros(now), id, cut)
 	return sqlrow.Wrap(s.inTx(ctx, b, nil), "delete task %d", id)
 }
 

@@ -253,6 +253,28 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 	return ids, rows.Err()
 }
 
+// RunCheckSend reports whether runs committed ahead may still be sent.
+func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+	out := make([]sundial.SendCheck, len(refs))
+	for lo := 0; lo < len(refs); lo += 500 {
+		part := refs[lo:min(lo+500, len(refs))]
+		ids := make([]int64, len(part))
+		for i, r := range part {
+			ids[i] = r.ID
+		}
+		q, args := inList(ids)
+		rows, err := s.r.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
+			WHERE id IN (`+q+`)`, args...)
+		if err == nil {
+			err = sqlrow.SendChecks(rows, part, out[lo:])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("check runs to send: %w", err)
+		}
+	}
+	return out, nil
+}
+
 // setHolder gives the runs to nodeID with a new fence.
 func (s *Store) setHolder(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64) error {
 	q, args := inList(ids)

@@ -252,14 +252,29 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 			return err
 		}
 		// Runs delivered before wait for a retry: they are fires already
-		// made, not plans, and stay, at the task's new priority.
-		if _, err = tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID); err != nil {
-			return err
+		// made, not plans, and stay, at the task's new priority, but go
+		// back to no node so that they are claimed with the new task.
+		cut := sqlrow.Micros(sundial.SendCutoff(now))
+		for _, q := range []struct {
+			sql  string
+			args []any
+		}{
+			{`DELETE FROM runs
+				WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, []any{t.ID}},
+			{takeBackFirstSQL, []any{t.ID, cut}},
+			{`UPDATE runs SET status = 'SCHEDULED', node_id = '', fence = fence + 1,
+					deliveries = deliveries - 1, updated_at = ?
+				WHERE task_id = ? AND status = 'RUNNING' AND started_at > ?`, []any{sqlrow.Micros(now), t.ID, cut}},
+			{`UPDATE runs SET node_id = '', fence = fence + 1, updated_at = ?
+				WHERE task_id = ? AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, []any{sqlrow.Micros(now), t.ID}},
+			{`UPDATE runs SET priority = ?
+				WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, []any{t.Priority, t.ID, t.Priority}},
+		} {
+			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
+				return err
+			}
 		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET priority = ?
-			WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, t.Priority, t.ID, t.Priority)
-		return err
+		return nil
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "update task %d", t.ID)
@@ -271,6 +286,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	t.RunAt = sqlrow.NormPtr(t.RunAt)
 	return nil
 }
+
+// takeBackFirstSQL deletes a task's first deliveries committed RUNNING
+// ahead of an instant past the send cutoff: fires not yet sent, which the
+// node that holds them drops when it checks them (RunCheckSend).
+const takeBackFirstSQL = `DELETE FROM runs
+	WHERE task_id = ? AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > ?`
 
 // TaskDelete marks the task deleted, deletes its SCHEDULED runs never
 // delivered and cancels its other SCHEDULED runs (waiting for a retry) and
@@ -292,9 +313,15 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 			WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0`, id); err != nil {
 			return err
 		}
+		cut := sqlrow.Micros(sundial.SendCutoff(now))
+		if _, err := tx.ExecContext(ctx, takeBackFirstSQL, id, cut); err != nil {
+			return err
+		}
 		_, err = tx.ExecContext(ctx, `UPDATE runs
-			SET status = 'CANCELED', error = 'task deleted', finished_at = ?1, updated_at = ?1
-			WHERE task_id = ?2 AND status IN ('SCHEDULED', 'QUEUED')`, sqlrow.Micros(now), id)
+			SET status = 'CANCELED', error = 'task deleted', finished_at = ?1, updated_at = ?1,
+				deliveries = deliveries - (status = 'RUNNING')
+			WHERE task_id = ?2 AND (status IN ('SCHEDULED', 'QUEUED') OR status = 'RUNNING' AND started_at > ?3)`,
+			sqlrow.Micros(now), id, cut)
 		return err
 	})
 	if err != nil {

@@ -697,7 +697,7 @@ func testRunUpcoming(t *testing.T, open Opener) {
 }
 
 // testRetries: runs waiting for a retry are not the planner's. Changing
-// the task keeps them, deleting it cancels them, and a node that gives
+// the task keeps them (handing a claimed one back to no node), deleting it cancels them, and a node that gives
 // them up hands them back as they are.
 func testRetries(t *testing.T, open Opener) {
 	t.Run("TaskUpdateKeeps", func(t *testing.T) {
@@ -714,6 +714,9 @@ func testRetries(t *testing.T, open Opener) {
 		_, err := f.s.RunGet(f.ctx, fresh.ID)
 		wantErr(t, err, sundial.ENotFound, "")
 		eqRun(t, f.get(retry.ID), retry)
+		// The claimed one goes back to no node, to be claimed with the
+		// changed task.
+		held.NodeID, held.Fence, held.UpdatedAt = "", held.Fence+1, at(30)
 		eqRun(t, f.get(held.ID), held)
 	})
 

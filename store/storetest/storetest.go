@@ -64,6 +64,8 @@ func Run(t *testing.T, open Opener) {
 		{"TaskCreateMany", testTaskCreateMany},
 		{"TaskListBizID", testTaskListBizID},
 		{"SettingEnsure", testSettingEnsure},
+		{"TaskChangeTakesBack", testTaskChangeTakesBack},
+		{"RunCheckSend", testRunCheckSend},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

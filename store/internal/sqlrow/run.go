@@ -164,3 +164,39 @@ func CheckAdmission(id int64, from, to sundial.RunStatus) error {
 	}
 	return nil
 }
+
+// SendVerdict is RunCheckSend's verdict on a run expected at fence and
+// found at gotFence, in status, with cancel as its cancel_requested.
+func SendVerdict(fence, gotFence int64, status string, cancel bool) sundial.SendCheck {
+	switch {
+	case gotFence != fence || status != string(sundial.RunRunning):
+		return sundial.SendDrop
+	case cancel:
+		return sundial.SendCancel
+	}
+	return sundial.SendGo
+}
+
+// SendChecks reads rows of (id, fence, status, cancel_requested) into out,
+// the verdicts for refs: SendDrop for a run with no row. It closes rows.
+func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) error {
+	defer rows.Close()
+	at := make(map[int64]int, len(refs))
+	for i, r := range refs {
+		at[r.ID] = i
+	}
+	for rows.Next() {
+		var (
+			id, fence int64
+			status    string
+			cancel    bool
+		)
+		if err := rows.Scan(&id, &fence, &status, &cancel); err != nil {
+			return err
+		}
+		if i, ok := at[id]; ok {
+			out[i] = SendVerdict(refs[i].Fence, fence, status, cancel)
+		}
+	}
+	return rows.Err()
+}
