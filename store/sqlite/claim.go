@@ -1,9 +1,12 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,9 +26,13 @@ import (
 const (
 	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
-	claimDueSQL = `SELECT id FROM runs INDEXED BY runs_unclaimed
-		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
-		ORDER BY due_at, priority DESC, id LIMIT ?`
+	// claimDueSQL gives node ?1 the runs due by ?3, up to ?4 of them, at
+	// ?2, and returns them (in no order).
+	claimDueSQL = `UPDATE runs SET node_id = ?1, fence = fence + 1, updated_at = ?2
+		WHERE id IN (SELECT id FROM runs INDEXED BY runs_unclaimed
+			WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?3
+			ORDER BY due_at, priority DESC, id LIMIT ?4)
+		RETURNING ` + sqlrow.RunCols
 )
 
 // RunClaimDue claims unowned SCHEDULED runs due by until for nodeID.
@@ -48,19 +55,25 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		tasks map[int64]*sundial.Task
 	)
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		ids, err := queryIDs(ctx, tx, claimDueSQL, sqlrow.Micros(until), limit)
-		if err != nil || len(ids) == 0 {
+		runs, err = sqlrow.ScanRuns(tx.StmtContext(ctx, s.st.claimDue).QueryContext(ctx,
+			nodeID, sqlrow.Micros(s.clock()), sqlrow.Micros(until), limit))
+		if err != nil || len(runs) == 0 {
 			return err
 		}
-		if err := s.setHolder(ctx, tx, nodeID, ids); err != nil {
-			return err
-		}
-		runs, tasks, err = runsAndTasks(ctx, tx, ids)
-		return err
+		return nil
 	})
+	if err == nil && len(runs) > 0 {
+		// The tasks are read off the writer, which the claim has freed: a
+		// task changed since is read as it is now, which is what the
+		// fence checks downstream expect anyway.
+		tasks, err = tasksOf(ctx, s.r, runs)
+	}
 	if err != nil {
 		return nil, nil, sqlrow.Wrap(err, "claim due runs for node %s", nodeID)
 	}
+	slices.SortFunc(runs, func(a, b *sundial.Run) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(b.Priority, a.Priority), cmp.Compare(a.ID, b.ID))
+	})
 	return runs, tasks, nil
 }
 
@@ -262,9 +275,8 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sund
 		for i, r := range part {
 			ids[i] = r.ID
 		}
-		q, args := inList(ids)
 		rows, err := s.r.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
-			WHERE id IN (`+q+`)`, args...)
+			WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(ids))
 		if err == nil {
 			err = sqlrow.SendChecks(rows, part, out[lo:])
 		}
@@ -309,6 +321,9 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
+// tasksOfSQL reads the tasks whose IDs are in the JSON array ?.
+const tasksOfSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id IN (SELECT value FROM json_each(?))`
+
 // tasksOf loads the tasks of runs by ID, deleted ones too.
 func tasksOf(ctx context.Context, q querier, runs []*sundial.Run) (map[int64]*sundial.Task, error) {
 	taskSet := map[int64]bool{}
@@ -323,8 +338,7 @@ func tasksOf(ctx context.Context, q querier, runs []*sundial.Run) (map[int64]*su
 	if len(taskIDs) == 0 {
 		return tasks, nil
 	}
-	in, args := inList(taskIDs)
-	rows, err := q.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id IN (`+in+`)`, args...)
+	rows, err := q.QueryContext(ctx, tasksOfSQL, jsonIDs(taskIDs))
 	if err != nil {
 		return nil, err
 	}
@@ -354,6 +368,20 @@ func queryIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// jsonIDs is ids as a JSON array, for json_each: one short statement
+// whatever their number, where an IN list is parsed anew for each length.
+func jsonIDs(ids []int64) string {
+	b := make([]byte, 0, 1+8*len(ids))
+	b = append(b, '[')
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, id, 10)
+	}
+	return string(append(b, ']'))
 }
 
 // inList returns "?, ?, ..." for ids and the ids as arguments.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -224,16 +223,19 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				later = append(later, i)
 			}
 		}
-		for part := range slices.Chunk(ended, 500) {
-			q, args := inList(part)
-			if _, err := tx.ExecContext(ctx, attemptFromRunSQL+` IN (`+q+`)`, args...); err != nil {
+		if len(ended) > 0 {
+			if _, err := tx.StmtContext(ctx, s.st.attempts).ExecContext(ctx, jsonIDs(ended)); err != nil {
 				return err
 			}
+		}
+		var retry, complete *sql.Stmt
+		if len(later) > 0 {
+			retry, complete = tx.StmtContext(ctx, s.st.runRetry), tx.StmtContext(ctx, s.st.completeTask)
 		}
 		for _, i := range later {
 			f := finishes[i]
 			if f.Retry {
-				if _, err := tx.ExecContext(ctx, runRetrySQL, f.ID); err != nil {
+				if _, err := retry.ExecContext(ctx, f.ID); err != nil {
 					return err
 				}
 			}
@@ -242,7 +244,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 				if !f.FinishedAt.IsZero() {
 					at = f.FinishedAt
 				}
-				if _, err := tx.ExecContext(ctx, completeTaskSQL, string(f.CompleteTask), sqlrow.Micros(at), f.ID); err != nil {
+				if _, err := complete.ExecContext(ctx, string(f.CompleteTask), sqlrow.Micros(at), f.ID); err != nil {
 					return err
 				}
 			}
@@ -404,13 +406,13 @@ func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Ti
 	return err
 }
 
-// attemptFromRunSQL records the deliveries the runs listed after it (IN
-// (...)) just ended, from the runs.
+// attemptFromRunSQL records the deliveries the runs whose IDs are in the
+// JSON array ? just ended, from the runs.
 const attemptFromRunSQL = `INSERT INTO run_attempts
 	(run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
 	SELECT id, deliveries, node_id, status, http_status, error, response_body, started_at,
 		COALESCE(finished_at, updated_at)
-	FROM runs WHERE id`
+	FROM runs WHERE id IN (SELECT value FROM json_each(?))`
 
 // RunAttempts returns the attempts of a run, oldest first.
 func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error) {

@@ -14,6 +14,7 @@ type stmts struct {
 	admitRun, admitTask, admitPending, admitLast *sql.Stmt
 	admitSkips, taskInsert                       *sql.Stmt
 	admitRunning, admitQueued, admitSkipped      *sql.Stmt
+	runRetry, completeTask, claimDue, attempts   *sql.Stmt
 	all                                          []*sql.Stmt
 }
 
@@ -36,6 +37,10 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.admitQueued, admitQueuedSQL},
 		{&st.admitSkipped, admitSkippedSQL},
 		{&st.taskInsert, taskInsertSQL},
+		{&st.runRetry, runRetrySQL},
+		{&st.completeTask, completeTaskSQL},
+		{&st.claimDue, claimDueSQL},
+		{&st.attempts, attemptFromRunSQL},
 	} {
 		s, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {
