@@ -101,52 +101,71 @@ func TestBenchThroughputCommand(t *testing.T) {
 	}
 }
 
+// TestBenchScaleCommand runs "sundial bench scale" on a few tasks, of
+// cron tasks and of one-off tasks, and checks its report: the measured
+// fires received once each, start-up, memory, idle CPU and lags.
 func TestBenchScaleCommand(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	cmd := exec.Command(sundialBinary(t), "bench", "scale", "--tasks", "3000", "--baseline", "200",
-		"--minutely", "60", "--idle", "5s", "--settle", "1s")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	var r struct {
-		Scenario string `json:"scenario"`
-		Runs     []struct {
-			Tasks    int                `json:"tasks"`
-			Startup  float64            `json:"startup_seconds"`
-			RSS      int64              `json:"rss_bytes"`
-			IdleCPU  float64            `json:"idle_cpu_per_second"`
-			Fires    int                `json:"fires_expected"`
-			Received int                `json:"fires_received"`
-			Lost     int                `json:"lost"`
-			Dups     int                `json:"duplicates"`
-			Lag      map[string]float64 `json:"lag_ms"`
-		} `json:"runs"`
-	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
-	}
-	if r.Scenario != "scale" || len(r.Runs) != 2 || r.Runs[0].Tasks != 200 || r.Runs[1].Tasks != 3000 {
-		t.Fatalf("report %+v, want runs of 200 and 3000 tasks", r)
-	}
-	for _, run := range r.Runs {
+	for _, tc := range []struct {
+		kind  string
+		flags []string
+		fires int
+	}{
 		// 60 tasks, one per second of the minute: 5 fires in 5 s.
-		if run.Fires != 5 || run.Received != 5 || run.Lost != 0 || run.Dups != 0 {
-			t.Errorf("%d tasks: %d fires expected, %d received, %d lost, %d dup; want 5, 5, 0, 0",
-				run.Tasks, run.Fires, run.Received, run.Lost, run.Dups)
-		}
-		if run.Startup <= 0 || run.RSS <= 0 || run.IdleCPU <= 0 || run.Lag["max"] <= 0 {
-			t.Errorf("%d tasks: %+v, want start-up, RSS, idle CPU and lags", run.Tasks, run)
-		}
-	}
-	if !strings.Contains(string(out), "idle CPU s/s") {
-		t.Errorf("no table:\n%s", out)
+		{"cron", nil, 5},
+		// 60 one-off tasks due in the 5 s window, once each.
+		{"oneoff", []string{"--oneoff"}, 60},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			t.Parallel()
+			args := append([]string{"bench", "scale", "--tasks", "3000", "--baseline", "200",
+				"--minutely", "60", "--idle", "5s", "--settle", "1s"}, tc.flags...)
+			cmd := exec.Command(sundialBinary(t), args...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
+			}
+			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+			var r struct {
+				Scenario string `json:"scenario"`
+				Kind     string `json:"kind"`
+				Runs     []struct {
+					Kind     string             `json:"kind"`
+					Tasks    int                `json:"tasks"`
+					Startup  float64            `json:"startup_seconds"`
+					RSS      int64              `json:"rss_bytes"`
+					IdleCPU  float64            `json:"idle_cpu_per_second"`
+					Fires    int                `json:"fires_expected"`
+					Received int                `json:"fires_received"`
+					Lost     int                `json:"lost"`
+					Dups     int                `json:"duplicates"`
+					Lag      map[string]float64 `json:"lag_ms"`
+				} `json:"runs"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
+				t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
+			}
+			if r.Scenario != "scale" || r.Kind != tc.kind || len(r.Runs) != 2 || r.Runs[0].Tasks != 200 || r.Runs[1].Tasks != 3000 {
+				t.Fatalf("report %+v, want %s runs of 200 and 3000 tasks", r, tc.kind)
+			}
+			for _, run := range r.Runs {
+				if run.Kind != tc.kind || run.Fires != tc.fires || run.Received != tc.fires || run.Lost != 0 || run.Dups != 0 {
+					t.Errorf("%d tasks: kind %q, %d fires expected, %d received, %d lost, %d dup; want %s, %d, %d, 0, 0",
+						run.Tasks, run.Kind, run.Fires, run.Received, run.Lost, run.Dups, tc.kind, tc.fires, tc.fires)
+				}
+				if run.Startup <= 0 || run.RSS <= 0 || run.IdleCPU <= 0 || run.Lag["max"] <= 0 {
+					t.Errorf("%d tasks: %+v, want start-up, RSS, idle CPU and lags", run.Tasks, run)
+				}
+			}
+			if !strings.Contains(string(out), "idle CPU s/s") || !strings.Contains(string(out), tc.kind+" ") {
+				t.Errorf("no table of %s tasks:\n%s", tc.kind, out)
+			}
+		})
 	}
 }
 

@@ -19,8 +19,9 @@ import (
 // scaleReport is what "sundial bench scale" measured, for one number of
 // stored tasks.
 type scaleReport struct {
+	Kind           string            `json:"kind"` // cron, or oneoff
 	Tasks          int               `json:"tasks"`
-	Minutely       int               `json:"minutely_tasks"`
+	Minutely       int               `json:"minutely_tasks"` // oneoff: the tasks due in the idle window
 	CreateSeconds  float64           `json:"create_seconds"`
 	StartupSeconds float64           `json:"startup_seconds"` // process start to /readyz 200, with the tasks stored
 	RSSBytes       int64             `json:"rss_bytes"`       // peak resident memory of the restarted node
@@ -33,16 +34,17 @@ type scaleReport struct {
 	LagMS          bench.Percentiles `json:"lag_ms"`
 }
 
-// benchScale stores many cron tasks and measures what holding them costs:
-// how long a node takes to start with them, its memory, and its CPU per
-// second while only a few of them fire, against the same measured with a
-// thousand tasks.
+// benchScale stores many cron tasks (or, with --oneoff, one-off tasks due
+// days ahead) and measures what holding them costs: how long a node takes
+// to start with them, its memory, and its CPU per second while only a few
+// of them fire, against the same measured with a thousand tasks.
 func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sundial bench scale", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	tasks := fs.Int("tasks", 1_000_000, "tasks stored: the --minutely ones fire every minute, 90% of the rest hourly, 10% daily")
+	tasks := fs.Int("tasks", 1_000_000, "tasks stored: the --minutely ones fire every minute, 90% of the rest hourly, 10% daily (--oneoff: the rest are due in 1 to 30 days)")
 	baseline := fs.Int("baseline", 1000, "tasks of the comparison run (0: none)")
-	minutely := fs.Int("minutely", 100, "tasks firing every minute, whose lag is measured")
+	minutely := fs.Int("minutely", 100, "tasks firing every minute (--oneoff: due once each, spread over the idle window), whose lag is measured")
+	oneoff := fs.Bool("oneoff", false, "store one-off tasks due in 1 to 30 days instead of cron tasks (the --minutely ones are due in the idle window)")
 	idle := fs.Duration("idle", 30*time.Second, "measured time at idle")
 	settle := fs.Duration("settle", 10*time.Second, "wait after the restart before measuring")
 	db := fs.String("db", "sqlite", "sqlite (a fresh file), or a postgres:// or mysql:// server, on which a fresh schema or database is made")
@@ -64,32 +66,42 @@ func benchScale(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case *settle < 0:
 		return usageErrorf("bench scale: --settle %s: must not be negative", *settle)
 	}
+	kind := "cron"
+	if *oneoff {
+		kind = "oneoff"
+	}
 	var reports []scaleReport
 	for _, n := range []int{*baseline, *tasks} {
 		if n <= 0 {
 			continue
 		}
-		r, err := runScale(ctx, *db, n, *minutely, *idle, *settle, stderr)
+		r, err := runScale(ctx, *db, kind, n, *minutely, *idle, *settle, stderr)
 		if err != nil {
 			return err
 		}
 		reports = append(reports, r)
 	}
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "tasks\tcreate s\tstart-up s\tpeak RSS MB\tidle CPU s/s\tfires\tlost\tdup\tlag p50 ms\tp99 ms\tmax ms\n")
+	fmt.Fprintf(tw, "kind\ttasks\tcreate s\tstart-up s\tpeak RSS MB\tidle CPU s/s\tfires\tlost\tdup\tlag p50 ms\tp99 ms\tmax ms\n")
 	for _, r := range reports {
-		fmt.Fprintf(tw, "%d\t%.1f\t%.2f\t%.1f\t%.4f\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\n", r.Tasks, r.CreateSeconds, r.StartupSeconds,
+		fmt.Fprintf(tw, "%s\t%d\t%.1f\t%.2f\t%.1f\t%.4f\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\n", r.Kind, r.Tasks, r.CreateSeconds, r.StartupSeconds,
 			float64(r.RSSBytes)/1e6, r.IdleCPU, r.Fires, r.Lost, r.Duplicates, r.LagMS.P50, r.LagMS.P99, r.LagMS.Max)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	return json.NewEncoder(stdout).Encode(map[string]any{"scenario": "scale", "backend": *db, "runs": reports})
+	return json.NewEncoder(stdout).Encode(map[string]any{"scenario": "scale", "backend": *db, "kind": kind, "runs": reports})
 }
 
-// runScale measures one number of stored tasks on a fresh database.
-func runScale(ctx context.Context, db string, n, minutely int, idle, settle time.Duration, progress io.Writer) (scaleReport, error) {
-	r := scaleReport{Tasks: n, Minutely: minutely, IdleSeconds: idle.Seconds()}
+// restartAllowance is how long the node of a one-off run may take to stop
+// and start again: the tasks due in the idle window are created before the
+// restart, due from this plus --settle after their creation.
+const restartAllowance = 5 * time.Second
+
+// runScale measures one number of stored tasks of a kind (cron, oneoff) on
+// a fresh database.
+func runScale(ctx context.Context, db, kind string, n, minutely int, idle, settle time.Duration, progress io.Writer) (scaleReport, error) {
+	r := scaleReport{Kind: kind, Tasks: n, Minutely: minutely, IdleSeconds: idle.Seconds()}
 	dsn, _, cleanup, err := freshDatabase(db)
 	if err != nil {
 		return r, err
@@ -106,7 +118,24 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 		return r, err
 	}
 	start := time.Now()
-	ids, err := createScaleTasks(ctx, node.url, targetURL, n, minutely, start, progress)
+	var (
+		ids  []string
+		from time.Time // the measured window's start; oneoff: fixed at creation
+		due  func(i int) time.Time
+	)
+	if kind == "oneoff" {
+		// The far tasks first, then the measured ones, due in a window
+		// that starts once the node has restarted and settled.
+		_, err = createScaleTasks(ctx, node.url, targetURL, minutely, n, 0, farOneOff(start, n), progress)
+		if err == nil {
+			from = time.Now().Add(restartAllowance + settle).Truncate(time.Second).Add(time.Second).UTC()
+			due = func(i int) time.Time { return spreadOver(from, idle, i, minutely) }
+			ids, err = createScaleTasks(ctx, node.url, targetURL, 0, minutely, minutely,
+				func(i int) (string, any) { return "run_at", due(i).Format(time.RFC3339) }, progress)
+		}
+	} else {
+		ids, err = createScaleTasks(ctx, node.url, targetURL, 0, n, minutely, scaleCron(start, minutely), progress)
+	}
 	if err != nil {
 		node.stop()
 		return r, err
@@ -125,11 +154,15 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 		return r, err
 	}
 	r.StartupSeconds = time.Since(t0).Seconds()
-	fmt.Fprintf(progress, "bench: %d tasks stored; node ready in %.2f s; settling\n", n, r.StartupSeconds)
+	fmt.Fprintf(progress, "bench: %d %s tasks stored; node ready in %.2f s; settling\n", n, kind, r.StartupSeconds)
 
 	// Let the planner catch up after the restart, then measure.
-	time.Sleep(settle)
-	from := time.Now().Truncate(time.Second).Add(time.Second)
+	if from.IsZero() {
+		time.Sleep(settle)
+		from = time.Now().Truncate(time.Second).Add(time.Second)
+	} else if time.Now().After(from) {
+		return r, fmt.Errorf("bench scale: the node took over %s to stop and start again, past the due tasks' window", restartAllowance)
+	}
 	time.Sleep(time.Until(from))
 	cpu0, _, err := bench.ReadProc(node.cmd.Process.Pid)
 	if err != nil {
@@ -152,9 +185,14 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 	r.RSSBytes = rss
 	time.Sleep(2 * time.Second) // the window's last fires
 
-	// The minutely tasks fire at second i%60 of every minute.
+	// The minutely cron tasks fire at second i%60 of every minute; the
+	// measured one-off tasks once each, when due.
 	var expected []bench.Fire
 	for i := range minutely {
+		if due != nil {
+			expected = append(expected, bench.Fire{Task: ids[i], Scheduled: due(i)})
+			continue
+		}
 		for m := from.Truncate(time.Minute).Add(-time.Minute); m.Before(to); m = m.Add(time.Minute) {
 			at := m.Add(time.Duration(i%60) * time.Second)
 			if !at.Before(from) && at.Before(to) {
@@ -167,27 +205,49 @@ func runScale(ctx context.Context, db string, n, minutely int, idle, settle time
 	return r, nil
 }
 
-// createScaleTasks creates n cron tasks through POST /tasks:batch: the
-// first minutely fire every minute (at second i%60); of the rest, 90% fire
-// hourly and 10% daily, all in a band of the hour (and of the day) far
-// from now, so that the measured window sees only the minutely ones fire.
-// It returns the IDs of the minutely tasks.
-func createScaleTasks(ctx context.Context, api, target string, n, minutely int, now time.Time, progress io.Writer) ([]string, error) {
+// spreadOver is the whole second at which the i-th of n fires spread
+// evenly over the window of length d from from is due.
+func spreadOver(from time.Time, d time.Duration, i, n int) time.Time {
+	return from.Add(d / time.Duration(n) * time.Duration(i)).Truncate(time.Second) // i*d would overflow for days
+}
+
+// scaleCron is the schedule of the cron tasks: the first minutely fire
+// every minute (at second i%60); of the rest, 90% fire hourly and 10%
+// daily, all in a band of the hour (and of the day) far from now, so that
+// the measured window sees only the minutely ones fire.
+func scaleCron(now time.Time, minutely int) func(i int) (string, any) {
 	quietMinute := (now.UTC().Minute() + 30) % 60 // hourly tasks fire in the 20 minutes from here
 	quietHour := (now.UTC().Hour() + 12) % 24
-	expr := func(i int) string {
+	return func(i int) (string, any) {
 		sec := i % 60
 		switch {
 		case i < minutely:
-			return fmt.Sprintf("%d * * * * *", sec)
+			return "cron_expr", fmt.Sprintf("%d * * * * *", sec)
 		case i%10 != 0:
-			return fmt.Sprintf("%d %d * * * *", sec, (quietMinute+i/60%20)%60)
+			return "cron_expr", fmt.Sprintf("%d %d * * * *", sec, (quietMinute+i/60%20)%60)
 		default:
-			return fmt.Sprintf("%d %d %d * * *", sec, i/60%60, quietHour)
+			return "cron_expr", fmt.Sprintf("%d %d %d * * *", sec, i/60%60, quietHour)
 		}
 	}
+}
+
+// farOneOff is the schedule of the one-off tasks that stay pending: of n,
+// task i is due at the i-th of n instants spread over 1 to 30 days from now.
+func farOneOff(now time.Time, n int) func(i int) (string, any) {
+	from := now.Add(24 * time.Hour).UTC()
+	return func(i int) (string, any) {
+		return "run_at", spreadOver(from, 29*24*time.Hour, i, n).Format(time.RFC3339)
+	}
+}
+
+// createScaleTasks creates tasks lo to hi (excluded) through POST
+// /tasks:batch: task i is named s-i, calls target, and has the schedule
+// field (cron_expr or run_at) schedule(i) returns. It returns the IDs of
+// the tasks from lo below keep, in order.
+func createScaleTasks(ctx context.Context, api, target string, lo, hi, keep int, schedule func(i int) (string, any), progress io.Writer) ([]string, error) {
+	n := hi - lo
 	batches := (n + createBatch - 1) / createBatch
-	minIDs := make([]string, minutely)
+	kept := make([]string, max(0, min(hi, keep)-lo))
 	var (
 		wg      sync.WaitGroup
 		next    = make(chan int)
@@ -200,22 +260,23 @@ func createScaleTasks(ctx context.Context, api, target string, n, minutely int, 
 	for range createParallel {
 		wg.Go(func() {
 			for b := range next {
-				lo, hi := b*createBatch, min(n, (b+1)*createBatch)
-				items := make([]map[string]any, 0, hi-lo)
-				for i := lo; i < hi; i++ {
-					items = append(items, map[string]any{"name": fmt.Sprintf("s-%d", i), "cron_expr": expr(i),
+				blo, bhi := lo+b*createBatch, min(hi, lo+(b+1)*createBatch)
+				items := make([]map[string]any, 0, bhi-blo)
+				for i := blo; i < bhi; i++ {
+					key, value := schedule(i)
+					items = append(items, map[string]any{"name": fmt.Sprintf("s-%d", i), key: value,
 						"target_url": target, "overlap_action": "PARALLEL"})
 				}
 				body, _ := json.Marshal(map[string]any{"tasks": items})
-				ids, _, err := postTaskBatchOnce(ctx, api, body, hi-lo)
+				ids, _, err := postTaskBatchOnce(ctx, api, body, bhi-blo)
 				if err != nil {
-					errOnce.Do(func() { first = fmt.Errorf("create tasks %d to %d: %w", lo, hi-1, err); cancel() })
+					errOnce.Do(func() { first = fmt.Errorf("create tasks %d to %d: %w", blo, bhi-1, err); cancel() })
 					continue
 				}
-				for i := lo; i < min(hi, minutely); i++ {
-					minIDs[i] = ids[i-lo]
+				for i := blo; i < min(bhi, lo+len(kept)); i++ {
+					kept[i-lo] = ids[i-blo]
 				}
-				if c := created.Add(int64(hi - lo)); c%100_000 < int64(hi-lo) {
+				if c := created.Add(int64(bhi - blo)); c%100_000 < int64(bhi-blo) {
 					fmt.Fprintf(progress, "bench: created %d/%d tasks\n", c, n)
 				}
 			}
@@ -234,7 +295,7 @@ feed:
 	if first != nil {
 		return nil, first
 	}
-	return minIDs, ctx.Err()
+	return kept, ctx.Err()
 }
 
 // waitReady polls /readyz until it answers 200.
