@@ -33,7 +33,7 @@ type Config struct {
 	Workers           int           // concurrent HTTP deliveries [16]
 	RequestTimeout    time.Duration // delivery timeout of tasks without timeout_seconds [15s]
 	HeartbeatInterval time.Duration // [1s]
-	DeadAfter         time.Duration // a node silent this long is dead [5s]
+	DeadAfter         time.Duration // a node silent this long is dead [3s]
 	Retention         time.Duration // finished runs older than this are purged [7 days]
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
 	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
@@ -76,7 +76,7 @@ func (c *Config) setDefaults() {
 	def(&c.MisfireThreshold, time.Minute)
 	def(&c.RequestTimeout, 15*time.Second)
 	def(&c.HeartbeatInterval, time.Second)
-	def(&c.DeadAfter, 5*time.Second)
+	def(&c.DeadAfter, 3*time.Second)
 	def(&c.Retention, 7*24*time.Hour)
 	def(&c.DrainTimeout, 30*time.Second)
 	def(&c.CallbackTimeout, 10*time.Minute)

@@ -46,7 +46,7 @@ func benchFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	every := fs.Duration("every", 10*time.Second, "a node is killed at a random moment of every such interval")
 	duration := fs.Duration("duration", 60*time.Second, "measured time")
 	db := fs.String("db", "", "a postgres:// or mysql:// server, on which a fresh schema or database is made (required)")
-	deadAfter := fs.Duration("dead-after", 5*time.Second, "scheduler.dead_after of the nodes")
+	deadAfter := fs.Duration("dead-after", 3*time.Second, "scheduler.dead_after of the nodes (their heartbeat: a third of it, at most 1s, the default)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -78,7 +78,7 @@ func benchFailover(ctx context.Context, args []string, stdout, stderr io.Writer)
 	defer stopTarget()
 
 	extra := []string{"--scheduler.dead_after", deadAfter.String(),
-		"--scheduler.heartbeat_interval", max(*deadAfter/5, 100*time.Millisecond).String()}
+		"--scheduler.heartbeat_interval", min(max(*deadAfter/3, 100*time.Millisecond), time.Second).String()}
 	var procs []*benchNode
 	defer func() {
 		for _, p := range procs {

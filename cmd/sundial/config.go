@@ -69,7 +69,7 @@ func defaultConfig() *config {
 	c.Scheduler.Lookahead = 10 * time.Second
 	c.Scheduler.MisfireThreshold = time.Minute
 	c.Scheduler.HeartbeatInterval = time.Second
-	c.Scheduler.DeadAfter = 5 * time.Second
+	c.Scheduler.DeadAfter = 3 * time.Second
 	c.Scheduler.DrainTimeout = 30 * time.Second
 	c.Scheduler.Retention = 7 * 24 * time.Hour
 	c.Scheduler.ClaimInterval = 50 * time.Millisecond
