@@ -56,6 +56,10 @@ type config struct {
 		RequestTimeout time.Duration            `yaml:"request_timeout"`
 		StartIntervals map[string]time.Duration `yaml:"start_intervals"`
 	} `yaml:"executor"`
+
+	Debug struct {
+		PprofListen string `yaml:"pprof_listen"`
+	} `yaml:"debug"`
 }
 
 type logConfig struct {
@@ -118,6 +122,7 @@ func (c *config) settings() []setting {
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
+		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"strings"
@@ -104,6 +105,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 
+	var pprofAddr net.Addr
+	if cfg.Debug.PprofListen != "" {
+		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+		pprofAddr = addr
+	}
+
 	schedDone := make(chan error, 1)
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()
@@ -113,6 +124,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
 	log.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
+	if pprofAddr != nil {
+		log.Info("serving profiles", "url", "http://"+pprofAddr.String()+"/debug/pprof/")
+	}
 
 	select {
 	case <-ctx.Done():
@@ -294,4 +308,23 @@ func callbackHost(addr string) string {
 		}
 	}
 	return net.JoinHostPort(host, port)
+}
+
+// servePprof serves Go's profiles on a listener of their own, so that they
+// are never reachable through the API's address.
+func servePprof(addr string, log *slog.Logger) (bound net.Addr, stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, nil, fmt.Errorf("debug.pprof_listen %s: %w", addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr(), func() { _ = srv.Close() }, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -336,5 +337,28 @@ func catchUpDone(mode string, runs []runJSON, down time.Time) (bool, string) {
 		return catchUp == 1 && misfire == 0, fmt.Sprintf("catch-up runs %d, misfires %d", catchUp, misfire)
 	default:
 		return catchUp >= 2 && misfire == 0, fmt.Sprintf("catch-up runs %d, misfires %d", catchUp, misfire)
+	}
+}
+
+// TestServePprof: debug.pprof_listen serves Go's profiles on a listener of
+// its own.
+func TestServePprof(t *testing.T) {
+	t.Parallel()
+	addr, stop, err := servePprof("127.0.0.1:0", slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	resp, err := http.Get("http://" + addr.String() + "/debug/pprof/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /debug/pprof/cmdline: %d, want 200", resp.StatusCode)
+	}
+	if _, _, err := servePprof("127.0.0.1:bad", slog.New(slog.DiscardHandler)); err == nil ||
+		!strings.Contains(err.Error(), "debug.pprof_listen") {
+		t.Errorf("a bad address: %v, want an error naming debug.pprof_listen", err)
 	}
 }
