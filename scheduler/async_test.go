@@ -581,6 +581,16 @@ func TestEditJustBeforeFire(t *testing.T) {
 			time.Sleep(time.Until(next.Add(-ahead)))
 			return next
 		}
+		// noneFrom fails the test for any delivery of task id scheduled at
+		// or after from.
+		noneFrom := func(id int64, from time.Time, after string) {
+			t.Helper()
+			for _, c := range tg.snapshot() {
+				if c.Vars.TaskID == id && !c.Vars.ScheduledTime.Before(from) {
+					t.Errorf("fire at %v sent after the task was %s 150 ms before %v", c.Vars.ScheduledTime, after, from)
+				}
+			}
+		}
 		// sentAt lists the URLs of the deliveries of task id scheduled at.
 		sentAt := func(id int64, at time.Time) []string {
 			var urls []string
@@ -622,11 +632,7 @@ func TestEditJustBeforeFire(t *testing.T) {
 		fire = before(150 * time.Millisecond)
 		change(a.ID, func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
 		time.Sleep(3 * time.Second)
-		for _, c := range tg.snapshot() {
-			if c.Vars.TaskID == a.ID && !c.Vars.ScheduledTime.Before(fire) {
-				t.Errorf("fire at %v sent after the task was disabled 150 ms before %v", c.Vars.ScheduledTime, fire)
-			}
-		}
+		noneFrom(a.ID, fire, "disabled")
 
 		// A delete 150 ms before a fire: nothing more goes out.
 		b := create("deleted", "http://127.0.0.1:9/b")
@@ -636,11 +642,7 @@ func TestEditJustBeforeFire(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(3 * time.Second)
-		for _, c := range tg.snapshot() {
-			if c.Vars.TaskID == b.ID && !c.Vars.ScheduledTime.Before(fire) {
-				t.Errorf("fire at %v sent after the task was deleted 150 ms before %v", c.Vars.ScheduledTime, fire)
-			}
-		}
+		noneFrom(b.ID, fire, "deleted")
 
 		// A cancel of the committed run 150 ms before its fire: recorded
 		// CANCELED, never sent.

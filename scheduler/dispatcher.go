@@ -155,17 +155,18 @@ func (d *dispatcher) due(now time.Time) int {
 	return n
 }
 
-// held reports whether it is still the item held for its run, and
-// forgets it if not keep. Called with d.mu held, for an item popped from
-// the heap that comes back from the database.
-func (d *dispatcher) held(it *item, keep bool) bool {
-	if d.byID[it.run.ID] != it {
-		return false // superseded by a later claim of the run
-	}
-	if !keep {
+// settle puts an item popped from the heap, back from the database, in
+// the heap again if keep, or else forgets its run. An item superseded
+// meanwhile by a later claim of its run is dropped either way. Called with
+// d.mu held.
+func (d *dispatcher) settle(it *item, keep bool) {
+	switch {
+	case d.byID[it.run.ID] != it:
+	case keep:
+		heap.Push(&d.h, it)
+	default:
 		delete(d.byID, it.run.ID)
 	}
-	return true
 }
 
 // forget drops a run (cancelled, or deleted with its task's change).
@@ -317,23 +318,20 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 		// Leave them to the reaper and the compensator; try again shortly.
 		d.mu.Lock()
 		for _, it := range items {
-			if d.held(it, true) {
-				it.due = time.Now().Add(100 * time.Millisecond)
-				heap.Push(&d.h, it)
-			}
+			it.due = time.Now().Add(100 * time.Millisecond)
+			d.settle(it, true)
 		}
 		d.mu.Unlock()
 		return
 	}
 	d.mu.Lock()
 	for i, it := range items {
-		if !d.held(it, ok[i]) || !ok[i] {
-			continue
+		if ok[i] {
+			it.committed = true
+			it.run.Status = sundial.RunRunning
+			it.due = it.run.DueAt.Add(-checkAhead)
 		}
-		it.committed = true
-		it.run.Status = sundial.RunRunning
-		it.due = it.run.DueAt.Add(-checkAhead)
-		heap.Push(&d.h, it)
+		d.settle(it, ok[i])
 	}
 	d.mu.Unlock()
 }
@@ -348,10 +346,10 @@ func (d *dispatcher) checker(ctx context.Context) {
 			send := d.check(ctx, batch)
 			d.mu.Lock()
 			for _, it := range batch {
-				if d.held(it, send[it]) && send[it] {
+				if send[it] {
 					it.checked, it.due = true, it.run.DueAt
-					heap.Push(&d.h, it)
 				}
+				d.settle(it, send[it])
 			}
 			d.mu.Unlock()
 			d.poke()
@@ -474,9 +472,7 @@ func (d *dispatcher) finish() {
 	// Batches handed to the checker and not taken are committed too.
 	for len(d.checkQ) > 0 {
 		for _, it := range <-d.checkQ {
-			if d.held(it, true) {
-				heap.Push(&d.h, it)
-			}
+			d.settle(it, true)
 		}
 	}
 	var send []*item

@@ -268,37 +268,26 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+	ids := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
 	out := make([]sundial.SendCheck, len(refs))
-	for lo := 0; lo < len(refs); lo += 500 {
-		part := refs[lo:min(lo+500, len(refs))]
-		ids := make([]int64, len(part))
-		for i, r := range part {
-			ids[i] = r.ID
-		}
-		rows, err := s.r.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
-			WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(ids))
-		if err == nil {
-			err = sqlrow.SendChecks(rows, part, out[lo:])
-		}
-		if err != nil {
-			return nil, fmt.Errorf("check runs to send: %w", err)
-		}
+	rows, err := s.r.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
+		WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(ids))
+	if err == nil {
+		err = sqlrow.SendChecks(rows, refs, out)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("check runs to send: %w", err)
 	}
 	return out, nil
 }
 
-// setHolder gives the runs to nodeID with a new fence.
-func (s *Store) setHolder(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64) error {
-	q, args := inList(ids)
-	_, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
-		WHERE id IN (`+q+`)`, append([]any{nodeID, sqlrow.Micros(s.clock())}, args...)...)
-	return err
-}
-
 // runsAndTasks loads runs by ID, in the given order, and their tasks.
 func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run, map[int64]*sundial.Task, error) {
-	q, args := inList(ids)
-	got, err := sqlrow.ScanRuns(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id IN (`+q+`)`, args...))
+	got, err := sqlrow.ScanRuns(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
+		WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(ids)))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -353,23 +342,6 @@ func tasksOf(ctx context.Context, q querier, runs []*sundial.Run) (map[int64]*su
 	return tasks, rows.Err()
 }
 
-func queryIDs(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]int64, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
-
 // jsonIDs is ids as a JSON array, for json_each: one short statement
 // whatever their number, where an IN list is parsed anew for each length.
 func jsonIDs(ids []int64) string {
@@ -382,15 +354,6 @@ func jsonIDs(ids []int64) string {
 		b = strconv.AppendInt(b, id, 10)
 	}
 	return string(append(b, ']'))
-}
-
-// inList returns "?, ?, ..." for ids and the ids as arguments.
-func inList(ids []int64) (string, []any) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	return placeholders(len(ids)), args
 }
 
 // placeholders returns n parameter markers: "?, ?, ...".
