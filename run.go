@@ -150,6 +150,11 @@ type Run struct {
 	CancelRequested bool            `json:"cancel_requested,omitempty"`
 	CreatedAt       time.Time       `json:"created_at"`
 	UpdatedAt       time.Time       `json:"updated_at"`
+	// StartAhead marks a run its planner found free of admission: its
+	// task's policies can neither hold it back nor skip it (see
+	// ClaimStart). A task's change deletes its planned runs, so the mark
+	// never outlives the definition it was made from.
+	StartAhead bool `json:"-"`
 }
 
 // ScheduledFireKey is the fire key of the scheduled fire of a task at t: its

@@ -160,7 +160,13 @@ type Store interface {
 	// their fence. Concurrent claims never take the
 	// same run and do not wait for each other. It returns the claimed runs,
 	// and their tasks by ID.
-	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*Run, map[int64]*Task, error)
+	//
+	// In the claim's own write of each run it also starts the claimed runs
+	// that start selects (see ClaimStart), as RunStart would: RUNNING, Attempt at
+	// least 1, StartedAt the later of DueAt and now, a new TraceID,
+	// Deliveries plus one. A fire that needs no admission is then written
+	// once between its plan and its outcome, not twice.
+	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start ClaimStart) ([]*Run, map[int64]*Task, error)
 	// RunClaim takes over the given SCHEDULED or QUEUED runs for nodeID,
 	// each only if its fence still matches: it sets their node and bumps
 	// their fence. It returns the runs it took, and their tasks by ID.
@@ -344,6 +350,17 @@ type RunStart struct {
 	Attempt   int
 	StartedAt time.Time
 	TraceID   string
+}
+
+// ClaimStart selects the runs a claim (Store.RunClaimDue) starts at once,
+// committing them RUNNING ahead of their instant in the claim's own write.
+// A run is started if it is due at or before By and either was delivered
+// before (a retry: admitted already) or is marked StartAhead and scheduled
+// at or after FreshAfter (an older first delivery may have been missed,
+// which the claimer judges). A zero By starts nothing.
+type ClaimStart struct {
+	By         time.Time
+	FreshAfter time.Time
 }
 
 // RunFinish is the outcome of one delivery (RunFinish).

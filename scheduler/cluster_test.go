@@ -61,11 +61,11 @@ func (p *partitioned) PlanDue(ctx context.Context, until time.Time, limit int, n
 	return p.Store.PlanDue(ctx, until, limit, node, now, plan)
 }
 
-func (p *partitioned) RunClaimDue(ctx context.Context, node string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (p *partitioned) RunClaimDue(ctx context.Context, node string, until time.Time, limit int, start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if err := p.err(); err != nil {
 		return nil, nil, err
 	}
-	return p.Store.RunClaimDue(ctx, node, until, limit)
+	return p.Store.RunClaimDue(ctx, node, until, limit, start)
 }
 
 func (p *partitioned) RunStart(ctx context.Context, s []sundial.RunStart) ([]bool, error) {

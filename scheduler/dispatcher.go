@@ -23,6 +23,12 @@ type item struct {
 	index              int
 }
 
+// job is the delivery of a committed run: its run's Deliveries counts it.
+func (it *item) job() job {
+	r := it.run
+	return job{run: r, task: it.task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID, delivery: max(r.Deliveries, 1)}
+}
+
 // runHeap orders items by due time, then run ID.
 type runHeap []*item
 
@@ -89,7 +95,9 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 	}
 	d.mu.Lock()
 	for _, r := range runs {
-		if r.Status != sundial.RunScheduled {
+		// A claim commits the fast runs due soon (sundial.ClaimStart).
+		started := r.Status == sundial.RunRunning
+		if r.Status != sundial.RunScheduled && !started {
 			continue
 		}
 		t := tasks[r.TaskID]
@@ -107,9 +115,12 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 				heap.Remove(&d.h, old.index)
 			}
 		}
-		fast := redelivered || r.Deliveries > 0 || (r.Trigger != sundial.TriggerManual && unconstrained(t))
-		it := &item{run: r, task: t, due: r.DueAt, fast: fast}
-		if it.fast {
+		fast := started || redelivered || r.Deliveries > 0 || (r.Trigger != sundial.TriggerManual && unconstrained(t))
+		it := &item{run: r, task: t, due: r.DueAt, fast: fast, committed: started}
+		switch {
+		case started:
+			it.due = r.DueAt.Add(-checkAhead)
+		case fast:
 			it.due = r.DueAt.Add(-d.s.cfg.StartAhead)
 		}
 		heap.Push(&d.h, it)
@@ -260,7 +271,7 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 	d.mu.Unlock()
 
 	for _, it := range send {
-		d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
+		d.s.pool.submit(it.job())
 	}
 	if len(commit) > 0 {
 		// The commit waits for the database (whose single writer may be
@@ -328,7 +339,8 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 	for i, it := range items {
 		if ok[i] {
 			it.committed = true
-			it.run.Status = sundial.RunRunning
+			// As RunStart wrote it.
+			it.run.Status, it.run.Attempt, it.run.Deliveries = sundial.RunRunning, starts[i].Attempt, it.run.Deliveries+1
 			it.due = it.run.DueAt.Add(-checkAhead)
 		}
 		d.settle(it, ok[i])
@@ -399,8 +411,7 @@ func (d *dispatcher) cancelUnsent(it *item) {
 	fin := sundial.RunFinish{ID: it.run.ID, Fence: it.run.Fence, Status: sundial.RunCanceled,
 		StartedAt: now, FinishedAt: now, Error: "canceled by request before it was sent"}
 	fin.CompleteTask = oneOffEnd(it.task, it.run, sundial.RunCanceled)
-	d.s.writer.finish(result{job: job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt,
-		trace: it.run.TraceID}, fin: fin})
+	d.s.writer.finish(result{job: it.job(), fin: fin})
 }
 
 // admitLane admits runs one at a time, so that the runs of one task are
@@ -501,7 +512,7 @@ func (d *dispatcher) finish() {
 		for _, it := range group {
 			if ok[it] {
 				time.Sleep(time.Until(it.run.DueAt))
-				d.s.pool.submit(job{run: it.run, task: it.task, fence: it.run.Fence, attempt: it.run.Attempt, trace: it.run.TraceID})
+				d.s.pool.submit(it.job())
 			}
 		}
 	}
@@ -544,7 +555,12 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 	cfg := d.s.cfg
 	for ctx.Err() == nil {
 		now := time.Now()
-		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, now.Add(cfg.StartAhead+cfg.ClaimInterval), cfg.ClaimBatch)
+		// The claim itself commits the fast runs it takes (first
+		// deliveries only if not missed: see take), StartAhead plus up to
+		// one interval before their instant.
+		until := now.Add(cfg.StartAhead + cfg.ClaimInterval)
+		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, until, cfg.ClaimBatch,
+			sundial.ClaimStart{By: until, FreshAfter: now.Add(-cfg.MisfireThreshold)})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.s.log.Error("claim due runs", "err", err)

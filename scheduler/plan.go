@@ -98,6 +98,9 @@ func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Tim
 		Attempt:       1,
 		CreatedAt:     now,
 		UpdatedAt:     now,
+		// Claimed shortly before its instant, such a run is started in
+		// the same write (sundial.ClaimStart).
+		StartAhead: trigger != sundial.TriggerManual && unconstrained(t),
 	}
 }
 

@@ -3,7 +3,9 @@ package mysql
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
@@ -40,9 +42,13 @@ const claimCandidatesSQL = `SELECT id, due_at, priority FROM runs FORCE INDEX (r
 const claimAfterSQL = ` AND (due_at > ? OR (due_at = ? AND (priority < ? OR (priority = ? AND id > ?))))`
 
 // claimLockSQL locks the candidates still unowned and due by primary key,
-// skipping those another claimer holds, and reads the server's clock for
-// their updated_at.
-const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + ` FROM runs FORCE INDEX (PRIMARY)
+// skipping those another claimer holds, reads the server's clock for their
+// updated_at, and tells which of them the claim starts (sundial.ClaimStart:
+// the first two arguments are its By and FreshAfter), judged on the locked
+// row as it is. (A zero By, far before any due_at, starts nothing.)
+const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + `,
+		due_at <= ? AND (deliveries > 0 OR (start_ahead <> 0 AND scheduled_at >= ?))
+	FROM runs FORCE INDEX (PRIMARY)
 	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
 	FOR UPDATE SKIP LOCKED`
 
@@ -51,6 +57,22 @@ const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + ` FROM runs FO
 // status condition (%s) repeats what was checked under the lock.
 const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = fence + 1, updated_at = ?
 	WHERE id IN (%s) AND %s`
+
+var claimStartCols = []string{"id", "trace_id"}
+
+// claimStartSQL gives n locked runs to a node and starts them, as RunStart
+// would, in one write of each (arguments: the (id, trace_id) rows, then
+// node, updated_at, and the same clock again for started_at, the later of
+// due_at and now). The assignments read no column another one sets, so
+// their order (which a multi-table UPDATE does not define) does not
+// matter.
+func claimStartSQL(n int) string {
+	return `UPDATE ` + joinValues("runs", "r", claimStartCols, n) + `
+	SET r.node_id = ?, r.fence = r.fence + 1, r.updated_at = ?, r.status = 'RUNNING',
+		r.attempt = GREATEST(r.attempt, 1), r.started_at = GREATEST(r.due_at, ?), r.trace_id = v.trace_id,
+		r.deliveries = r.deliveries + 1
+	WHERE r.status = 'SCHEDULED' AND r.node_id = ''`
+}
 
 type claimCand struct {
 	id, at, prio int64
@@ -87,14 +109,17 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 
 // RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
 // holds and that are due at until, most urgent first (due time, then the
-// priority the run has from its task, descending, then ID). The first
+// priority the run has from its task, descending, then ID), and starts
+// those start selects (sundial.ClaimStart) as RunStart would. The first
 // candidates are read before the transaction, so an idle call is one
-// statement; the claim then locks them by primary key with SKIP LOCKED and
-// gives them to nodeID in one UPDATE. Runs another claimer holds are
-// skipped, never waited for, and further candidates read (up to
-// claimRounds reads) until limit runs are held. The claim takes no task
-// lock; it reads the tasks of the runs it claimed.
-func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) (
+// statement; the claim then locks them by primary key with SKIP LOCKED,
+// which read also selects the runs to start, and writes each run once:
+// one UPDATE gives the others to nodeID, one more (when any) gives and
+// starts the selected ones. Runs another claimer holds are skipped, never
+// waited for, and further candidates read (up to claimRounds reads) until
+// limit runs are held. The claim takes no task lock; it reads the tasks of
+// the runs it claimed.
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStart) (
 	[]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
 		return nil, nil, nil
@@ -119,7 +144,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 			for i, c := range cands {
 				ids[i] = c.id
 			}
-			got, err := lockAndClaim(ctx, tx, nodeID, ids, u)
+			got, err := lockAndClaim(ctx, tx, nodeID, ids, u, start)
 			if err != nil {
 				return err
 			}
@@ -151,25 +176,84 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 }
 
 // lockAndClaim locks those of the runs ids still unowned and due at until,
-// skipping the ones other transactions hold, and gives them to nodeID.
-func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, until int64) ([]*sundial.Run, error) {
+// skipping the ones other transactions hold, gives them to nodeID, and
+// starts those start selects.
+func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, until int64,
+	start sundial.ClaimStart) ([]*sundial.Run, error) {
 	var out []*sundial.Run
 	for part := range slices.Chunk(ids, batchIDs) {
-		var now int64
-		got, err := scanRunsNow(tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
-			append(int64Args(part), until)...))(&now)
+		var (
+			now              int64
+			sel              bool
+			claimed, started []*sundial.Run
+		)
+		rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
+			append(append([]any{sqlrow.Micros(start.By), sqlrow.Micros(start.FreshAfter)}, int64Args(part)...), until)...)
 		if err != nil {
 			return nil, err
 		}
-		if len(got) == 0 {
-			continue
+		for rows.Next() {
+			r, err := sqlrow.ScanRun(withExtra{rows, []any{&now, &sel}})
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if sel {
+				started = append(started, r)
+			} else {
+				claimed = append(claimed, r)
+			}
 		}
-		if err := claimLocked(ctx, tx, nodeID, got, now, `status = 'SCHEDULED' AND node_id = ''`); err != nil {
+		rows.Close()
+		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		out = append(out, got...)
+		if len(claimed) > 0 {
+			if err := claimLocked(ctx, tx, nodeID, claimed, now, `status = 'SCHEDULED' AND node_id = ''`); err != nil {
+				return nil, err
+			}
+		}
+		for sub := range slices.Chunk(started, batchRows) {
+			if err := claimStart(ctx, tx, nodeID, sub, now); err != nil {
+				return nil, err
+			}
+		}
+		out = append(append(out, claimed...), started...)
 	}
 	return out, nil
+}
+
+// claimStart gives the runs this transaction has locked to nodeID and
+// starts them, each with a new trace ID, in the database and in runs.
+func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, now int64) error {
+	args := make([]any, 0, 2*len(runs)+3)
+	traces := make([]string, len(runs))
+	for i, r := range runs {
+		traces[i] = newTraceID()
+		args = append(args, r.ID, traces[i])
+	}
+	if err := applyBatch(ctx, tx, claimStartSQL(len(runs)), len(runs), append(args, nodeID, now, now)); err != nil {
+		return err
+	}
+	for i, r := range runs {
+		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, sqlrow.FromMicros(now)
+		r.Status, r.Attempt, r.Deliveries, r.TraceID = sundial.RunRunning, max(r.Attempt, 1), r.Deliveries+1, traces[i]
+		at := sqlrow.FromMicros(max(sqlrow.Micros(r.DueAt), now))
+		r.StartedAt = &at
+	}
+	return nil
+}
+
+// newTraceID returns a fresh W3C trace id, as the scheduler makes for
+// RunStart: 32 lowercase hex digits from crypto/rand, never all zeros.
+func newTraceID() string {
+	var b [16]byte
+	for {
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
+		if b != [16]byte{} {
+			return hex.EncodeToString(b[:])
+		}
+	}
 }
 
 // claimLocked gives the runs this transaction has locked to nodeID with

@@ -81,9 +81,12 @@
 //     in its order; the first read happens before the transaction, so an
 //     idle call is one statement that reads no row),
 //     locks them by primary key with FOR UPDATE SKIP LOCKED, re-checking
-//     that each is still SCHEDULED, unowned and due, gives those it holds to
-//     the node (node_id, fence + 1) in one UPDATE by primary key, and reads
-//     their tasks. Runs another claimer holds are skipped and the next
+//     that each is still SCHEDULED, unowned and due and telling which the
+//     claim starts (sundial.ClaimStart, judged on the locked row), gives
+//     the others to the node (node_id, fence + 1) in one UPDATE by primary
+//     key and the selected ones, started as RunStart would, in one more
+//     (joined to their new trace IDs), so that each run is written once,
+//     and reads their tasks. Runs another claimer holds are skipped and the next
 //     candidates read, at most claimRounds times. It takes no task lock and
 //     never waits: concurrent claimers neither wait for each other nor take
 //     one run twice.

@@ -97,6 +97,16 @@ func TestStore(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t) })
 }
 
+// TestRunInsertWidth keeps runInsertSQL's tuples as wide as the columns
+// and arguments of a run.
+func TestRunInsertWidth(t *testing.T) {
+	cols := strings.Count(sqlrow.RunWriteCols, ",") + 1
+	if n := len(runInsertArgs(nil, &sundial.Run{})); n != runInsertWidth || cols != runInsertWidth ||
+		len(sqlrow.RunWriteArgs(&sundial.Run{})) != runInsertWidth {
+		t.Fatalf("runInsertWidth = %d; runInsertArgs gives %d values, RunWriteCols has %d columns", runInsertWidth, n, cols)
+	}
+}
+
 func TestOpenBadDSN(t *testing.T) {
 	t.Parallel()
 	for _, dsn := range []string{"not a dsn", "root@tcp(127.0.0.1:3306)/"} {
@@ -144,13 +154,13 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	if fmt.Sprint(applied) != "[1 2 3 4 5]" {
-		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3 4 5]", nodes, applied)
+	if fmt.Sprint(applied) != "[1 2 3 4 5 6]" {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3 4 5 6]", nodes, applied)
 	}
 	s := openDSN(t, dsn) // migrates again: nothing to do
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 5 {
-		t.Fatalf("schema_migrations rows = %d, %v; want 5", n, err)
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 6 {
+		t.Fatalf("schema_migrations rows = %d, %v; want 6", n, err)
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts', 'settings')`).Scan(&n); err != nil || n != 5 {
@@ -456,8 +466,9 @@ func TestQueryPlans(t *testing.T) {
 		{"RunClaimDue candidates (next round)", fmt.Sprintf(claimCandidatesSQL, claimAfterSQL),
 			[]any{sqlrow.Micros(time.Unix(plannedAt, 0)), sqlrow.Micros(time.Unix(burstAt, 0)),
 				sqlrow.Micros(time.Unix(burstAt, 0)), 3, 3, 4, 250}},
-		{"RunClaimDue lock", fmt.Sprintf(claimLockSQL, "1, 2, 3"), []any{1}},
+		{"RunClaimDue lock", fmt.Sprintf(claimLockSQL, "1, 2, 3"), []any{1, 2, 3}},
 		{"RunClaimDue set", fmt.Sprintf(claimSetSQL, "1, 2, 3", `status = 'SCHEDULED' AND node_id = ''`), []any{"n", 1}},
+		{"RunClaimDue start", claimStartSQL(2), []any{1, "a", 2, "b", "n", 3, 3}},
 		{"RunRedeliver candidates", fmt.Sprintf(redeliverCandidatesSQL, redeliverAfterSQL), []any{1, 1, 2, 10}},
 		{"RunFindStuck", findStuckSQL, []any{int64(1) << 60, "node-1", 10}},
 		{"RunCancelRequested", cancelRequestedSQL, []any{"node-1"}},
@@ -781,7 +792,7 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			for {
-				runs, tasks, err := s.RunClaimDue(ctx, node, until, 100)
+				runs, tasks, err := s.RunClaimDue(ctx, node, until, 100, sundial.ClaimStart{})
 				if err != nil {
 					errs[i] = err
 					return
@@ -880,7 +891,7 @@ func TestRunClaimDueSkipsLocked(t *testing.T) {
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	begun := time.Now()
-	runs, _, err := s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 10)
+	runs, _, err := s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 10, sundial.ClaimStart{})
 	if err != nil {
 		t.Fatalf("RunClaimDue: %v", err)
 	}
@@ -891,7 +902,7 @@ func TestRunClaimDueSkipsLocked(t *testing.T) {
 	if took > 5*time.Second {
 		t.Fatalf("the claim took %v: it waited for the locks", took)
 	}
-	runs, _, err = s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 100)
+	runs, _, err = s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 100, sundial.ClaimStart{})
 	if err != nil || len(runs) != n-15 {
 		t.Fatalf("second claim = %d runs, %v; want %d", len(runs), err, n-15)
 	}
@@ -1010,7 +1021,7 @@ func BenchmarkRunClaimDue(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		runs, _, err := s.RunClaimDue(ctx, "node", until, n)
+		runs, _, err := s.RunClaimDue(ctx, "node", until, n, sundial.ClaimStart{})
 		if err != nil || len(runs) != n {
 			b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 		}
@@ -1026,7 +1037,7 @@ func BenchmarkRunClaimDueIdle(b *testing.B) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	seedHistory(b, s, 20_000, t0)
 	for b.Loop() {
-		runs, _, err := s.RunClaimDue(ctx, "node", t0.Add(time.Hour), 1000)
+		runs, _, err := s.RunClaimDue(ctx, "node", t0.Add(time.Hour), 1000, sundial.ClaimStart{})
 		if err != nil || len(runs) != 0 {
 			b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 		}

@@ -44,11 +44,25 @@ func qualified(alias, cols string) string {
 // claimer holds (or took and committed since this statement's snapshot:
 // the lock rechecks the row) is passed over, so concurrent claimers take
 // disjoint runs and never wait. The UPDATE finds the locked runs by
-// primary key. Each claimed task comes once, with the first of its runs;
-// its other runs have NULL in the task's columns. $1 node, $2 until, $3
-// limit, $4 now.
+// primary key, and gives each its node, a new fence and updated_at; it
+// also starts, as RunStart would, those that sundial.ClaimStart selects
+// (s: due by $5, and delivered before or marked start_ahead and scheduled
+// at or after $6), which its row sub-SELECT decides once per run, from the
+// row it updates: RUNNING, attempt at least 1, started at the later of its
+// due time and now, a new trace ID (32 lowercase hex digits: a random
+// UUID's), one more delivery. Each claimed task comes once, with the first
+// of its runs; its other runs have NULL in the task's columns. $1 node, $2
+// until, $3 limit, $4 now, $5 ClaimStart.By, $6 ClaimStart.FreshAfter.
 var claimDueSQL = `WITH claimed AS (
-		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4
+		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4,
+			(status, attempt, started_at, trace_id, deliveries) = (SELECT
+				CASE WHEN st.s THEN 'RUNNING' ELSE runs.status END,
+				CASE WHEN st.s THEN GREATEST(runs.attempt, 1) ELSE runs.attempt END,
+				CASE WHEN st.s THEN GREATEST(runs.due_at, $4) ELSE runs.started_at END,
+				CASE WHEN st.s THEN replace(gen_random_uuid()::text, '-', '') ELSE runs.trace_id END,
+				CASE WHEN st.s THEN runs.deliveries + 1 ELSE runs.deliveries END
+				FROM (SELECT runs.due_at <= $5 AND (runs.deliveries > 0
+					OR (runs.start_ahead AND runs.scheduled_at >= $6)) AS s) AS st)
 		WHERE id = ANY (ARRAY(
 			SELECT id FROM runs
 			WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= $2
@@ -65,8 +79,11 @@ var claimDueSQL = `WITH claimed AS (
 // due (due_at: the first delivery's time, or a retry's) at or before until,
 // most urgent first (due time, then priority descending, then ID), in one
 // statement (after indexOrderPlans) and one round trip. It sets their node,
-// bumps their fence and sets updated_at (the process's clock).
-func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+// bumps their fence and sets updated_at (the process's clock), and starts
+// those start selects (sundial.ClaimStart) in the same statement, as
+// RunStart would, at that clock; a zero start starts nothing.
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
+	start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -76,7 +93,8 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	)
 	b := &pgx.Batch{}
 	b.Queue(indexOrderPlans)
-	b.Queue(claimDueSQL, nodeID, sqlrow.Micros(until), limit, sqlrow.Micros(s.clock())).Query(func(rows pgx.Rows) error {
+	b.Queue(claimDueSQL, nodeID, sqlrow.Micros(until), limit, sqlrow.Micros(s.clock()),
+		sqlrow.Micros(start.By), sqlrow.Micros(start.FreshAfter)).Query(func(rows pgx.Rows) error {
 		var err error
 		runs, tasks, err = scanRunsTasks(rows)
 		return err

@@ -101,13 +101,16 @@
 //     partial index runs_unclaimed, most urgent first (due time, then
 //     priority, then ID: the index's order, so a claim reads its limit of
 //     index entries and sorts nothing), with SELECT ... FOR UPDATE SKIP
-//     LOCKED, and updates them by primary key. Claimers on
+//     LOCKED, and updates them by primary key, starting in the same UPDATE
+//     those that sundial.ClaimStart selects. Claimers on
 //     different nodes take disjoint runs and never wait for each other (nor
 //     for anything else): a run another transaction holds is passed over,
 //     and one claimed and committed since the statement began is rechecked
 //     by the lock and passed over too. It takes no task lock; a TaskUpdate
 //     or TaskDelete that wants the claimed runs waits for the claim, then
-//     deletes them (the claimer's RunStart then finds nothing).
+//     deletes those still SCHEDULED (the claimer's RunStart then finds
+//     nothing); one the claim started is left to its delivery, as after
+//     the claimer's RunStart.
 //   - RunClaim locks the runs' tasks FOR SHARE (claims of one task need not
 //     wait for each other; admissions, updates and deletes of the task do),
 //     then updates the runs as RunStart does, guarded by fence and status.

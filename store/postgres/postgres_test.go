@@ -613,7 +613,7 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 			wg.Go(func() {
 				<-start
 				for {
-					runs, ts, err := s.RunClaimDue(ctx, node, until, 100)
+					runs, ts, err := s.RunClaimDue(ctx, node, until, 100, sundial.ClaimStart{})
 					if err != nil {
 						t.Errorf("%s: RunClaimDue: %v", node, err)
 						return
@@ -686,7 +686,7 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 		}
 		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
-		runs, _, err := b.RunClaimDue(wctx, "node-b", until, 1000)
+		runs, _, err := b.RunClaimDue(wctx, "node-b", until, 1000, sundial.ClaimStart{})
 		if err != nil {
 			t.Fatalf("RunClaimDue while runs are locked: %v", err)
 		}
@@ -701,7 +701,7 @@ func TestRunClaimDueConcurrent(t *testing.T) {
 		if err := tx.Rollback(ctx); err != nil {
 			t.Fatal(err)
 		}
-		runs, _, err = b.RunClaimDue(ctx, "node-b", until, 1000)
+		runs, _, err = b.RunClaimDue(ctx, "node-b", until, 1000, sundial.ClaimStart{})
 		if err != nil || len(runs) != len(held) {
 			t.Fatalf("RunClaimDue after the lock's release: %d runs, %v; want %d", len(runs), err, len(held))
 		}
@@ -1077,9 +1077,9 @@ func TestQueryPlans(t *testing.T) {
 		// runs due at one instant) and a claim of 1,000 runs read the runs
 		// no node holds only, in the index's order (due_at, priority DESC,
 		// id): nothing sorted.
-		{"RunClaimDue idle", claimDueSQL, []any{"node-0", 150_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
-		{"RunClaimDue burst", claimDueSQL, []any{"node-0", 199_000, 250, 1}, "runs_unclaimed", "runs_status_node"},
-		{"RunClaimDue", claimDueSQL, []any{"node-0", 300_000, 1000, 1}, "runs_unclaimed", "runs_status_node"},
+		{"RunClaimDue idle", claimDueSQL, []any{"node-0", 150_000, 1000, 1, 0, 0}, "runs_unclaimed", "runs_status_node"},
+		{"RunClaimDue burst", claimDueSQL, []any{"node-0", 199_000, 250, 1, 0, 0}, "runs_unclaimed", "runs_status_node"},
+		{"RunClaimDue", claimDueSQL, []any{"node-0", 300_000, 1000, 1, 0, 0}, "runs_unclaimed", "runs_status_node"},
 		{"claim lock", runTasksLockSQL, []any{ids}, "tasks_pkey", ""},
 		{"RunClaim", runClaimSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
 		{"unplan lock", runUnplanLockSQL, []any{ids}, "tasks_pkey", ""},
@@ -1125,11 +1125,11 @@ func TestQueryPlans(t *testing.T) {
 	if _, err := tx.Exec(ctx, indexOrderPlans); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, `PREPARE claim_due (text, bigint, bigint, bigint) AS `+claimDueSQL); err != nil {
+	if _, err := tx.Exec(ctx, `PREPARE claim_due (text, bigint, bigint, bigint, bigint, bigint) AS `+claimDueSQL); err != nil {
 		t.Fatal(err)
 	}
 	for _, until := range []int{150_000, 300_000} {
-		rows, err := tx.Query(ctx, fmt.Sprintf(`EXPLAIN EXECUTE claim_due ('node-0', %d, 1000, 1)`, until))
+		rows, err := tx.Query(ctx, fmt.Sprintf(`EXPLAIN EXECUTE claim_due ('node-0', %d, 1000, 1, 0, 0)`, until))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -1156,7 +1156,7 @@ func TestQueryPlans(t *testing.T) {
 		args             []any
 		limit            int
 	}{
-		{"RunClaimDue burst", claimDueSQL, "runs_unclaimed", []any{"node-0", 199_000, 250, 1}, 250},
+		{"RunClaimDue burst", claimDueSQL, "runs_unclaimed", []any{"node-0", 199_000, 250, 1, 0, 0}, 250},
 		{"PlanDue burst", planDueSQL, "tasks_due", []any{50_000_000, 500}, 500},
 	} {
 		lines := explain(t, s, planSettings(tc.sql), "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) "+tc.sql, tc.args...)
@@ -1222,7 +1222,7 @@ func TestPlansStaleStatistics(t *testing.T) {
 		limit            int
 	}{
 		{"PlanDue", planDueSQL, "tasks_due", []any{100_000, 500}, 500},
-		{"RunClaimDue", claimDueSQL, "runs_unclaimed", []any{"node-0", 100_000, 250, 1}, 250},
+		{"RunClaimDue", claimDueSQL, "runs_unclaimed", []any{"node-0", 100_000, 250, 1, 0, 0}, 250},
 	} {
 		t.Logf("%s's plan without indexOrderPlans:\n%s", tc.name,
 			strings.Join(explain(t, s, nil, "EXPLAIN "+tc.sql, tc.args...), "\n"))
@@ -1247,7 +1247,7 @@ func TestPlansStaleStatistics(t *testing.T) {
 		!strings.Contains(start, "(actual rows=250 loops=1)") || strings.Contains(start, "loops=250") {
 		t.Errorf("RunStart with stale statistics: want the runs by runs_pkey only:\n%s", start)
 	}
-	runs, _, err := s.RunClaimDue(ctx, "node-0", time.UnixMicro(100_000), 250)
+	runs, _, err := s.RunClaimDue(ctx, "node-0", time.UnixMicro(100_000), 250, sundial.ClaimStart{})
 	if err != nil || len(runs) != 250 {
 		t.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 	}
@@ -1447,7 +1447,7 @@ func BenchmarkRunClaimDue(b *testing.B) {
 			planUnowned(b, s, tasks, 100, batch, t0)
 			batch++
 			b.StartTimer()
-			runs, ts, err := s.RunClaimDue(ctx, "node", until, 1000)
+			runs, ts, err := s.RunClaimDue(ctx, "node", until, 1000, sundial.ClaimStart{})
 			if err != nil || len(runs) != 1000 || len(ts) != len(tasks) {
 				b.Fatalf("RunClaimDue: %d runs, %d tasks, %v", len(runs), len(ts), err)
 			}
@@ -1456,7 +1456,7 @@ func BenchmarkRunClaimDue(b *testing.B) {
 	})
 	b.Run("idle", func(b *testing.B) {
 		for b.Loop() {
-			runs, _, err := s.RunClaimDue(ctx, "node", until, 1000)
+			runs, _, err := s.RunClaimDue(ctx, "node", until, 1000, sundial.ClaimStart{})
 			if err != nil || len(runs) != 0 {
 				b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 			}

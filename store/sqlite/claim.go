@@ -27,16 +27,26 @@ const (
 	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
 	// claimDueSQL gives node ?1 the runs due by ?3, up to ?4 of them, at
-	// ?2, and returns them (in no order).
-	claimDueSQL = `UPDATE runs SET node_id = ?1, fence = fence + 1, updated_at = ?2
-		WHERE id IN (SELECT id FROM runs INDEXED BY runs_unclaimed
+	// ?2 (its clock), starts those that ClaimStart (?5 By, ?6 FreshAfter)
+	// selects, and returns them (in no order). c.starts is that selection.
+	claimDueSQL = `UPDATE runs SET node_id = ?1, fence = fence + 1, updated_at = ?2,
+			status = CASE WHEN c.starts THEN 'RUNNING' ELSE status END,
+			attempt = CASE WHEN c.starts THEN max(attempt, 1) ELSE attempt END,
+			started_at = CASE WHEN c.starts THEN max(due_at, ?2) ELSE started_at END,
+			trace_id = CASE WHEN c.starts THEN lower(hex(randomblob(16))) ELSE trace_id END,
+			deliveries = deliveries + c.starts
+		FROM (SELECT id AS cid, due_at <= ?5 AND (deliveries > 0 OR (start_ahead AND scheduled_at >= ?6)) AS starts
+			FROM runs INDEXED BY runs_unclaimed
 			WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?3
-			ORDER BY due_at, priority DESC, id LIMIT ?4)
+			ORDER BY due_at, priority DESC, id LIMIT ?4) AS c
+		WHERE runs.id = c.cid
 		RETURNING ` + sqlrow.RunCols
 )
 
-// RunClaimDue claims unowned SCHEDULED runs due by until for nodeID.
-func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+// RunClaimDue claims unowned SCHEDULED runs due by until for nodeID, and
+// starts those start selects.
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
+	start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -56,7 +66,8 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 	)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		runs, err = sqlrow.ScanRuns(tx.StmtContext(ctx, s.st.claimDue).QueryContext(ctx,
-			nodeID, sqlrow.Micros(s.clock()), sqlrow.Micros(until), limit))
+			nodeID, sqlrow.Micros(s.clock()), sqlrow.Micros(until), limit,
+			sqlrow.Micros(start.By), sqlrow.Micros(start.FreshAfter)))
 		if err != nil || len(runs) == 0 {
 			return err
 		}

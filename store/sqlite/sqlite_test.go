@@ -126,7 +126,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunStart", runStartSQL, []any{1, 2, 3, 4, 5}},
 		{"RunFinish", runFinishSQL, []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
 		{"RunClaimDue probe", claimProbeSQL, []any{1}},
-		{"RunClaimDue", claimDueSQL, []any{"n", 1, 2, 3}},
+		{"RunClaimDue", claimDueSQL, []any{"n", 1, 2, 3, 4, 5}},
 		{"tasks of runs", tasksOfSQL, []any{"[1,2]"}},
 		{"attempts of runs", attemptFromRunSQL, []any{"[1,2]"}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},

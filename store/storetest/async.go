@@ -61,7 +61,7 @@ func (f *fixture) attempts(runID int64) []*sundial.Attempt {
 // claimDue claims for node the runs due by until and returns their IDs.
 func (f *fixture) claimDue(node string, until time.Time) []*sundial.Run {
 	f.t.Helper()
-	runs, _, err := f.s.RunClaimDue(f.ctx, node, until, 100)
+	runs, _, err := f.s.RunClaimDue(f.ctx, node, until, 100, sundial.ClaimStart{})
 	if err != nil {
 		f.t.Fatalf("RunClaimDue: %v", err)
 	}

@@ -42,6 +42,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunRelease", testRunRelease},
 		{"RunPurge", testRunPurge},
 		{"RunClaimDue", testRunClaimDue},
+		{"ClaimStart", testClaimStart},
 		{"RunClaim", testRunClaim},
 		{"RunUnplan", testRunUnplan},
 		{"RunRedeliver", testRunRedeliver},

@@ -130,7 +130,7 @@ func testTaskChangeTakesBack(t *testing.T, open Opener) {
 			}
 			if change == "update" {
 				// The retry is claimable again.
-				runs, _, err := f.s.RunClaimDue(f.ctx, "node-c", at(100), 10)
+				runs, _, err := f.s.RunClaimDue(f.ctx, "node-c", at(100), 10, sundial.ClaimStart{})
 				if err != nil {
 					t.Fatalf("RunClaimDue: %v", err)
 				}

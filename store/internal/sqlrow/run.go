@@ -12,13 +12,13 @@ import (
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority`
+	progress_json, checkpoint_json, priority, start_ahead`
 
 // RunWriteCols are the columns a new run is inserted with: RunCols but id.
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority`
+	progress_json, checkpoint_json, priority, start_ahead`
 
 // RunWriteArgs are the values of RunWriteCols for r, as database/sql
 // drivers take them.
@@ -27,7 +27,8 @@ func RunWriteArgs(r *sundial.Run) []any {
 		string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, Micros(r.CreatedAt), Micros(r.UpdatedAt),
-		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint), r.Priority}
+		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint), r.Priority,
+		r.StartAhead}
 }
 
 // ScanRun reads a row of RunCols from a database/sql driver, which gives
@@ -39,12 +40,13 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		scheduled, created, upd int64
 		started, finished       sql.NullInt64
 		cancelRequested, due    int64
+		startAhead              int64
 		result, progress, chk   sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority)
+		&due, &result, &progress, &chk, &r.Priority, &startAhead)
 	if err != nil {
 		return nil, err
 	}
@@ -55,6 +57,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.StartedAt = TimePtr(started)
 	r.FinishedAt = TimePtr(finished)
 	r.CancelRequested = cancelRequested != 0
+	r.StartAhead = startAhead != 0
 	r.CreatedAt = FromMicros(created)
 	r.UpdatedAt = FromMicros(upd)
 	r.DueAt = FromMicros(due)
