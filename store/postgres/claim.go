@@ -91,7 +91,12 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
+	// Planned for its arguments each time: with the generic plan that the
+	// prepared claim came to use, each claim of 250 took 130-200 ms in a
+	// burst of 100,000 due runs planned a few seconds before, against 8 ms
+	// planned for its arguments.
 	b := &pgx.Batch{}
+	b.Queue(customPlans)
 	b.Queue(indexOrderPlans)
 	b.Queue(claimDueSQL, nodeID, sqlrow.Micros(until), limit, sqlrow.Micros(s.clock()),
 		sqlrow.Micros(start.By), sqlrow.Micros(start.FreshAfter)).Query(func(rows pgx.Rows) error {
