@@ -109,8 +109,9 @@
 //     by the lock and passed over too. It takes no task lock; a TaskUpdate
 //     or TaskDelete that wants the claimed runs waits for the claim, then
 //     deletes those still SCHEDULED (the claimer's RunStart then finds
-//     nothing); one the claim started is left to its delivery, as after
-//     the claimer's RunStart.
+//     nothing) and takes back those the claim started as it does runs
+//     committed by RunStart (sundial.SendMargin): the claimer's check
+//     before sending finds them gone.
 //   - RunClaim locks the runs' tasks FOR SHARE (claims of one task need not
 //     wait for each other; admissions, updates and deletes of the task do),
 //     then updates the runs as RunStart does, guarded by fence and status.
