@@ -3,14 +3,13 @@ package mysql
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
@@ -229,7 +228,7 @@ func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.
 	args := make([]any, 0, 2*len(runs)+3)
 	traces := make([]string, len(runs))
 	for i, r := range runs {
-		traces[i] = newTraceID()
+		traces[i] = executor.NewTraceID()
 		args = append(args, r.ID, traces[i])
 	}
 	if err := applyBatch(ctx, tx, claimStartSQL(len(runs)), len(runs), append(args, nodeID, now, now)); err != nil {
@@ -242,18 +241,6 @@ func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.
 		r.StartedAt = &at
 	}
 	return nil
-}
-
-// newTraceID returns a fresh W3C trace id, as the scheduler makes for
-// RunStart: 32 lowercase hex digits from crypto/rand, never all zeros.
-func newTraceID() string {
-	var b [16]byte
-	for {
-		_, _ = rand.Read(b[:]) // never fails (crypto/rand)
-		if b != [16]byte{} {
-			return hex.EncodeToString(b[:])
-		}
-	}
 }
 
 // claimLocked gives the runs this transaction has locked to nodeID with

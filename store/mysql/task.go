@@ -443,15 +443,17 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-// delivered, and cancels its QUEUED ones and the SCHEDULED ones delivered
-// before (waiting for a retry), whose attempts stay on record.
 // takeBackFirstSQL deletes a task's first deliveries committed RUNNING
 // ahead of an instant past the send cutoff: fires not yet sent, which the
 // node that holds them drops when it checks them (RunCheckSend).
 const takeBackFirstSQL = `DELETE FROM runs
 	WHERE task_id = ? AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > ?`
 
+// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
+// delivered and its first deliveries committed ahead of an instant past the
+// send cutoff, and cancels its QUEUED ones, the SCHEDULED ones delivered
+// before (waiting for a retry), whose attempts stay on record, and its
+// other runs committed ahead of such an instant.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	at := sqlrow.Micros(now)
 	err := s.write(ctx, func(tx *sql.Tx) error {

@@ -224,9 +224,10 @@ const taskRunsPrioritySQL = `UPDATE runs SET priority = $1
 var errStaleOrGone = errors.New("no live task with this ID and version")
 
 // TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-// delivered and cancels its QUEUED ones and its SCHEDULED ones delivered
+// delivered and its first deliveries committed ahead of an instant past the
+// send cutoff, and cancels its QUEUED ones, its SCHEDULED ones delivered
 // before (waiting for a retry, or redelivered), whose attempts are history
-// to keep. As in TaskUpdate, the UPDATE locks the task before the
+// to keep, and its other runs committed ahead of such an instant. As in TaskUpdate, the UPDATE locks the task before the
 // other statements look at its runs.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	b := beginBatch()

@@ -294,8 +294,10 @@ const takeBackFirstSQL = `DELETE FROM runs
 	WHERE task_id = ? AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > ?`
 
 // TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-// delivered and cancels its other SCHEDULED runs (waiting for a retry) and
-// its QUEUED ones: nothing would ever admit them.
+// delivered and its first deliveries committed ahead of an instant past the
+// send cutoff, and cancels its other SCHEDULED runs (waiting for a retry),
+// its QUEUED ones (nothing would ever admit them) and its other runs
+// committed ahead of such an instant.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
