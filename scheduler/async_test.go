@@ -59,14 +59,23 @@ var testSecret = []byte("0123456789abcdef0123456789abcdef")
 
 func setupScripted(t *testing.T, answer func(int, executor.Request) executor.Outcome) *asyncBundle {
 	t.Helper()
+	return startScripted(t, scheduler.Config{CallbackSecret: testSecret, CallbackURL: "http://sundial.test"}, answer)
+}
+
+// startScripted opens a fresh database and runs a scheduler with cfg (node
+// "node-a" unless cfg names one) and a scripted target until the test ends.
+func startScripted(t *testing.T, cfg scheduler.Config, answer func(int, executor.Request) executor.Outcome) *asyncBundle {
+	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	if cfg.Node.ID == "" {
+		cfg.Node = sundial.Node{ID: "node-a"}
+	}
 	b := &asyncBundle{store: st, target: &scripted{answer: answer}}
-	b.sched, err = scheduler.New(scheduler.Config{Node: sundial.Node{ID: "node-a"}, CallbackSecret: testSecret,
-		CallbackURL: "http://sundial.test"}, st, b.target, nil, nil)
+	b.sched, err = scheduler.New(cfg, st, b.target, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -427,21 +436,8 @@ func TestCallbackBeforeAnswer(t *testing.T) {
 func TestLookaheadEdit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		tg := &scripted{}
-		s, err := scheduler.New(scheduler.Config{Node: sundial.Node{ID: "n"}, Lookahead: time.Hour,
-			MaxRunsPerTask: 1000}, st, tg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		b := startScripted(t, scheduler.Config{Lookahead: time.Hour, MaxRunsPerTask: 1000}, nil)
+		st, s, tg, ctx := b.store, b.sched, b.target, context.Background()
 
 		start := time.Now()
 		tk := &sundial.Task{Name: "every-minute", CronExpr: "0 * * * * *", TargetURL: "http://127.0.0.1:9/"}
@@ -522,20 +518,8 @@ func TestLookaheadEdit(t *testing.T) {
 func TestEditJustBeforeFire(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		tg := &scripted{}
-		s, err := scheduler.New(scheduler.Config{Node: sundial.Node{ID: "n"}}, st, tg, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		defer func() { cancel(); <-done }()
+		sb := startScripted(t, scheduler.Config{}, nil)
+		st, s, tg, ctx := sb.store, sb.sched, sb.target, context.Background()
 
 		create := func(name, url string) *sundial.Task {
 			t.Helper()

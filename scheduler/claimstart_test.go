@@ -31,14 +31,11 @@ func (c *startCounter) RunStart(ctx context.Context, s []sundial.RunStart) ([]bo
 func TestClaimStartsFastRuns(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := setup(t, scheduler.Config{})
-		counter := &startCounter{Store: b.store}
-		var err error
-		b.sched, err = scheduler.New(scheduler.Config{Node: sundial.Node{ID: "node-a", Host: "test", PID: 1}},
-			counter, b.target, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		counter := &startCounter{}
+		b := setupWith(t, scheduler.Config{}, func(st sundial.Store) sundial.Store {
+			counter.Store = st
+			return counter
+		})
 		b.start()
 		start := time.Now()
 		fast := b.addTask(t, "* * * * * *", nil)

@@ -84,6 +84,12 @@ type bundle struct {
 // synctest bubble; start runs the scheduler.
 func setup(t *testing.T, cfg scheduler.Config) *bundle {
 	t.Helper()
+	return setupWith(t, cfg, nil)
+}
+
+// setupWith is setup with the scheduler's store wrapped by wrap, if not nil.
+func setupWith(t *testing.T, cfg scheduler.Config, wrap func(sundial.Store) sundial.Store) *bundle {
+	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +99,11 @@ func setup(t *testing.T, cfg scheduler.Config) *bundle {
 	if cfg.Node.ID == "" {
 		cfg.Node = sundial.Node{ID: "node-a", Host: "test", PID: 1}
 	}
-	b.sched, err = scheduler.New(cfg, st, b.target, nil, nil)
+	var store sundial.Store = st
+	if wrap != nil {
+		store = wrap(st)
+	}
+	b.sched, err = scheduler.New(cfg, store, b.target, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
