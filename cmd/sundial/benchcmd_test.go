@@ -16,12 +16,6 @@ func TestBenchPrecisionCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	out, err := exec.Command(sundialBinary(t), "bench", "precision", "--tasks", "20", "--duration", "2s",
-		"--warmup", "1s").Output()
-	if err != nil {
-		t.Fatalf("sundial bench: %v\n%s", err, out)
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var r struct {
 		Expected  int `json:"fires_expected"`
 		Received  int `json:"fires_received"`
@@ -32,16 +26,14 @@ func TestBenchPrecisionCommand(t *testing.T) {
 			RSS int64   `json:"peak_rss_bytes"`
 		} `json:"node_stats"`
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
-	}
+	out, _ := benchReport(t, &r, "bench", "precision", "--tasks", "20", "--duration", "2s", "--warmup", "1s")
 	if r.Expected != 40 || r.Received != 40 || r.Lost != 0 || r.Dups != 0 {
 		t.Errorf("report %+v, want 40 fires expected and received once each", r)
 	}
 	if len(r.NodeStats) != 1 || r.NodeStats[0].RSS <= 0 || r.NodeStats[0].CPU <= 0 {
 		t.Errorf("node stats %+v, want one node with CPU and RSS", r.NodeStats)
 	}
-	if !strings.Contains(string(out), "lag (ms)") {
+	if !strings.Contains(out, "lag (ms)") {
 		t.Errorf("no table in the output:\n%s", out)
 	}
 }
@@ -55,14 +47,6 @@ func TestBenchThroughputCommand(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts processes")
 	}
-	cmd := exec.Command(sundialBinary(t), "bench", "throughput", "--tasks", "300", "--lead", "3s", "--timeout", "20s")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var r struct {
 		Scenario     string             `json:"scenario"`
 		Expected     int                `json:"fires_expected"`
@@ -79,9 +63,7 @@ func TestBenchThroughputCommand(t *testing.T) {
 			CreateCPU float64 `json:"create_cpu_seconds"`
 		} `json:"node_stats"`
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
-	}
+	out, stderr := benchReport(t, &r, "bench", "throughput", "--tasks", "300", "--lead", "3s", "--timeout", "20s")
 	if r.Scenario != "throughput" || r.Expected != 300 || r.Received != 300 || r.Lost != 0 || r.Dups != 0 {
 		t.Errorf("report %+v, want 300 fires expected and received once each", r)
 	}
@@ -92,12 +74,12 @@ func TestBenchThroughputCommand(t *testing.T) {
 		t.Errorf("node stats %+v, want one node with CPU and RSS", r.NodeStats)
 	}
 	for _, want := range []string{"last delivery", "deliveries per second sustained", "300 expected, 300 received, 0 lost, 0 duplicates"} {
-		if !strings.Contains(string(out), want) {
+		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
 	}
-	if !strings.Contains(stderr.String(), "300/300 delivered so far") {
-		t.Errorf("no progress on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr, "300/300 delivered so far") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
 	}
 }
 
@@ -123,14 +105,6 @@ func TestBenchScaleCommand(t *testing.T) {
 			t.Parallel()
 			args := append([]string{"bench", "scale", "--tasks", "3000", "--baseline", "200",
 				"--minutely", "60", "--idle", "5s", "--settle", "1s"}, tc.flags...)
-			cmd := exec.Command(sundialBinary(t), args...)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			out, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
-			}
-			lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 			var r struct {
 				Scenario string `json:"scenario"`
 				Kind     string `json:"kind"`
@@ -147,9 +121,7 @@ func TestBenchScaleCommand(t *testing.T) {
 					Lag      map[string]float64 `json:"lag_ms"`
 				} `json:"runs"`
 			}
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-				t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
-			}
+			out, _ := benchReport(t, &r, args...)
 			if r.Scenario != "scale" || r.Kind != tc.kind || len(r.Runs) != 2 || r.Runs[0].Tasks != 200 || r.Runs[1].Tasks != 3000 {
 				t.Fatalf("report %+v, want %s runs of 200 and 3000 tasks", r, tc.kind)
 			}
@@ -162,7 +134,7 @@ func TestBenchScaleCommand(t *testing.T) {
 					t.Errorf("%d tasks: %+v, want start-up, RSS, idle CPU and lags", run.Tasks, run)
 				}
 			}
-			if !strings.Contains(string(out), "idle CPU s/s") || !strings.Contains(string(out), tc.kind+" ") {
+			if !strings.Contains(out, "idle CPU s/s") || !strings.Contains(out, tc.kind+" ") {
 				t.Errorf("no table of %s tasks:\n%s", tc.kind, out)
 			}
 		})
@@ -172,15 +144,6 @@ func TestBenchScaleCommand(t *testing.T) {
 func TestBenchFailoverCommand(t *testing.T) {
 	t.Parallel()
 	server := requireEnv(t, "SUNDIAL_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
-	cmd := exec.Command(sundialBinary(t), "bench", "failover", "--db", server, "--nodes", "2", "--tasks", "20",
-		"--every", "4s", "--duration", "8s", "--dead-after", "2s")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("sundial bench: %v\n%s\n%s", err, out, stderr.String())
-	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	var r struct {
 		Scenario string  `json:"scenario"`
 		Expected int     `json:"fires_expected"`
@@ -191,9 +154,8 @@ func TestBenchFailoverCommand(t *testing.T) {
 			Node string `json:"node"`
 		} `json:"kills"`
 	}
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &r); err != nil {
-		t.Fatalf("last line is not the JSON report: %v\n%s", err, out)
-	}
+	_, stderr := benchReport(t, &r, "bench", "failover", "--db", server, "--nodes", "2", "--tasks", "20",
+		"--every", "4s", "--duration", "8s", "--dead-after", "2s")
 	// 20 tasks every second for 8 s, two kills.
 	if r.Scenario != "failover" || r.Expected != 160 || r.Received != 160 || r.Lost != 0 || len(r.Kills) != 2 {
 		t.Errorf("report %+v, want 160 fires received, none lost, 2 kills", r)
@@ -201,7 +163,26 @@ func TestBenchFailoverCommand(t *testing.T) {
 	if r.Resume <= 0 || r.Resume > 10 {
 		t.Errorf("resume %.2f s, want a wait after the kills, bounded by dead_after and a claim", r.Resume)
 	}
-	if !strings.Contains(stderr.String(), "killed node") {
-		t.Errorf("no progress on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr, "killed node") {
+		t.Errorf("no progress on stderr:\n%s", stderr)
 	}
+}
+
+// benchReport runs the built binary with args, fails the test if it fails,
+// decodes the last line of its output (the JSON report) into report, and
+// returns its output and what it wrote on stderr.
+func benchReport(t *testing.T, report any, args ...string) (out, stderr string) {
+	t.Helper()
+	cmd := exec.Command(sundialBinary(t), args...)
+	var errBuf strings.Builder
+	cmd.Stderr = &errBuf
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("sundial %s: %v\n%s\n%s", strings.Join(args, " "), err, b, errBuf.String())
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), report); err != nil {
+		t.Fatalf("last line is not the JSON report: %v\n%s", err, b)
+	}
+	return string(b), errBuf.String()
 }
