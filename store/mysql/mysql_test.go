@@ -1336,3 +1336,9 @@ func mariaDBBefore108(version string) bool {
 	}
 	return major < 10 || (major == 10 && minor < 8)
 }
+
+// BenchmarkBurst claims, starts and finishes 2,000 one-off fires per
+// operation (storetest.BenchBurst).
+func BenchmarkBurst(b *testing.B) {
+	storetest.BenchBurst(b, open(b))
+}

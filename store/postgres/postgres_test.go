@@ -1463,3 +1463,61 @@ func BenchmarkRunClaimDue(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkBurst claims, starts and finishes 2,000 one-off fires per
+// operation (storetest.BenchBurst).
+func BenchmarkBurst(b *testing.B) {
+	storetest.BenchBurst(b, open(b, newSchema(b)))
+}
+
+// TestAttemptsFollowRuns: deleting runs deletes their attempts (migration
+// 0007's trigger, in place of the foreign key's cascade), whichever
+// statement deletes them, and only theirs.
+func TestAttemptsFollowRuns(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, newSchema(t))
+	tk := newTask(t, "t", time.Now())
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	// Three runs, each delivered once and finished: three attempts.
+	var ids []int64
+	for i := range 3 {
+		r := &sundial.Run{TaskID: tk.ID, FireKey: fmt.Sprintf("f%d", i), ScheduledTime: time.Now()}
+		if err := s.RunInsert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
+			t.Fatalf("RunStart: %v, %v", ok, err)
+		}
+		if ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+			StartedAt: time.Now(), FinishedAt: time.Now(), HTTPStatus: 204}}); err != nil || !ok[0] {
+			t.Fatalf("RunFinish: %v, %v", ok, err)
+		}
+		ids = append(ids, r.ID)
+	}
+	attempts := func() (n int) {
+		t.Helper()
+		if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM run_attempts`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := attempts(); n != 3 {
+		t.Fatalf("%d attempts recorded, want 3", n)
+	}
+	// One run deleted by hand, two by RunPurge.
+	if _, err := s.pool.Exec(ctx, `DELETE FROM runs WHERE id = $1`, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	if n := attempts(); n != 2 {
+		t.Fatalf("%d attempts after deleting one run, want 2", n)
+	}
+	if n, err := s.RunPurge(ctx, time.Now().Add(time.Hour), 100); err != nil || n != 2 {
+		t.Fatalf("RunPurge = %d, %v; want 2", n, err)
+	}
+	if n := attempts(); n != 0 {
+		t.Fatalf("%d attempts after purging their runs, want 0", n)
+	}
+}

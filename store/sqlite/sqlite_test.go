@@ -208,3 +208,9 @@ func BenchmarkRunFinish(b *testing.B) {
 func BenchmarkTaskCreateMany(b *testing.B) {
 	storetest.BenchTaskCreateMany(b, open(b))
 }
+
+// BenchmarkBurst claims, starts and finishes 2,000 one-off fires per
+// operation (storetest.BenchBurst).
+func BenchmarkBurst(b *testing.B) {
+	storetest.BenchBurst(b, open(b))
+}

@@ -68,3 +68,78 @@ func BenchTaskCreateMany(b *testing.B, s sundial.Store) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
 }
+
+// BenchBurst measures the store's part of a burst of one-off fires, as a
+// node pays it: per operation, 2,000 one-off tasks due at one instant are
+// created and planned (outside the timer), then claimed and started 250
+// at a time and finished, ending their tasks, in one batch. It reports
+// the whole cost per fire and the claims' and the outcomes' shares; the
+// adapters' BenchmarkBurst call it.
+func BenchBurst(b *testing.B, s sundial.Store) {
+	ctx := context.Background()
+	const (
+		n     = 2000
+		claim = 250
+	)
+	var claimTime, finishTime time.Duration
+	round := 0
+	for b.Loop() {
+		b.StopTimer()
+		due := time.Now().Truncate(time.Second)
+		ts := make([]*sundial.Task, n)
+		for i := range ts {
+			ts[i] = &sundial.Task{Name: fmt.Sprintf("r%d-t%d", round, i), RunAt: &due,
+				TargetURL: "http://127.0.0.1:9/hook", RequestID: fmt.Sprintf("r%d-%d", round, i), RequestHash: "h"}
+			if err := ts[i].Normalize(due.Add(-time.Minute)); err != nil {
+				b.Fatal(err)
+			}
+			ts[i].NextFireTime = &due
+		}
+		round++
+		if _, err := s.TaskCreateMany(ctx, ts, time.Now()); err != nil {
+			b.Fatalf("TaskCreateMany: %v", err)
+		}
+		planned, err := s.PlanDue(ctx, due, n, "", time.Now(), func(tk *sundial.Task) sundial.Plan {
+			return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(due), Trigger: sundial.TriggerSchedule,
+				ScheduledTime: due, Status: sundial.RunScheduled, Attempt: 1, StartAhead: true}}}
+		})
+		if err != nil || len(planned) != n {
+			b.Fatalf("PlanDue: %d runs, %v", len(planned), err)
+		}
+		b.StartTimer()
+
+		t0 := time.Now()
+		var fins []sundial.RunFinish
+		for {
+			now := time.Now()
+			runs, _, err := s.RunClaimDue(ctx, "node", due, claim, sundial.ClaimStart{By: due, FreshAfter: due.Add(-time.Minute)})
+			if err != nil {
+				b.Fatalf("RunClaimDue: %v", err)
+			}
+			for _, r := range runs {
+				if r.Status != sundial.RunRunning {
+					b.Fatalf("run %d claimed %s, want RUNNING", r.ID, r.Status)
+				}
+				fins = append(fins, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: now,
+					FinishedAt: now, HTTPStatus: 204, CompleteTask: sundial.TaskCompleted})
+			}
+			if len(runs) < claim {
+				break
+			}
+		}
+		if len(fins) != n {
+			b.Fatalf("claimed %d runs, want %d", len(fins), n)
+		}
+		t1 := time.Now()
+		ok, err := s.RunFinish(ctx, fins)
+		if err != nil || !ok[n-1] {
+			b.Fatalf("RunFinish: %v", err)
+		}
+		claimTime += t1.Sub(t0)
+		finishTime += time.Since(t1)
+	}
+	fires := float64(b.N * n)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/fires, "ns/fire")
+	b.ReportMetric(float64(claimTime.Nanoseconds())/fires, "claim-ns/fire")
+	b.ReportMetric(float64(finishTime.Nanoseconds())/fires, "finish-ns/fire")
+}
