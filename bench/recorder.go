@@ -1,10 +1,13 @@
 package bench
 
 import (
+	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Arrival is one delivery the target received.
@@ -24,17 +27,47 @@ type Recorder struct {
 	count atomic.Int64
 }
 
-// ServeHTTP records the delivery.
-func (rc *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	at := time.Now()
-	sched, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Sundial-Scheduled-Time"))
-	a := Arrival{At: at, Scheduled: sched, Task: r.Header.Get("X-Sundial-Task-Id"),
-		Key: r.Header.Get("Idempotency-Key"), Node: r.Header.Get("X-Sundial-Node")}
+func (rc *Recorder) add(a Arrival) {
 	rc.mu.Lock()
 	rc.got = append(rc.got, a)
 	rc.mu.Unlock()
 	rc.count.Add(1)
+}
+
+// ServeHTTP records the delivery: the Recorder as a net/http handler.
+func (rc *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	at := time.Now()
+	sched, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Sundial-Scheduled-Time"))
+	rc.add(Arrival{At: at, Scheduled: sched, Task: r.Header.Get("X-Sundial-Task-Id"),
+		Key: r.Header.Get("Idempotency-Key"), Node: r.Header.Get("X-Sundial-Node")})
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// Serve answers the deliveries that reach ln until stop is called. It
+// serves with fasthttp rather than net/http: the target shares the
+// machine with the nodes it measures, and fasthttp's server takes about a
+// third less CPU per request.
+func (rc *Recorder) Serve(ln net.Listener) (stop func()) {
+	srv := &fasthttp.Server{
+		Handler: func(c *fasthttp.RequestCtx) {
+			at := time.Now()
+			h := &c.Request.Header
+			sched, _ := time.Parse(time.RFC3339Nano, string(h.Peek("X-Sundial-Scheduled-Time")))
+			rc.add(Arrival{At: at, Scheduled: sched, Task: string(h.Peek("X-Sundial-Task-Id")),
+				Key: string(h.Peek("Idempotency-Key")), Node: string(h.Peek("X-Sundial-Node"))})
+			c.SetStatusCode(fasthttp.StatusNoContent)
+		},
+		Name:                  "sundial-bench-target",
+		NoDefaultDate:         true,
+		NoDefaultServerHeader: true,
+		ReadTimeout:           time.Minute,
+	}
+	done := make(chan struct{})
+	go func() { _ = srv.Serve(ln); close(done) }()
+	return func() {
+		_ = srv.Shutdown()
+		<-done
+	}
 }
 
 // Count reports how many deliveries arrived so far.

@@ -545,9 +545,7 @@ func startTarget() (rec *bench.Recorder, targetURL string, stop func(), err erro
 		return nil, "", nil, err
 	}
 	rec = &bench.Recorder{}
-	srv := &http.Server{Handler: rec, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
-	return rec, "http://" + ln.Addr().String() + "/hook", func() { srv.Close() }, nil
+	return rec, "http://" + ln.Addr().String() + "/hook", rec.Serve(ln), nil
 }
 
 // benchNode is one "sundial serve" process started by the bench.
