@@ -2,7 +2,6 @@ package bench
 
 import (
 	"net"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,8 +18,8 @@ type Arrival struct {
 	Node      string    // X-Sundial-Node
 }
 
-// Recorder is a loopback HTTP target that records every delivery and
-// answers 204 at once.
+// Recorder is a loopback HTTP target (Serve) that records every delivery
+// and answers 204 at once.
 type Recorder struct {
 	mu    sync.Mutex
 	got   []Arrival
@@ -32,15 +31,6 @@ func (rc *Recorder) add(a Arrival) {
 	rc.got = append(rc.got, a)
 	rc.mu.Unlock()
 	rc.count.Add(1)
-}
-
-// ServeHTTP records the delivery: the Recorder as a net/http handler.
-func (rc *Recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	at := time.Now()
-	sched, _ := time.Parse(time.RFC3339Nano, r.Header.Get("X-Sundial-Scheduled-Time"))
-	rc.add(Arrival{At: at, Scheduled: sched, Task: r.Header.Get("X-Sundial-Task-Id"),
-		Key: r.Header.Get("Idempotency-Key"), Node: r.Header.Get("X-Sundial-Node")})
-	w.WriteHeader(http.StatusNoContent)
 }
 
 // Serve answers the deliveries that reach ln until stop is called. It

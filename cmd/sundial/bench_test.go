@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sundialhq/sundial/bench"
 )
 
 // BenchmarkPrecision runs one node on SQLite with SUNDIAL_BENCH_TASKS tasks
@@ -180,8 +179,10 @@ func BenchmarkBurst(b *testing.B) {
 	}
 	for b.Loop() {
 		b.StopTimer()
-		rec := &bench.Recorder{}
-		target := httptest.NewServer(rec)
+		rec, targetURL, stopTarget, err := startTarget()
+		if err != nil {
+			b.Fatal(err)
+		}
 		var dsn string
 		switch db := os.Getenv("SUNDIAL_BENCH_DB"); db {
 		case "", "sqlite":
@@ -201,13 +202,13 @@ func BenchmarkBurst(b *testing.B) {
 			apis = append(apis, nd.url)
 		}
 		b.StartTimer()
-		r, err := runBurst(b.Context(), burstConfig{apis: apis, target: target.URL + "/hook", tasks: tasks,
+		r, err := runBurst(b.Context(), burstConfig{apis: apis, target: targetURL, tasks: tasks,
 			lead: lead, timeout: 5 * time.Minute, progress: io.Discard, banner: "burst"}, rec)
 		b.StopTimer()
 		for _, nd := range nodes {
 			nd.stop(&testing.T{})
 		}
-		target.Close()
+		stopTarget()
 		if err != nil {
 			b.Fatal(err)
 		}
