@@ -68,6 +68,7 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	db := fs.String("db", "sqlite", "sqlite (a fresh file), or a postgres:// or mysql:// server, on which a fresh schema or database is made")
 	shape := fs.String("shape", "aligned", "aligned: every task at the same whole second (* * * * * *); spread: @every 1s tasks created across one second")
 	workers := fs.Int("workers", 16, "executor.worker_pool_size of each node")
+	server := fs.String("server", "", "the base URL of a node already running (http://127.0.0.1:8080) to measure instead of starting nodes; it must reach this machine's loopback")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -84,12 +85,9 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	case *shape != "aligned" && *shape != "spread":
 		return usageErrorf("bench precision: --shape %q: want aligned or spread", *shape)
 	}
-
-	dsn, backend, cleanup, err := freshDatabase(*db)
-	if err != nil {
-		return err
+	if err := checkServer(*server); err != nil {
+		return usageErrorf("bench precision: %v", err)
 	}
-	defer cleanup()
 
 	rec, targetURL, stopTarget, err := startTarget()
 	if err != nil {
@@ -97,24 +95,45 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	defer stopTarget()
 
-	var procs []*benchNode
+	var (
+		dsn, backend = "", "server"
+		procs        []*benchNode
+		api          = strings.TrimSuffix(*server, "/")
+		dropDB       = func() {}
+	)
+	defer func() { // after the nodes stop
+		if dropDB != nil {
+			dropDB()
+		}
+	}()
 	defer func() {
 		for _, p := range procs {
 			p.stop()
 		}
 	}()
-	for range *nodes {
-		p, err := startBenchNode(dsn, *workers)
+	if api == "" {
+		dsn, backend, dropDB, err = freshDatabase(*db)
 		if err != nil {
 			return err
 		}
-		procs = append(procs, p)
+		for range *nodes {
+			p, err := startBenchNode(dsn, *workers)
+			if err != nil {
+				return err
+			}
+			procs = append(procs, p)
+		}
+		api = procs[0].url
 	}
-	fmt.Fprintf(stderr, "bench: %d node(s) on %s, target %s; creating %d tasks\n", len(procs), backend, targetURL, *tasks)
+	fmt.Fprintf(stderr, "bench: %s, target %s; creating %d tasks\n", benchNodes(procs, backend, api), targetURL, *tasks)
 
-	firsts, err := createBenchTasks(ctx, procs[0].url, targetURL, *tasks, *shape)
+	firsts, err := createBenchTasks(ctx, api, targetURL, *tasks, *shape)
 	if err != nil {
 		return err
+	}
+	if procs == nil {
+		// The server outlives the bench: its tasks must not.
+		defer deleteBenchTasks(api, firsts, stderr)
 	}
 	from := time.Now().Add(*warmup).Truncate(time.Second).Add(time.Second)
 	to := from.Add(*duration)
@@ -150,7 +169,7 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 
 	r := bench.Analyze(expected, rec.Arrivals(), from, to)
-	r.Scenario, r.Backend, r.Nodes, r.Tasks = "precision/"+*shape, backend, len(procs), *tasks
+	r.Scenario, r.Backend, r.Nodes, r.Tasks = "precision/"+*shape, backend, max(len(procs), 1), *tasks
 	if rows1, ok, err := rowsWritten(ctx, backend, dsn); err != nil {
 		fmt.Fprintf(stderr, "bench: rows written: %v\n", err)
 	} else if ok && rowsRead && r.Received > 0 {
@@ -185,6 +204,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	lead := fs.Duration("lead", 60*time.Second, "the tasks are due this long after the start (rounded up to a whole second); creating them must finish before")
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long after the due instant to wait for the last delivery")
 	lookahead := fs.Duration("lookahead", 0, "scheduler.lookahead of each node; 0 leaves the node's default")
+	server := fs.String("server", "", "the base URL of a node already running (http://127.0.0.1:8080) to measure instead of starting nodes; it must reach this machine's loopback")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -205,12 +225,9 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	case *lookahead < 0:
 		return usageErrorf("bench throughput: --lookahead %s: want 0 or more", *lookahead)
 	}
-
-	dsn, backend, cleanup, err := freshDatabase(*db)
-	if err != nil {
-		return err
+	if err := checkServer(*server); err != nil {
+		return usageErrorf("bench throughput: %v", err)
 	}
-	defer cleanup()
 
 	rec, targetURL, stopTarget, err := startTarget()
 	if err != nil {
@@ -218,24 +235,38 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	defer stopTarget()
 
-	var extra []string
-	if *lookahead > 0 {
-		extra = append(extra, "--scheduler.lookahead", lookahead.String())
-	}
+	backend := "server"
 	var procs []*benchNode
+	dropDB := func() {}
+	defer func() { // after the nodes stop
+		if dropDB != nil {
+			dropDB()
+		}
+	}()
 	defer func() {
 		for _, p := range procs {
 			p.stop()
 		}
 	}()
-	var apis []string
-	for range *nodes {
-		p, err := startBenchNode(dsn, *workers, extra...)
+	apis := []string{strings.TrimSuffix(*server, "/")}
+	if *server == "" {
+		dsn, be, cleanup, err := freshDatabase(*db)
 		if err != nil {
 			return err
 		}
-		procs = append(procs, p)
-		apis = append(apis, p.url)
+		dropDB, backend, apis = cleanup, be, nil
+		var extra []string
+		if *lookahead > 0 {
+			extra = append(extra, "--scheduler.lookahead", lookahead.String())
+		}
+		for range *nodes {
+			p, err := startBenchNode(dsn, *workers, extra...)
+			if err != nil {
+				return err
+			}
+			procs = append(procs, p)
+			apis = append(apis, p.url)
+		}
 	}
 
 	createCPU := make([]float64, len(procs))
@@ -246,12 +277,12 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 				createCPU[i], _, _ = bench.ReadProc(p.cmd.Process.Pid)
 			}
 		},
-		banner: fmt.Sprintf("%d node(s) on %s, target %s", len(procs), backend, targetURL),
+		banner: fmt.Sprintf("%s, target %s", benchNodes(procs, backend, apis[0]), targetURL),
 	}, rec)
 	if err != nil {
 		return err
 	}
-	r.Scenario, r.Backend, r.Nodes = "throughput", backend, len(procs)
+	r.Scenario, r.Backend, r.Nodes = "throughput", backend, len(apis)
 	for i, p := range procs {
 		cpu, rss, err := bench.ReadProc(p.cmd.Process.Pid)
 		if err != nil {
@@ -546,6 +577,51 @@ func startTarget() (rec *bench.Recorder, targetURL string, stop func(), err erro
 	}
 	rec = &bench.Recorder{}
 	return rec, "http://" + ln.Addr().String() + "/hook", rec.Serve(ln), nil
+}
+
+// checkServer checks --server: empty, or the http(s) base URL of a node.
+func checkServer(server string) error {
+	if server == "" {
+		return nil
+	}
+	u, err := url.Parse(server)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("--server %q: want the base URL of a running node, such as http://127.0.0.1:8080", server)
+	}
+	return nil
+}
+
+// benchNodes says what is measured: the nodes started, or the server.
+func benchNodes(procs []*benchNode, backend, api string) string {
+	if procs == nil {
+		return "the node at " + api
+	}
+	return fmt.Sprintf("%d node(s) on %s", len(procs), backend)
+}
+
+// deleteBenchTasks deletes the tasks the bench created on a server it did
+// not start, saying on progress which it could not.
+func deleteBenchTasks(api string, tasks map[string]time.Time, progress io.Writer) {
+	failed := 0
+	for id := range tasks {
+		req, err := http.NewRequest(http.MethodDelete, api+"/api/v1/tasks/"+id, nil)
+		if err != nil {
+			failed++
+			continue
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			failed++
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode/100 != 2 {
+			failed++
+		}
+	}
+	if failed > 0 {
+		fmt.Fprintf(progress, "bench: %d of the %d tasks created on %s could not be deleted\n", failed, len(tasks), api)
+	}
 }
 
 // benchNode is one "sundial serve" process started by the bench.

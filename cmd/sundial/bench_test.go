@@ -14,7 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
 )
 
 // BenchmarkPrecision runs one node on SQLite with SUNDIAL_BENCH_TASKS tasks

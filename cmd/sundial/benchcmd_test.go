@@ -2,7 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -35,6 +37,37 @@ func TestBenchPrecisionCommand(t *testing.T) {
 	}
 	if !strings.Contains(out, "lag (ms)") {
 		t.Errorf("no table in the output:\n%s", out)
+	}
+}
+
+// TestBenchPrecisionServer measures a node the bench did not start
+// (--server): every fire arrives once, the report names no node of its
+// own, and the tasks it created are gone from the node afterwards.
+func TestBenchPrecisionServer(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	defer n.stop(t)
+	var r struct {
+		Backend   string `json:"backend"`
+		Expected  int    `json:"fires_expected"`
+		Received  int    `json:"fires_received"`
+		Lost      int    `json:"lost"`
+		Dups      int    `json:"duplicates"`
+		NodeStats []any  `json:"node_stats"`
+	}
+	benchReport(t, &r, "bench", "precision", "--server", n.url, "--tasks", "10", "--duration", "2s", "--warmup", "1s")
+	if r.Backend != "server" || r.Expected != 20 || r.Received != 20 || r.Lost != 0 || r.Dups != 0 || len(r.NodeStats) != 0 {
+		t.Errorf("report %+v, want 20 fires from the server, received once each, no node stats", r)
+	}
+	var list struct {
+		Items []any `json:"items"`
+	}
+	n.do(t, "GET", "/api/v1/tasks", "", http.StatusOK, &list)
+	if len(list.Items) != 0 {
+		t.Errorf("%d tasks left on the server after the bench, want 0", len(list.Items))
 	}
 }
 
