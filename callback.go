@@ -33,7 +33,9 @@ func callbackMAC(secret []byte, id, fence int64) string {
 
 // VerifyCallbackToken checks token against run id and returns the fence it
 // was issued for; ok is false for a token this secret did not issue for
-// this run. The MAC is compared in constant time.
+// this run. Only the form CallbackToken writes is accepted: the fence in
+// canonical decimal (no sign, no leading zero), so each delivery has one
+// token. The MAC is compared in constant time.
 func VerifyCallbackToken(secret []byte, id int64, token string) (fence int64, ok bool) {
 	rest, found := strings.CutPrefix(token, "v1.")
 	if !found {
@@ -44,7 +46,7 @@ func VerifyCallbackToken(secret []byte, id int64, token string) (fence int64, ok
 		return 0, false
 	}
 	fence, err := strconv.ParseInt(f, 10, 64)
-	if err != nil || fence < 1 {
+	if err != nil || fence < 1 || strconv.FormatInt(fence, 10) != f {
 		return 0, false
 	}
 	want := callbackMAC(secret, id, fence)

@@ -135,6 +135,16 @@ func TestCallbackToken(t *testing.T) {
 		"empty":          {42, "", secret},
 		"fence not int":  {42, "v1.x.abc", secret},
 		"fence negative": {42, "v1.-1.abc", secret},
+		// The fence must be written as CallbackToken writes it: these
+		// name fence 3 too, with the MAC of fence 3.
+		"fence with a leading zero":  {42, strings.Replace(tok, "v1.3.", "v1.03.", 1), secret},
+		"fence with two zeros":       {42, strings.Replace(tok, "v1.3.", "v1.003.", 1), secret},
+		"fence with a plus sign":     {42, strings.Replace(tok, "v1.3.", "v1.+3.", 1), secret},
+		"fence with a plus and zero": {42, strings.Replace(tok, "v1.3.", "v1.+03.", 1), secret},
+		"fence with white space":     {42, strings.Replace(tok, "v1.3.", "v1. 3.", 1), secret},
+		"fence with an underscore":   {42, strings.Replace(tok, "v1.3.", "v1.3_.", 1), secret},
+		"version in capitals":        {42, strings.Replace(tok, "v1.", "V1.", 1), secret},
+		"trailing dot":               {42, tok + ".", secret},
 	} {
 		if _, ok := VerifyCallbackToken(c.key, c.id, c.tok); ok {
 			t.Errorf("%s: token accepted", name)

@@ -299,6 +299,8 @@ func TestRunCallback(t *testing.T) {
 		{"bad status", "POST", map[string]string{"X-Sundial-Callback-Token": tok}, `{"status": "DONE"}`, http.StatusBadRequest},
 		{"unknown field", "POST", map[string]string{"X-Sundial-Callback-Token": tok}, `{"status": "SUCCESS", "x": 1}`, http.StatusBadRequest},
 		{"superseded delivery", "POST", map[string]string{"X-Sundial-Callback-Token": sundial.CallbackToken(b.sched.CallbackSecret(), r.ID, r.Fence+1)}, ok, http.StatusConflict},
+		{"fence with a leading zero", "POST", map[string]string{"X-Sundial-Callback-Token": strings.Replace(tok, fmt.Sprintf("v1.%d.", r.Fence), fmt.Sprintf("v1.0%d.", r.Fence), 1)}, ok, http.StatusUnauthorized},
+		{"fence with a plus sign", "POST", map[string]string{"X-Sundial-Callback-Token": strings.Replace(tok, fmt.Sprintf("v1.%d.", r.Fence), fmt.Sprintf("v1.+%d.", r.Fence), 1)}, ok, http.StatusUnauthorized},
 	} {
 		resp := b.callback(t, c.method, path, c.header, c.body)
 		if resp.StatusCode != c.status {
