@@ -168,6 +168,37 @@ func (t *Task) FirstFire(now time.Time) *time.Time {
 	return t.NextAfter(now)
 }
 
+// NextFire is the next fire of the task that will really happen, seen at
+// now, whether it is planned already or not: what a client is shown as
+// next_fire_time. It is nil for a task that will not fire again.
+//
+// NextFireTime is the planner's cursor, not that: it is the first fire not
+// yet planned, up to the planner's lookahead ahead, and every fire of an
+// enabled cron task from now up to it is planned already. So for an enabled
+// cron task the next fire is the schedule's first after now, unless the
+// cursor is earlier (a fire that is overdue but still goes out) or the
+// schedule has ended. An enabled one-off task fires at RunAt while its fire
+// has not gone: while it is unplanned (the cursor is set; a RunAt that has
+// passed then fires at once) or planned for a RunAt still ahead.
+func (t *Task) NextFire(now time.Time) *time.Time {
+	if t.Status != TaskEnabled {
+		return nil
+	}
+	if t.OneOff() {
+		if t.NextFireTime == nil && !t.RunAt.After(now) {
+			return nil
+		}
+		at := t.RunAt.UTC()
+		return &at
+	}
+	next := t.NextAfter(now)
+	if t.NextFireTime != nil && (next == nil || t.NextFireTime.Before(*next)) {
+		at := t.NextFireTime.UTC()
+		return &at
+	}
+	return next
+}
+
 // InputHash identifies what a client asked for when it created the task:
 // the writable fields as given (before defaults), with JSON values
 // compacted. Two requests with the same request_id are the same request

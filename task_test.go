@@ -151,3 +151,61 @@ func TestCallbackToken(t *testing.T) {
 		}
 	}
 }
+
+func TestNextFire(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 2, 3, 4, 5, 500_000_000, time.UTC)
+	at := func(d time.Duration) *time.Time { v := now.Truncate(time.Second).Add(d); return &v }
+	cron := func(expr string, status TaskStatus, cursor *time.Time) *Task {
+		return &Task{CronExpr: expr, Timezone: "UTC", Status: status, NextFireTime: cursor}
+	}
+	once := func(runAt *time.Time, status TaskStatus, cursor *time.Time) *Task {
+		return &Task{RunAt: runAt, Timezone: "UTC", Status: status, NextFireTime: cursor}
+	}
+	tests := []struct {
+		name string
+		task *Task
+		want *time.Time
+	}{
+		// A per-second task planned 10 s ahead: its next fire is the next
+		// second, not the cursor.
+		{"cron planned ahead", cron("* * * * * *", TaskEnabled, at(11*time.Second)), at(time.Second)},
+		{"cron planned up to the next fire", cron("* * * * * *", TaskEnabled, at(time.Second)), at(time.Second)},
+		{"cron every 10 s planned ahead", cron("*/10 * * * * *", TaskEnabled, at(25*time.Second)), at(5 * time.Second)},
+		{"cron with a time zone", &Task{CronExpr: "0 0 9 * * *", Timezone: "Asia/Tokyo", Status: TaskEnabled,
+			NextFireTime: at(48 * time.Hour)}, timeP(time.Date(2030, 1, 3, 0, 0, 0, 0, time.UTC))},
+		// The planner is behind (Sundial was down): the overdue fire goes
+		// out first.
+		{"cron overdue", cron("* * * * * *", TaskEnabled, at(-30*time.Second)), at(-30 * time.Second)},
+		{"cron due this second", cron("* * * * * *", TaskEnabled, at(0)), at(0)},
+		// Every fire is planned and the schedule ends after the last one.
+		{"cron ending, last fire planned", cron("0 0 0 1 1 * 2031", TaskEnabled, nil),
+			timeP(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))},
+		{"cron ended", cron("0 0 0 1 1 * 2029", TaskEnabled, nil), nil},
+		{"cron ended, an overdue fire left", cron("0 0 0 1 1 * 2029-2030", TaskEnabled,
+			timeP(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))), timeP(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))},
+		{"cron disabled", cron("* * * * * *", TaskDisabled, nil), nil},
+		{"cron disabled with a cursor", cron("* * * * * *", TaskDisabled, at(3*time.Second)), nil},
+
+		{"one-off not planned", once(at(time.Hour), TaskEnabled, at(time.Hour)), at(time.Hour)},
+		{"one-off planned", once(at(5*time.Second), TaskEnabled, nil), at(5 * time.Second)},
+		{"one-off overdue, not planned", once(at(-time.Minute), TaskEnabled, at(-time.Minute)), at(-time.Minute)},
+		{"one-off gone", once(at(-time.Second), TaskEnabled, nil), nil},
+		{"one-off disabled", once(at(time.Hour), TaskDisabled, nil), nil},
+		{"one-off completed", once(at(-time.Hour), TaskCompleted, nil), nil},
+		{"one-off failed", once(at(-time.Hour), TaskFailed, nil), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.task.NextFire(now)
+			if (got == nil) != (tt.want == nil) || got != nil && !got.Equal(*tt.want) {
+				t.Errorf("NextFire = %v, want %v", got, tt.want)
+			}
+			if got != nil && got.Location() != time.UTC {
+				t.Errorf("NextFire in %v, want UTC", got.Location())
+			}
+		})
+	}
+}
+
+func timeP(t time.Time) *time.Time { return &t }

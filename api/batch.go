@@ -92,7 +92,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	created := false
 	for i, t := range tasks {
-		items[i] = batchItem{Status: http.StatusCreated, Task: utcTask(t)}
+		items[i] = batchItem{Status: http.StatusCreated, Task: taskView(t, now)}
 		if existed[i] {
 			items[i].Status = http.StatusOK
 		} else {

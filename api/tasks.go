@@ -212,11 +212,11 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", "/api/v1/tasks/"+strconv.FormatInt(t.ID, 10))
 	if existed[0] {
 		// The same request_id and body again: the task it created.
-		writeJSON(w, http.StatusOK, utcTask(t))
+		writeJSON(w, http.StatusOK, taskView(t, now))
 		return
 	}
 	s.sched.Poke()
-	writeJSON(w, http.StatusCreated, utcTask(t))
+	writeJSON(w, http.StatusCreated, taskView(t, now))
 }
 
 // handleTaskList serves GET /api/v1/tasks?status=&name_prefix=&limit=&cursor=.
@@ -246,8 +246,9 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tasks, next := page(tasks, limit, func(t *sundial.Task) int64 { return t.ID })
+	now := s.now()
 	for _, t := range tasks {
-		utcTask(t)
+		taskView(t, now)
 	}
 	writeJSON(w, http.StatusOK, listResponse[*sundial.Task]{Items: tasks, NextCursor: next})
 }
@@ -264,7 +265,7 @@ func (s *Server) handleTaskGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, utcTask(t))
+	writeJSON(w, http.StatusOK, taskView(t, s.now()))
 }
 
 // handleTaskReplace serves PUT /api/v1/tasks/{id}: the whole task, with the
@@ -294,7 +295,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
-	writeJSON(w, http.StatusOK, utcTask(t))
+	writeJSON(w, http.StatusOK, taskView(t, now))
 }
 
 // awaitSending returns once the fires of task id that were already being
@@ -353,7 +354,7 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, utcTask(t))
+		writeJSON(w, http.StatusOK, taskView(t, s.now()))
 	})
 }
 
@@ -405,15 +406,19 @@ func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
 
-// nextFire is the first fire of t after now (run_at for a one-off task),
-// or nil for a task that is not enabled.
+// nextFire is the planner's cursor for t changed at now: its first fire
+// after now (run_at for a one-off task), or nil for a task that is not
+// enabled.
 func nextFire(t *sundial.Task, now time.Time) *time.Time { return t.FirstFire(now) }
 
-// utcTask puts t's times in UTC, the zone every response uses.
-func utcTask(t *sundial.Task) *sundial.Task {
+// taskView turns t, as stored, into the task an answer shows at now: its
+// next_fire_time is the next fire that will really happen (see
+// sundial.Task.NextFire; the stored one is the planner's cursor), and its
+// times are in UTC, the zone every response uses. It changes t.
+func taskView(t *sundial.Task, now time.Time) *sundial.Task {
+	t.NextFireTime = t.NextFire(now)
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()
-	t.NextFireTime = utcPtr(t.NextFireTime)
 	t.RunAt = utcPtr(t.RunAt)
 	return t
 }

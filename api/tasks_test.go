@@ -91,7 +91,7 @@ func (f *fakeScheduler) TriggerCompensation() { f.compRounds.Add(1) }
 // scheduler and a clock the test moves.
 type storeBundle struct {
 	srv   *Server
-	store *sqlite.Store
+	store sundial.Store
 	sched *fakeScheduler
 	log   *bytes.Buffer
 
@@ -107,6 +107,12 @@ func setupStore(t *testing.T) *storeBundle {
 		t.Fatalf("open store: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	return setupOn(t, st)
+}
+
+// setupOn is setupStore on the store given.
+func setupOn(t *testing.T, st sundial.Store) *storeBundle {
+	t.Helper()
 	b := &storeBundle{store: st, log: new(bytes.Buffer), cur: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	b.sched = &fakeScheduler{store: st, now: b.now}
 	b.sched.ready.Store(true)
