@@ -13,6 +13,11 @@ import (
 // where the caller can act on them, anything else is internal.
 //
 // Times are stored in UTC with microsecond precision.
+//
+// A task's Version grows by one with every change of the task itself: each
+// TaskUpdate, and the end of a one-off task (its status set COMPLETED or
+// FAILED along with a run's outcome), so that a client's write based on an
+// earlier read is refused as stale. Planning a task's fires is not a change.
 type Store interface {
 	// Close releases the database.
 	Close() error

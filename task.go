@@ -270,10 +270,20 @@ func (t *Task) NextAfter(after time.Time) *time.Time {
 }
 
 // Normalize fills defaults and normalises the fields of a task about to be
-// created or replaced, then validates it. now resolves delay_seconds into
-// run_at. On error the task may be partly normalised; callers discard it.
-func (t *Task) Normalize(now time.Time) error {
+// created, then validates it. now resolves delay_seconds into run_at. On
+// error the task may be partly normalised; callers discard it.
+func (t *Task) Normalize(now time.Time) error { return t.normalize(nil, now) }
+
+// NormalizeReplacing is Normalize for a task that replaces cur, the task as
+// stored (PUT): its status is decided from the status given and cur's (see
+// WriteStatus), so that an omitted status keeps the current one and an
+// ended one-off task is run again by a new run_at.
+func (t *Task) NormalizeReplacing(cur *Task, now time.Time) error { return t.normalize(cur, now) }
+
+func (t *Task) normalize(cur *Task, now time.Time) error {
 	t.Name = strings.TrimSpace(t.Name)
+	// A new fire time: delay_seconds, or a run_at that is not the current.
+	newTime := t.DelaySeconds != nil
 	if t.DelaySeconds != nil {
 		if t.RunAt != nil {
 			return Errorf(EInvalid, "delay_seconds", "give run_at or delay_seconds, not both")
@@ -288,6 +298,7 @@ func (t *Task) Normalize(now time.Time) error {
 	if t.RunAt != nil {
 		at := t.RunAt.UTC().Truncate(time.Microsecond)
 		t.RunAt = &at
+		newTime = newTime || cur == nil || cur.RunAt == nil || !cur.RunAt.Equal(at)
 		if t.Name == "" {
 			t.Name = "once-" + randomHex(8)
 		}
@@ -323,9 +334,6 @@ func (t *Task) Normalize(now time.Time) error {
 	if t.CatchUpLimit == 0 {
 		t.CatchUpLimit = DefaultCatchUp
 	}
-	if t.Status == "" {
-		t.Status = TaskEnabled
-	}
 	if t.Headers == nil {
 		t.Headers = map[string]string{}
 	}
@@ -341,7 +349,71 @@ func (t *Task) Normalize(now time.Time) error {
 		t.CallbackMethod = "POST"
 	}
 	t.CallbackMethod = strings.ToUpper(t.CallbackMethod)
-	return t.validate()
+	if err := t.validate(); err != nil {
+		return err
+	}
+	status, err := WriteStatus(t.Status, cur, newTime || t.CronExpr != "")
+	if err != nil {
+		return err
+	}
+	t.Status = status
+	return nil
+}
+
+// Ended reports whether the status is the end of a one-off task.
+func (s TaskStatus) Ended() bool { return s == TaskCompleted || s == TaskFailed }
+
+// WriteStatus decides the status of a task a client writes, from the
+// status the request gave ("" for none). cur is the task as stored when the
+// request replaces it (PUT), nil when it creates one; rearm says the
+// request gives the task a new fire time (a new run_at, delay_seconds, or a
+// cron_expr), which runs an ended one-off task again.
+//
+//   - A new task is ENABLED unless DISABLED is given.
+//   - A replacement without a status keeps the current one, and one that
+//     gives the current status back changes nothing, COMPLETED and FAILED
+//     included (a task sent back as GET returned it).
+//   - An ended one-off task given a new fire time is ENABLED again, or
+//     DISABLED if that is given; without one it cannot be set ENABLED or
+//     DISABLED: there is no fire left to enable (409).
+//   - COMPLETED and FAILED are otherwise the server's to set (400).
+func WriteStatus(given TaskStatus, cur *Task, rearm bool) (TaskStatus, error) {
+	switch given {
+	case "", TaskEnabled, TaskDisabled, TaskCompleted, TaskFailed:
+	default:
+		return "", enumErr("status", string(given), "ENABLED", "DISABLED")
+	}
+	serverSet := &Error{Code: EInvalid, Field: "status", Token: string(given),
+		Message: "COMPLETED and FAILED are set by the server when a one-off task ends; give ENABLED or DISABLED"}
+	if cur == nil {
+		switch given {
+		case "":
+			return TaskEnabled, nil
+		case TaskCompleted, TaskFailed:
+			return "", serverSet
+		}
+		return given, nil
+	}
+	if cur.Status.Ended() && rearm {
+		switch given {
+		case TaskDisabled:
+			return TaskDisabled, nil
+		case "", TaskEnabled, cur.Status:
+			return TaskEnabled, nil
+		}
+		return "", serverSet
+	}
+	switch {
+	case given == "" || given == cur.Status:
+		return cur.Status, nil
+	case given.Ended():
+		serverSet.Message += ", or send the task's current status (" + string(cur.Status) + ") unchanged"
+		return "", serverSet
+	case cur.Status.Ended():
+		return "", &Error{Code: EConflict, Field: "status", Token: string(given),
+			Message: fmt.Sprintf("the task is a one-off task that has ended (%s); give a new run_at or delay_seconds to run it again", cur.Status)}
+	}
+	return given, nil
 }
 
 func (t *Task) validate() error {
@@ -465,14 +537,6 @@ func (t *Task) validate() error {
 	}
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")
-	}
-	switch t.Status {
-	case TaskEnabled, TaskDisabled:
-	case TaskCompleted, TaskFailed:
-		return &Error{Code: EInvalid, Field: "status", Token: string(t.Status),
-			Message: "COMPLETED and FAILED are set by the server when a one-off task ends; give ENABLED or DISABLED"}
-	default:
-		return enumErr("status", string(t.Status), "ENABLED", "DISABLED")
 	}
 	return nil
 }

@@ -209,3 +209,60 @@ func TestNextFire(t *testing.T) {
 }
 
 func timeP(t time.Time) *time.Time { return &t }
+
+func TestWriteStatus(t *testing.T) {
+	t.Parallel()
+	task := func(s TaskStatus) *Task { return &Task{Status: s} }
+	tests := []struct {
+		name  string
+		given TaskStatus
+		cur   *Task
+		rearm bool
+		want  TaskStatus
+		code  string // "" when accepted
+	}{
+		{name: "create, none given", given: "", want: TaskEnabled},
+		{name: "create enabled", given: TaskEnabled, want: TaskEnabled},
+		{name: "create disabled", given: TaskDisabled, want: TaskDisabled},
+		{name: "create completed", given: TaskCompleted, code: EInvalid},
+		{name: "create failed", given: TaskFailed, code: EInvalid},
+		{name: "create unknown", given: "PAUSED", code: EInvalid},
+
+		{name: "none given keeps disabled", given: "", cur: task(TaskDisabled), want: TaskDisabled},
+		{name: "none given keeps enabled", given: "", cur: task(TaskEnabled), want: TaskEnabled},
+		{name: "disable", given: TaskDisabled, cur: task(TaskEnabled), want: TaskDisabled},
+		{name: "enable", given: TaskEnabled, cur: task(TaskDisabled), want: TaskEnabled},
+		{name: "new run_at keeps disabled", given: "", cur: task(TaskDisabled), rearm: true, want: TaskDisabled},
+		{name: "completed onto enabled", given: TaskCompleted, cur: task(TaskEnabled), code: EInvalid},
+		{name: "unknown onto enabled", given: "paused", cur: task(TaskEnabled), code: EInvalid},
+
+		{name: "ended, sent back", given: TaskCompleted, cur: task(TaskCompleted), want: TaskCompleted},
+		{name: "failed, sent back", given: TaskFailed, cur: task(TaskFailed), want: TaskFailed},
+		{name: "ended, none given", given: "", cur: task(TaskCompleted), want: TaskCompleted},
+		{name: "ended, other end", given: TaskFailed, cur: task(TaskCompleted), code: EInvalid},
+		{name: "ended, enabled without a new time", given: TaskEnabled, cur: task(TaskCompleted), code: EConflict},
+		{name: "ended, disabled without a new time", given: TaskDisabled, cur: task(TaskFailed), code: EConflict},
+		{name: "ended, new time, sent back", given: TaskCompleted, cur: task(TaskCompleted), rearm: true, want: TaskEnabled},
+		{name: "ended, new time, none given", given: "", cur: task(TaskFailed), rearm: true, want: TaskEnabled},
+		{name: "ended, new time, enabled", given: TaskEnabled, cur: task(TaskFailed), rearm: true, want: TaskEnabled},
+		{name: "ended, new time, disabled", given: TaskDisabled, cur: task(TaskCompleted), rearm: true, want: TaskDisabled},
+		{name: "ended, new time, other end", given: TaskFailed, cur: task(TaskCompleted), rearm: true, code: EInvalid},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := WriteStatus(tt.given, tt.cur, tt.rearm)
+			if tt.code != "" {
+				if ErrorCode(err) != tt.code {
+					t.Fatalf("WriteStatus = %q, %v; want a %s error", got, err, tt.code)
+				}
+				if e := err.(*Error); e.Field != "status" || e.Token != string(tt.given) {
+					t.Errorf("error field %q token %q, want status and %q", e.Field, e.Token, tt.given)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("WriteStatus = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}

@@ -111,7 +111,7 @@ func batchTask(raw json.RawMessage, now time.Time) (*sundial.Task, error) {
 	if err := decodeStrict(raw, &req); err != nil {
 		return nil, err
 	}
-	return req.task(false, 0, now)
+	return req.task(nil, now)
 }
 
 // itemError is the result of item i refused with err; its field is the

@@ -66,9 +66,11 @@ type taskRequest struct {
 }
 
 // task checks the request and returns the task it describes, normalised and
-// validated but not yet stored. replace is true for PUT, which must carry
-// the version the task was read at.
-func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundial.Task, error) {
+// validated but not yet stored. cur is the task a PUT replaces, as stored
+// (nil for a create): a PUT must carry the version the task was read at,
+// and its status is decided from cur's (sundial.WriteStatus).
+func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, error) {
+	replace := cur != nil
 	// POST refuses the server-set fields. PUT takes the task as GET returned
 	// it: their values are ignored, but an id must name the task of the path.
 	readOnly := []struct {
@@ -86,7 +88,7 @@ func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundia
 			continue
 		}
 		if replace {
-			if ro.field == "id" && string(ro.raw) != "null" && string(ro.raw) != strconv.FormatInt(pathID, 10) {
+			if ro.field == "id" && string(ro.raw) != "null" && string(ro.raw) != strconv.FormatInt(cur.ID, 10) {
 				return nil, &sundial.Error{Code: sundial.EInvalid, Field: "id", Token: string(ro.raw),
 					Message: "id differs from the task named by the path"}
 			}
@@ -138,6 +140,12 @@ func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundia
 		if err != nil {
 			return nil, err
 		}
+		if v != cur.Version {
+			// Refused before the status is decided from a task the
+			// client has not seen (the update would refuse it anyway).
+			return nil, sundial.Errorf(sundial.EConflict, "version",
+				"task %d is at version %d, not %d: it changed since it was read", cur.ID, cur.Version, v)
+		}
 		t.Version = v
 	}
 	if req.HeadersJSON != nil {
@@ -152,7 +160,11 @@ func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundia
 		t.Headers = h
 	}
 	t.RequestHash = t.InputHash()
-	if err := t.Normalize(now); err != nil {
+	normalize := t.Normalize
+	if replace {
+		normalize = func(now time.Time) error { return t.NormalizeReplacing(cur, now) }
+	}
+	if err := normalize(now); err != nil {
 		return nil, err
 	}
 	if err := executor.ValidateTemplate(t.BodyTemplate); err != nil {
@@ -195,7 +207,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	t, err := req.task(false, 0, now)
+	t, err := req.task(nil, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -281,8 +293,16 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The status is decided from the current one; the version check of
+	// the update refuses the change if the task changed since it was read
+	// (a one-off task that ended meanwhile has a new version too).
+	cur, err := s.store.TaskGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	now := s.now()
-	t, err := req.task(true, id, now)
+	t, err := req.task(cur, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -544,7 +544,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			slices.Sort(failTasks)
 			for part := range slices.Chunk(slices.Compact(failTasks), batchIDs) {
 				if _, err := tx.ExecContext(ctx, `UPDATE tasks FORCE INDEX (PRIMARY)
-					SET status = 'FAILED', next_fire_at = NULL, updated_at = ?
+					SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = ?
 					WHERE id IN (`+placeholders(len(part))+`) AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`,
 					append([]any{at}, int64Args(part)...)...); err != nil {
 					return err

@@ -303,7 +303,7 @@ func runFinishSQL(n int, more bool) string {
 // RunComplete and RunAdmit.
 func completeTaskSQL(n int) string {
 	return `UPDATE ` + joinValues("tasks", "t", []string{"id", "status", "updated_at"}, n) + `
-	SET t.status = v.status, t.next_fire_at = NULL, t.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)
+	SET t.status = v.status, t.version = t.version + 1, t.next_fire_at = NULL, t.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)
 	WHERE t.status = 'ENABLED'`
 }
 
@@ -716,7 +716,7 @@ func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time, o
 		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', finished_at = ?, updated_at = ?
 			WHERE id = ?`, at, at, r.ID)
 		if err == nil && oneOff && r.Trigger == sundial.TriggerSchedule {
-			_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = ?
+			_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = ?
 				WHERE id = ? AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`, at, r.TaskID)
 		}
 	} else {

@@ -113,7 +113,7 @@ var admitCancelSQL = `WITH c AS (
 		WHERE id = ANY($2) AND task_id = $3 AND status NOT IN ` + finalStatuses + `
 		RETURNING status, trigger_type
 	)
-	UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = $1
+	UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = $1
 	WHERE id = $3 AND ` + oneOffFailed + `
 		AND EXISTS (SELECT 1 FROM c WHERE status = 'CANCELED' AND trigger_type = 'SCHEDULE')`
 

@@ -325,7 +325,7 @@ var redeliverSQL = `WITH d AS (UPDATE runs SET
 	WHERE runs.id = e.id
 	RETURNING ` + qualified("runs", sqlrow.RunCols) + `
 	), failed AS (
-		UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = $4
+		UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = $4
 		WHERE tasks.id = ANY (ARRAY(SELECT task_id FROM d WHERE status = 'FAILED' AND trigger_type = 'SCHEDULE'))
 			AND ` + oneOffFailed + `
 	)

@@ -435,7 +435,7 @@ func finishSQL(complete bool) string {
 	if complete {
 		// A task ended by two outcomes of one round takes the first's.
 		q += `, completed AS (
-		UPDATE tasks SET status = d.complete, next_fire_at = NULL, updated_at = d.updated_at
+		UPDATE tasks SET status = d.complete, version = version + 1, next_fire_at = NULL, updated_at = d.updated_at
 		FROM (SELECT DISTINCT ON (task_id) task_id, complete, updated_at FROM done
 			WHERE complete IS NOT NULL ORDER BY task_id, id) AS d
 		WHERE tasks.id = d.task_id AND tasks.status = 'ENABLED'
@@ -567,7 +567,7 @@ func checkTaskEnd(st sundial.TaskStatus) error {
 // completeTaskSQL ends task $3 with status $1 at $2 if it is still
 // ENABLED: the end of a one-off task, with its run's. The caller holds the
 // task's lock, taken before the run's.
-const completeTaskSQL = `UPDATE tasks SET status = $1, next_fire_at = NULL, updated_at = $2
+const completeTaskSQL = `UPDATE tasks SET status = $1, version = version + 1, next_fire_at = NULL, updated_at = $2
 	WHERE id = $3 AND status = 'ENABLED'`
 
 // cancelSet is the SET clause that cancels an unfinished run at $1 (a time):
@@ -585,7 +585,7 @@ var runCancelSQL = `WITH c AS (
 		WHERE id = $2 AND status NOT IN ` + finalStatuses + `
 		RETURNING ` + sqlrow.RunCols + `
 	), failed AS (
-		UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = $1
+		UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = $1
 		WHERE id = (SELECT task_id FROM c WHERE status = 'CANCELED' AND trigger_type = 'SCHEDULE')
 			AND ` + oneOffFailed + `
 	)

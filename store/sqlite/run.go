@@ -151,7 +151,7 @@ const runRetrySQL = `UPDATE runs SET status = 'SCHEDULED', node_id = '', finishe
 
 // completeTaskSQL ends a task with a run of its (a one-off task whose fire
 // ended): only an ENABLED task, so that one disabled meanwhile stays so.
-const completeTaskSQL = `UPDATE tasks SET status = ?1, next_fire_at = NULL, updated_at = ?2
+const completeTaskSQL = `UPDATE tasks SET status = ?1, version = version + 1, next_fire_at = NULL, updated_at = ?2
 	WHERE id = (SELECT task_id FROM runs WHERE id = ?3) AND status = 'ENABLED'`
 
 // RunFinish records outcomes of active runs, each only if its fence matches
@@ -284,7 +284,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 
 // failOneOffSQL fails the one-off task whose scheduled run ?3 will not run:
 // the task has no other fire to wait for.
-const failOneOffSQL = `UPDATE tasks SET status = 'FAILED', next_fire_at = NULL, updated_at = ?1
+const failOneOffSQL = `UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = ?1
 	WHERE id = ?2 AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`
 
 // cancelRun cancels the unfinished run r inside tx and returns it updated.

@@ -340,8 +340,25 @@ func testRunFinishCompleteTask(t *testing.T, open Opener) {
 			(c.next != nil && !got.NextFireTime.Equal(*c.next)) {
 			t.Fatalf("task %q: status %s, NextFireTime %v; want %s, %v", c.tk.Name, got.Status, got.NextFireTime, c.want, c.next)
 		}
+		// A task that ended has a new version; the others keep theirs.
+		wantVersion := c.tk.Version
+		if c.want != c.tk.Status {
+			wantVersion++
+		}
+		if got.Version != wantVersion {
+			t.Fatalf("task %q: version %d, want %d", c.tk.Name, got.Version, wantVersion)
+		}
 	}
 	eqTask(t, f.getTask(cronTask.ID), cronTask)
+
+	// A replacement read before the task ended is stale: it cannot
+	// re-enable the task unseen.
+	old := *once
+	old.Status, old.NextFireTime = sundial.TaskEnabled, ptr(at(10))
+	wantErr(t, f.s.TaskUpdate(f.ctx, &old, at(12)), sundial.EConflict, "version")
+	if got := f.getTask(once.ID); got.Status != sundial.TaskCompleted {
+		t.Fatalf("task %q after a stale update: %s, want COMPLETED", once.Name, got.Status)
+	}
 }
 
 func testRunComplete(t *testing.T, open Opener) {
@@ -365,8 +382,9 @@ func testRunComplete(t *testing.T, open Opener) {
 		// The delivery's attempt takes the outcome; no new attempt.
 		eqAttempts(t, "completed run", f.attempts(r.ID), []wantAttempt{
 			{1, "node-a", sundial.RunSuccess, 202, "", at(10), at(50)}})
-		if tk := f.getTask(once.ID); tk.Status != sundial.TaskCompleted || tk.NextFireTime != nil {
-			t.Fatalf("one-off task after its run = %s, next %v; want COMPLETED, nil", tk.Status, tk.NextFireTime)
+		if tk := f.getTask(once.ID); tk.Status != sundial.TaskCompleted || tk.NextFireTime != nil || tk.Version != once.Version+1 {
+			t.Fatalf("one-off task after its run = %s, next %v, version %d; want COMPLETED, nil, %d",
+				tk.Status, tk.NextFireTime, tk.Version, once.Version+1)
 		}
 		// Once ended, the run takes no other completion.
 		_, err = f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: at(51)})
@@ -830,6 +848,15 @@ func testOneOffEnd(t *testing.T, open Opener) {
 		}
 		if want == sundial.TaskFailed && got.NextFireTime != nil {
 			t.Fatalf("failed task %q has NextFireTime %v, want nil", tk.Name, got.NextFireTime)
+		}
+		// Its end is a change of the task: a client that read it before
+		// and writes it back is told so by its version.
+		wantVersion := tk.Version
+		if got.Status != tk.Status {
+			wantVersion++
+		}
+		if got.Version != wantVersion {
+			t.Fatalf("task %q went from %s to %s with version %d, want %d", tk.Name, tk.Status, got.Status, got.Version, wantVersion)
 		}
 	}
 
