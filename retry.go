@@ -148,11 +148,21 @@ func ParseRetryPolicy(raw json.RawMessage) (RetryPolicy, error) {
 	return p, nil
 }
 
-// MarshalJSON writes the policy in its wire form, every key present.
+// MarshalJSON writes the policy in its wire form, every key present
+// (retry_on as [] when it lists nothing).
 func (p RetryPolicy) MarshalJSON() ([]byte, error) {
-	ib, mb := p.InitialBackoff.String(), p.MaxBackoff.String()
-	return json.Marshal(retryPolicyJSON{MaxAttempts: &p.MaxAttempts, InitialBackoff: &ib, MaxBackoff: &mb,
-		Multiplier: &p.Multiplier, Jitter: &p.Jitter, RetryOn: p.RetryOn})
+	retryOn := p.RetryOn
+	if retryOn == nil {
+		retryOn = []string{}
+	}
+	return json.Marshal(struct {
+		MaxAttempts    int      `json:"max_attempts"`
+		InitialBackoff string   `json:"initial_backoff"`
+		MaxBackoff     string   `json:"max_backoff"`
+		Multiplier     float64  `json:"multiplier"`
+		Jitter         string   `json:"jitter"`
+		RetryOn        []string `json:"retry_on"`
+	}{p.MaxAttempts, p.InitialBackoff.String(), p.MaxBackoff.String(), p.Multiplier, p.Jitter, retryOn})
 }
 
 // Backoff returns the wait before retry number n (1 for the first retry):

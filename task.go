@@ -337,14 +337,12 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 	if t.Headers == nil {
 		t.Headers = map[string]string{}
 	}
-	if len(t.RetryPolicy) == 0 || string(t.RetryPolicy) == "null" {
-		t.RetryPolicy = json.RawMessage("{}")
-	} else if p, err := ParseRetryPolicy(t.RetryPolicy); err != nil {
+	// Stored with every key, so a read shows the policy in force.
+	policy, err := ParseRetryPolicy(t.RetryPolicy)
+	if err != nil {
 		return err
-	} else if string(bytes.TrimSpace(t.RetryPolicy)) != "{}" {
-		// Stored with every key, so a read shows the policy in force.
-		t.RetryPolicy, _ = json.Marshal(p)
 	}
+	t.RetryPolicy, _ = json.Marshal(policy)
 	if t.CallbackMethod == "" {
 		t.CallbackMethod = "POST"
 	}

@@ -180,6 +180,9 @@ func (s *Server) handleTaskUpcoming(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if runs == nil {
+		runs = []*sundial.Run{}
+	}
 	resp := upcomingResponse{Runs: runs, Next: []time.Time{}}
 	for _, run := range runs {
 		utcRun(run)

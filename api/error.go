@@ -80,19 +80,25 @@ func errNoRoute(r *http.Request) error {
 	return sundial.Errorf(sundial.ENotFound, "", "no such endpoint: %s %s", r.Method, r.URL.Path)
 }
 
-// writeJSON answers with status and v encoded as JSON. A value that cannot
-// be encoded is a programming error; the client then gets a 500.
+// writeJSON answers with status and v encoded as JSON, followed by a
+// newline: the one writer of every JSON answer. Strings are not
+// HTML-escaped (a URL's & stays &, not \u0026): answers are JSON, served as
+// such with nosniff, never HTML. A value that cannot be encoded is a
+// programming error; the client then gets a 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
-		b = []byte(`{"error":{"code":"internal","message":"internal error"}}`)
+		b.Reset()
+		b.WriteString(`{"error":{"code":"internal","message":"internal error"}}` + "\n")
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b.Bytes())
 }
 
 // decodeJSON decodes the request body, a single JSON object of at most

@@ -122,6 +122,9 @@ func (s *Server) handleRunGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if attempts == nil {
+		attempts = []*sundial.Attempt{}
+	}
 	for _, a := range attempts {
 		a.StartedAt = utcPtr(a.StartedAt)
 		a.FinishedAt = a.FinishedAt.UTC()

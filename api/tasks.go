@@ -433,10 +433,13 @@ func nextFire(t *sundial.Task, now time.Time) *time.Time { return t.FirstFire(no
 
 // taskView turns t, as stored, into the task an answer shows at now: its
 // next_fire_time is the next fire that will really happen (see
-// sundial.Task.NextFire; the stored one is the planner's cursor), and its
-// times are in UTC, the zone every response uses. It changes t.
+// sundial.Task.NextFire; the stored one is the planner's cursor), its
+// retry_policy has every key, and its times are in UTC, the zone every
+// response uses. It changes t.
 func taskView(t *sundial.Task, now time.Time) *sundial.Task {
 	t.NextFireTime = t.NextFire(now)
+	// Every key of the policy in force, also for a task stored with "{}".
+	t.RetryPolicy, _ = json.Marshal(t.RetryPolicyOf())
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()
 	t.RunAt = utcPtr(t.RunAt)
