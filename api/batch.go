@@ -44,8 +44,19 @@ type batchResponse struct {
 // and the answer is the status of the first failing item, with every
 // failing item's error in its place.
 func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
+	raw, err := readJSON(w, r, maxBatchBody)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// A fault inside an item is left to the item's own check below, so
+	// that the answer lists every refused item in its place.
+	if f := findJSONFault(raw); f != nil && !(len(f.path) > 1 && f.path[0].name == "tasks" && f.path[1].isIndex) {
+		s.writeError(w, r, f.error())
+		return
+	}
 	var req batchRequest
-	if err := decodeJSON(w, r, &req, maxBatchBody); err != nil {
+	if err := decodeStrict(raw, &req); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
@@ -107,6 +118,9 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 
 // batchTask decodes and checks one task of a batch, as POST /tasks does.
 func batchTask(raw json.RawMessage, now time.Time) (*sundial.Task, error) {
+	if err := checkJSON(raw); err != nil {
+		return nil, err
+	}
 	var req taskRequest
 	if err := decodeStrict(raw, &req); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/sundialhq/sundial"
 )
@@ -89,6 +90,10 @@ func (s *Server) handleRunCallback(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		q := r.URL.Query()
 		req.Status, req.Message = sundial.RunStatus(q.Get("status")), q.Get("message")
+		if !utf8.ValidString(req.Message) {
+			s.writeError(w, r, sundial.Errorf(sundial.EInvalid, "message", "message must be valid UTF-8 text"))
+			return
+		}
 	} else if err := decodeJSON(w, r, &req, maxCallbackBody); err != nil {
 		s.writeError(w, r, err)
 		return

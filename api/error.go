@@ -103,22 +103,47 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 // decodeJSON decodes the request body, a single JSON object of at most
 // maxBytes bytes, into dst, strictly: the Content-Type must be
-// application/json, and unknown fields and trailing data are errors. Client
-// mistakes come back as *sundial.Error (unsupported, too_large, invalid)
-// ready for writeError.
+// application/json; text that is not valid UTF-8, a key given twice (see
+// checkJSON), unknown fields and trailing data are errors. Client mistakes
+// come back as *sundial.Error (unsupported, too_large, invalid) ready for
+// writeError.
 func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64) error {
+	raw, err := readJSON(w, r, maxBytes)
+	if err != nil {
+		return err
+	}
+	if err := checkJSON(raw); err != nil {
+		return err
+	}
+	return decodeStrict(raw, dst)
+}
+
+// readJSON reads the request body, of at most maxBytes bytes, once its
+// Content-Type is application/json.
+func readJSON(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		e := sundial.Errorf(sundial.EUnsupported, "", "Content-Type must be application/json")
 		e.Token = ct
-		return e
+		return nil, e
 	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	if err != nil {
+		if e := tooLarge(err, maxBytes); e != nil {
+			return nil, e
+		}
+		return nil, fmt.Errorf("read request body: %w", err)
+	}
+	return raw, nil
+}
 
-	r.Body = http.MaxBytesReader(w, r.Body, maxBytes)
-	dec := json.NewDecoder(r.Body)
+// decodeStrict decodes raw, one JSON object (checked by checkJSON), into
+// dst: unknown fields and data after the object are invalid.
+func decodeStrict(raw []byte, dst any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(dst); err != nil {
-		return decodeError(err, maxBytes)
+		return decodeError(err, int64(len(raw))+1)
 	}
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {
@@ -127,22 +152,8 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64)
 	case err == nil:
 		return sundial.Errorf(sundial.EInvalid, "", "request body has data after the JSON object, at offset %d", dec.InputOffset()-int64(len(extra)))
 	default:
-		if e := tooLarge(err, maxBytes); e != nil {
-			return e
-		}
 		return sundial.Errorf(sundial.EInvalid, "", "request body has data after the JSON object: %v", err)
 	}
-}
-
-// decodeStrict decodes one JSON value already read (an item of a batch) as
-// decodeJSON does a body: unknown fields are invalid.
-func decodeStrict(raw json.RawMessage, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		return decodeError(err, int64(len(raw))+1)
-	}
-	return nil
 }
 
 // decodeError turns an error of json.Decoder.Decode into a client error, or

@@ -190,6 +190,17 @@ func parseVersion(raw json.RawMessage) (int64, error) {
 // parseHeadersJSON decodes headers_json, a JSON object of string to string
 // in a string.
 func parseHeadersJSON(s string) (map[string]string, error) {
+	if f := findJSONFault([]byte(s)); f != nil {
+		e := f.error()
+		e.Field = "headers_json"
+		if f.duplicate {
+			e.Message = "headers_json gives the header " + strconv.Quote(e.Token) + " twice; give each header once"
+		} else {
+			e.Message = `headers_json must hold valid UTF-8 text: it holds bytes that are not, or an escaped ` +
+				`surrogate (\ud800 to \udfff) that is not half of a pair`
+		}
+		return nil, e
+	}
 	var h map[string]string
 	if err := json.Unmarshal([]byte(s), &h); err != nil || h == nil {
 		return nil, &sundial.Error{Code: sundial.EInvalid, Field: "headers_json", Token: s,
