@@ -46,15 +46,9 @@ type RetryPolicy struct {
 	RetryOn        []string      // outcome classes retried
 }
 
-// retryPolicyJSON is the wire form: durations as Go duration strings.
-type retryPolicyJSON struct {
-	MaxAttempts    *int     `json:"max_attempts,omitempty"`
-	InitialBackoff *string  `json:"initial_backoff,omitempty"`
-	MaxBackoff     *string  `json:"max_backoff,omitempty"`
-	Multiplier     *float64 `json:"multiplier,omitempty"`
-	Jitter         *string  `json:"jitter,omitempty"`
-	RetryOn        []string `json:"retry_on,omitempty"`
-}
+// retryPolicyKeys are the keys of a retry_policy object, in the order they
+// are written.
+var retryPolicyKeys = []string{"max_attempts", "initial_backoff", "max_backoff", "multiplier", "jitter", "retry_on"}
 
 // DefaultRetryOn are the outcomes retried when a policy does not say:
 // connection errors, timeouts (a missed callback deadline included), 429,
@@ -73,16 +67,9 @@ func ParseRetryPolicy(raw json.RawMessage) (RetryPolicy, error) {
 	if len(bytes.TrimSpace(raw)) == 0 || string(bytes.TrimSpace(raw)) == "null" {
 		return p, nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	var w retryPolicyJSON
-	if err := dec.Decode(&w); err != nil {
-		msg := err.Error()
-		if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-			return p, &Error{Code: EInvalid, Field: "retry_policy", Token: strings.Trim(f, `"`),
-				Message: "unknown key (max_attempts, initial_backoff, max_backoff, multiplier, jitter, retry_on)"}
-		}
-		return p, Errorf(EInvalid, "retry_policy", "retry_policy must be a JSON object: %s", strings.TrimPrefix(msg, "json: "))
+	var w retryPolicyInput
+	if err := w.decode(raw); err != nil {
+		return p, err
 	}
 	if w.MaxAttempts != nil {
 		if *w.MaxAttempts < 1 || *w.MaxAttempts > MaxRetryAttempts {
@@ -121,9 +108,9 @@ func ParseRetryPolicy(raw json.RawMessage) (RetryPolicy, error) {
 		p.Multiplier = *w.Multiplier
 	}
 	if w.Jitter != nil {
-		switch *w.Jitter {
+		switch j := lowerASCII(*w.Jitter); j {
 		case JitterFull, JitterEqual, JitterNone:
-			p.Jitter = *w.Jitter
+			p.Jitter = j
 		default:
 			return p, &Error{Code: EInvalid, Field: "retry_policy.jitter", Token: *w.Jitter,
 				Message: "must be one of full, equal, none"}
@@ -132,7 +119,7 @@ func ParseRetryPolicy(raw json.RawMessage) (RetryPolicy, error) {
 	if w.RetryOn != nil {
 		seen := map[string]bool{}
 		for _, c := range w.RetryOn {
-			if !slices.Contains(retryClasses, c) {
+			if c = lowerASCII(c); !slices.Contains(retryClasses, c) {
 				return p, &Error{Code: EInvalid, Field: "retry_policy.retry_on", Token: c,
 					Message: "must list connection_error, timeout, 429, 5xx, 4xx or callback_failed"}
 			}
@@ -209,3 +196,111 @@ func (p RetryPolicy) Retryable(status RunStatus, httpStatus int) bool {
 
 // RetriesOn reports whether the policy retries the outcome class.
 func (p RetryPolicy) RetriesOn(class string) bool { return slices.Contains(p.RetryOn, class) }
+
+// retryPolicyInput is a retry_policy object as a client gives it: each key
+// present or not.
+type retryPolicyInput struct {
+	MaxAttempts    *int
+	InitialBackoff *string
+	MaxBackoff     *string
+	Multiplier     *float64
+	Jitter         *string
+	RetryOn        []string
+}
+
+// decode reads a retry_policy object key by key, so that an error names
+// the key, the type it wants and an example in the client's terms.
+func (w *retryPolicyInput) decode(raw json.RawMessage) error {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return &Error{Code: EInvalid, Field: "retry_policy",
+			Message: `retry_policy must be an object, such as {"max_attempts": 3, "initial_backoff": "1s"}; got ` + jsonKindOf(raw)}
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if !slices.Contains(retryPolicyKeys, k) {
+			return &Error{Code: EInvalid, Field: "retry_policy." + k, Token: k,
+				Message: UnknownName("key", k, retryPolicyKeys) + " (retry_policy has " + strings.Join(retryPolicyKeys, ", ") + ")"}
+		}
+	}
+	for _, k := range retryPolicyKeys {
+		v, ok := obj[k]
+		if !ok || string(bytes.TrimSpace(v)) == "null" {
+			continue
+		}
+		var dst any
+		var want string
+		switch k {
+		case "max_attempts":
+			dst, want = &w.MaxAttempts, "an integer, such as 3"
+		case "initial_backoff":
+			dst, want = &w.InitialBackoff, `a string holding a duration, such as "1s"`
+		case "max_backoff":
+			dst, want = &w.MaxBackoff, `a string holding a duration, such as "5m"`
+		case "multiplier":
+			dst, want = &w.Multiplier, "a number, such as 2"
+		case "jitter":
+			dst, want = &w.Jitter, `a string, such as "full"`
+		case "retry_on":
+			dst, want = &w.RetryOn, `an array of strings, such as ["5xx", "timeout"]`
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			got := jsonKindOf(v)
+			if k == "retry_on" && got == "an array" {
+				got = "an array with a value that is not a string"
+			}
+			return &Error{Code: EInvalid, Field: "retry_policy." + k, Token: string(bytes.TrimSpace(v)),
+				Message: "must be " + want + "; got " + got}
+		}
+	}
+	return nil
+}
+
+// jsonKindOf names the kind of a JSON value as a client would: a string,
+// a number, an object...
+func jsonKindOf(raw json.RawMessage) string {
+	v := bytes.TrimSpace(raw)
+	if len(v) == 0 {
+		return "nothing"
+	}
+	switch v[0] {
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	}
+	return "the number " + string(v)
+}
+
+// lowerASCII maps A-Z to a-z and leaves every other rune alone (unlike
+// strings.ToLower, which also folds letters of other scripts onto ASCII
+// ones: enum values are ASCII words).
+func lowerASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'A' <= r && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return r
+	}, s)
+}
+
+// UpperASCII maps a-z to A-Z and leaves every other rune alone: an enum
+// value given in any case, normalised.
+func UpperASCII(s string) string {
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' {
+			return r - ('a' - 'A')
+		}
+		return r
+	}, s)
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -24,6 +25,13 @@ func TestParseRetryPolicy(t *testing.T) {
 			RetryPolicy{MaxAttempts: 3, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 10 * time.Second,
 				Multiplier: 1.5, Jitter: JitterEqual, RetryOn: []string{RetryOnTimeout, RetryOn5xx}}},
 		{`{"retry_on":[]}`, func() RetryPolicy { p := def; p.RetryOn = nil; return p }()},
+		// Enum values in any case, normalised.
+		{`{"jitter":"EQUAL","retry_on":["5XX","Timeout","CALLBACK_FAILED"]}`, func() RetryPolicy {
+			p := def
+			p.Jitter, p.RetryOn = JitterEqual, []string{RetryOnTimeout, RetryOn5xx, RetryOnCallback}
+			return p
+		}()},
+		{`{"max_attempts":null,"jitter":null}`, def},
 	}
 	for _, tc := range tests {
 		got, err := ParseRetryPolicy(json.RawMessage(tc.in))
@@ -43,7 +51,8 @@ func TestParseRetryPolicyErrors(t *testing.T) {
 	t.Parallel()
 	tests := []struct{ in, field, token string }{
 		{`[]`, "retry_policy", ""},
-		{`{"max_tries":3}`, "retry_policy", "max_tries"},
+		{`5`, "retry_policy", ""},
+		{`{"max_tries":3}`, "retry_policy.max_tries", "max_tries"},
 		{`{"max_attempts":0}`, "retry_policy.max_attempts", "0"},
 		{`{"max_attempts":101}`, "retry_policy.max_attempts", "101"},
 		{`{"initial_backoff":"soon"}`, "retry_policy.initial_backoff", "soon"},
@@ -168,5 +177,41 @@ func TestRetryable(t *testing.T) {
 	only4xx := RetryPolicy{RetryOn: []string{RetryOn4xx}}
 	if !only4xx.Retryable(RunFailed, 404) || only4xx.Retryable(RunFailed, 500) {
 		t.Error("retry_on [4xx] must retry a 404 and not a 500")
+	}
+}
+
+// TestParseRetryPolicyMessages: errors say what is wrong in the client's
+// terms: the key, the type it wants with an example, never Go's types.
+func TestParseRetryPolicyMessages(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ in, field, message string }{
+		{`{"initial_backoff":5}`, "retry_policy.initial_backoff",
+			`must be a string holding a duration, such as "1s"; got the number 5`},
+		{`{"max_backoff":true}`, "retry_policy.max_backoff",
+			`must be a string holding a duration, such as "5m"; got a boolean`},
+		{`{"max_attempts":"3"}`, "retry_policy.max_attempts", "must be an integer, such as 3; got a string"},
+		{`{"max_attempts":2.5}`, "retry_policy.max_attempts", "must be an integer, such as 3; got the number 2.5"},
+		{`{"multiplier":"x"}`, "retry_policy.multiplier", "must be a number, such as 2; got a string"},
+		{`{"jitter":1}`, "retry_policy.jitter", `must be a string, such as "full"; got the number 1`},
+		{`{"retry_on":"5xx"}`, "retry_policy.retry_on", `must be an array of strings, such as ["5xx", "timeout"]; got a string`},
+		{`{"retry_on":[5]}`, "retry_policy.retry_on", `must be an array of strings, such as ["5xx", "timeout"]; got an array with a value that is not a string`},
+		{`[1]`, "retry_policy", `retry_policy must be an object, such as {"max_attempts": 3, "initial_backoff": "1s"}; got an array`},
+		{`{"max_attempt":3}`, "retry_policy.max_attempt",
+			`unknown key "max_attempt"; did you mean "max_attempts"? (retry_policy has max_attempts, initial_backoff, max_backoff, multiplier, jitter, retry_on)`},
+		{`{"Jitter":"full"}`, "retry_policy.Jitter",
+			`unknown key "Jitter"; did you mean "jitter"? (retry_policy has max_attempts, initial_backoff, max_backoff, multiplier, jitter, retry_on)`},
+	}
+	for _, tc := range tests {
+		_, err := ParseRetryPolicy(json.RawMessage(tc.in))
+		e, ok := err.(*Error)
+		if !ok || e.Code != EInvalid || e.Field != tc.field || e.Message != tc.message {
+			t.Errorf("ParseRetryPolicy(%s) = %#v\nwant field %s, message %q", tc.in, err, tc.field, tc.message)
+			continue
+		}
+		for _, leak := range []string{"Go ", "struct", "unmarshal", "retryPolicy", "json:"} {
+			if strings.Contains(e.Message, leak) {
+				t.Errorf("ParseRetryPolicy(%s): message %q mentions %q", tc.in, e.Message, leak)
+			}
+		}
 	}
 }

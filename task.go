@@ -306,13 +306,21 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 	if len(t.Params) == 0 || string(t.Params) == "null" {
 		t.Params = nil
 	}
+	// Enum values are accepted in any case, and kept as documented.
+	t.ExecType = ExecType(UpperASCII(string(t.ExecType)))
+	t.HTTPMethod = UpperASCII(t.HTTPMethod)
+	t.ConcurrencyPolicy = ConcurrencyPolicy(UpperASCII(string(t.ConcurrencyPolicy)))
+	t.OverlapAction = OverlapAction(UpperASCII(string(t.OverlapAction)))
+	t.FailureAction = FailureAction(UpperASCII(string(t.FailureAction)))
+	t.CatchUpMode = CatchUpMode(UpperASCII(string(t.CatchUpMode)))
+	t.CallbackMethod = UpperASCII(t.CallbackMethod)
+	t.Status = TaskStatus(UpperASCII(string(t.Status)))
 	if t.Timezone == "" {
 		t.Timezone = "UTC"
 	}
 	if t.ExecType == "" {
 		t.ExecType = ExecSync
 	}
-	t.HTTPMethod = strings.ToUpper(t.HTTPMethod)
 	if t.HTTPMethod == "" {
 		t.HTTPMethod = "POST"
 	}
@@ -346,7 +354,6 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 	if t.CallbackMethod == "" {
 		t.CallbackMethod = "POST"
 	}
-	t.CallbackMethod = strings.ToUpper(t.CallbackMethod)
 	if err := t.validate(); err != nil {
 		return err
 	}

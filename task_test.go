@@ -63,7 +63,7 @@ func TestNormalizeOneOffErrors(t *testing.T) {
 		{"params not JSON", "params", func(t *Task) { t.Params = json.RawMessage(`{"a":`) }},
 		{"request_id NUL", "request_id", func(t *Task) { t.RequestID = "a\x00b" }},
 		{"server status", "status", func(t *Task) { t.Status = TaskCompleted }},
-		{"retry policy key", "retry_policy", func(t *Task) { t.RetryPolicy = json.RawMessage(`{"tries": 3}`) }},
+		{"retry policy key", "retry_policy.tries", func(t *Task) { t.RetryPolicy = json.RawMessage(`{"tries": 3}`) }},
 		{"retry policy value", "retry_policy.max_attempts", func(t *Task) { t.RetryPolicy = json.RawMessage(`{"max_attempts": 0}`) }},
 		{"callback timeout", "callback_timeout_sec", func(t *Task) { t.CallbackTimeout = MaxCallbackTimeout + 1 }},
 	} {

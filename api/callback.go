@@ -22,6 +22,10 @@ type callbackRequest struct {
 	Retry *bool `json:"retry"`
 }
 
+func (*callbackRequest) examples() map[string]string {
+	return map[string]string{"status": `"SUCCESS"`, "message": `"imported 120 rows"`, "retry": `false`}
+}
+
 // progressRequest is the body of POST /api/v1/runs/{id}/progress.
 type progressRequest struct {
 	Progress   json.RawMessage `json:"progress"`
@@ -98,6 +102,7 @@ func (s *Server) handleRunCallback(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	req.Status = sundial.RunStatus(sundial.UpperASCII(string(req.Status)))
 	switch req.Status {
 	case sundial.RunSuccess, sundial.RunFailed:
 	case "":

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 
@@ -140,10 +139,13 @@ func readJSON(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, e
 // decodeStrict decodes raw, one JSON object (checked by checkJSON), into
 // dst: unknown fields and data after the object are invalid.
 func decodeStrict(raw []byte, dst any) error {
+	if err := checkKeys(raw, dst); err != nil {
+		return err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
+	dec.DisallowUnknownFields() // checkKeys has refused them already
 	if err := dec.Decode(dst); err != nil {
-		return decodeError(err, int64(len(raw))+1)
+		return decodeError(err, dst)
 	}
 	var extra json.RawMessage
 	switch err := dec.Decode(&extra); {
@@ -156,29 +158,14 @@ func decodeStrict(raw []byte, dst any) error {
 	}
 }
 
-// decodeError turns an error of json.Decoder.Decode into a client error, or
-// wraps it when the fault is not the client's.
-func decodeError(err error, maxBytes int64) error {
-	if e := tooLarge(err, maxBytes); e != nil {
-		return e
-	}
+// decodeError turns an error of json.Decoder.Decode into dst into a
+// client error, or wraps it when the fault is not the client's.
+func decodeError(err error, dst any) error {
 	if e, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return sundial.Errorf(sundial.EInvalid, "", "malformed JSON at offset %d: %v", e.Offset, e)
 	}
 	if e, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
-		if e.Field == "" {
-			return sundial.Errorf(sundial.EInvalid, "", "request body must be %s, got %s", jsonKind(e.Type), e.Value)
-		}
-		var token string // only a number carries its text
-		if v, ok := strings.CutPrefix(e.Value, "number "); ok {
-			token = v
-		}
-		return &sundial.Error{
-			Code:    sundial.EInvalid,
-			Field:   e.Field,
-			Message: fmt.Sprintf("must be %s, got %s", jsonKind(e.Type), e.Value),
-			Token:   token,
-		}
+		return typeError(e, dst)
 	}
 	if errors.Is(err, io.EOF) {
 		return sundial.Errorf(sundial.EInvalid, "", "request body is empty, want a JSON object")
@@ -186,12 +173,13 @@ func decodeError(err error, maxBytes int64) error {
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return sundial.Errorf(sundial.EInvalid, "", "malformed JSON: the body ends before the object does")
 	}
-	// encoding/json has no error type for an unknown field.
+	// checkKeys refuses unknown fields first; this is a safety net (and
+	// encoding/json has no error type for them).
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		if unq, uerr := strconv.Unquote(name); uerr == nil {
 			name = unq
 		}
-		return &sundial.Error{Code: sundial.EInvalid, Field: name, Message: "unknown field"}
+		return &sundial.Error{Code: sundial.EInvalid, Field: name, Token: name, Message: "unknown field"}
 	}
 	return fmt.Errorf("decode request body: %w", err)
 }
@@ -202,31 +190,4 @@ func tooLarge(err error, maxBytes int64) error {
 		return sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %d bytes", maxBytes)
 	}
 	return nil
-}
-
-// jsonKind names, in JSON terms, what a Go type is decoded from.
-func jsonKind(t reflect.Type) string {
-	if t == nil {
-		return "a JSON value"
-	}
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Map, reflect.Struct:
-		return "an object"
-	default:
-		return "a " + t.String()
-	}
 }

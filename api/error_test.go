@@ -91,27 +91,27 @@ func TestDecodeJSON(t *testing.T) {
 		{
 			name: "not an object", contentType: "application/json", body: `[1]`,
 			status: http.StatusBadRequest,
-			want:   errorDetail{Code: sundial.EInvalid, Message: "request body must be an object, got array"},
+			want:   errorDetail{Code: sundial.EInvalid, Message: "request body must be a JSON object; got an array"},
 		},
 		{
 			name: "wrong type", contentType: "application/json", body: `{"count":"two"}`,
 			status: http.StatusBadRequest,
-			want:   errorDetail{Code: sundial.EInvalid, Field: "count", Message: "must be an integer, got string"},
+			want:   errorDetail{Code: sundial.EInvalid, Field: "count", Message: "must be an integer, such as 10; got a string"},
 		},
 		{
 			name: "fractional integer", contentType: "application/json", body: `{"count":1.5}`,
 			status: http.StatusBadRequest,
-			want:   errorDetail{Code: sundial.EInvalid, Field: "count", Token: "1.5", Message: "must be an integer, got number 1.5"},
+			want:   errorDetail{Code: sundial.EInvalid, Field: "count", Token: "1.5", Message: "must be an integer, such as 10; got the number 1.5"},
 		},
 		{
 			name: "nested wrong type", contentType: "application/json", body: `{"inner":{"on":1}}`,
 			status: http.StatusBadRequest,
-			want:   errorDetail{Code: sundial.EInvalid, Field: "inner.on", Message: "must be a boolean, got number"},
+			want:   errorDetail{Code: sundial.EInvalid, Field: "inner.on", Message: "must be a boolean, such as true; got a number"},
 		},
 		{
 			name: "unknown field", contentType: "application/json", body: `{"nmae":"a"}`,
 			status: http.StatusBadRequest,
-			want:   errorDetail{Code: sundial.EInvalid, Field: "nmae", Message: "unknown field"},
+			want:   errorDetail{Code: sundial.EInvalid, Field: "nmae", Token: "nmae", Message: `unknown field "nmae"; did you mean "name"?`},
 		},
 		{
 			name: "second object", contentType: "application/json", body: `{"name":"a"} {"name":"b"}`,

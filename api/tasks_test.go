@@ -375,7 +375,7 @@ func TestTaskCreateInvalid(t *testing.T) {
 		},
 		{
 			name: "retry_policy key", body: task("a", map[string]any{"retry_policy": map[string]int{"max": 3}}),
-			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "retry_policy", Token: "max"},
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "retry_policy.max", Token: "max"},
 		},
 		{
 			name:   "headers and headers_json",
@@ -397,7 +397,8 @@ func TestTaskCreateInvalid(t *testing.T) {
 		},
 		{
 			name: "unknown field", body: task("a", map[string]any{"cron": "* * * * *"}),
-			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron", Message: "unknown field"},
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron", Token: "cron",
+				Message: `unknown field "cron"; did you mean "cron_expr"?`},
 		},
 		{
 			name: "read-only id", body: task("a", map[string]any{"id": 7}),
@@ -424,7 +425,7 @@ func TestTaskCreateInvalid(t *testing.T) {
 		{
 			name: "wrong type", body: task("a", map[string]any{"timeout_seconds": "10"}),
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "timeout_seconds",
-				Message: "must be an integer, got string"},
+				Message: "must be an integer, such as 30; got a string"},
 		},
 		{
 			name: "retry_policy not an object", body: task("a", map[string]any{"retry_policy": []int{1}}),
