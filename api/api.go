@@ -16,6 +16,8 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -129,6 +131,17 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// The mux would redirect a path that is not clean (//api/v1/tasks,
+	// /api/v1/tasks/2/../3) to its clean form with an HTML answer. An API
+	// client gets the JSON error shape instead, naming the path to use:
+	// a redirect would send a PUT or DELETE somewhere it did not name.
+	if esc := r.URL.EscapedPath(); r.Method != http.MethodConnect {
+		if clean := cleanPath(esc); clean != esc && (clean == "/api" || strings.HasPrefix(clean, "/api/")) {
+			s.writeError(w, r, sundial.Errorf(sundial.ENotFound, "",
+				"no such endpoint: %s %s; paths are taken as sent, not cleaned: the path meant is likely %s", r.Method, esc, clean))
+			return
+		}
+	}
 	h, pattern := s.mux.Handler(r)
 	if pattern != "" {
 		// A route matched, or the mux redirects to a cleaned path.
@@ -158,6 +171,23 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(cw.statusOrOK())
 		_, _ = w.Write(cw.body.Bytes())
 	}
+}
+
+// cleanPath is the canonical form of an escaped path as net/http's
+// ServeMux makes it: rooted, without . or .. elements or repeated slashes,
+// keeping a trailing slash.
+func cleanPath(p string) string {
+	if p == "" {
+		return "/"
+	}
+	if p[0] != '/' {
+		p = "/" + p
+	}
+	np := path.Clean(p)
+	if p[len(p)-1] == '/' && np != "/" {
+		np += "/"
+	}
+	return np
 }
 
 // now returns the current time from the injected clock.

@@ -128,12 +128,30 @@ func readJSON(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, e
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
 	if err != nil {
-		if e := tooLarge(err, maxBytes); e != nil {
-			return nil, e
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			endpoint := r.Method + " " + r.URL.Path
+			if _, p, ok := strings.Cut(r.Pattern, " "); ok {
+				endpoint = r.Method + " " + p
+			} else if r.Pattern != "" {
+				endpoint = r.Method + " " + r.Pattern
+			}
+			return nil, sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %s, the limit of %s",
+				byteSize(maxBytes), endpoint)
 		}
 		return nil, fmt.Errorf("read request body: %w", err)
 	}
 	return raw, nil
+}
+
+// byteSize writes n bytes as the docs do: 16 MiB, 128 KiB, 64 bytes.
+func byteSize(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 // decodeStrict decodes raw, one JSON object (checked by checkJSON), into
@@ -182,12 +200,4 @@ func decodeError(err error, dst any) error {
 		return &sundial.Error{Code: sundial.EInvalid, Field: name, Token: name, Message: "unknown field"}
 	}
 	return fmt.Errorf("decode request body: %w", err)
-}
-
-// tooLarge returns the client error for a body over the limit, or nil.
-func tooLarge(err error, maxBytes int64) error {
-	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		return sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %d bytes", maxBytes)
-	}
-	return nil
 }

@@ -64,13 +64,13 @@ func TestDecodeJSON(t *testing.T) {
 			name: "too large", contentType: "application/json",
 			body:   `{"name":"` + strings.Repeat("a", echoMaxBytes) + `"}`,
 			status: http.StatusRequestEntityTooLarge,
-			want:   errorDetail{Code: sundial.ETooLarge, Message: "request body is larger than 64 bytes"},
+			want:   errorDetail{Code: sundial.ETooLarge, Message: "request body is larger than 64 bytes, the limit of POST /api/v1/test/echo"},
 		},
 		{
 			name: "too large after the object", contentType: "application/json",
 			body:   `{"name":"a"}` + strings.Repeat(" ", echoMaxBytes),
 			status: http.StatusRequestEntityTooLarge,
-			want:   errorDetail{Code: sundial.ETooLarge, Message: "request body is larger than 64 bytes"},
+			want:   errorDetail{Code: sundial.ETooLarge, Message: "request body is larger than 64 bytes, the limit of POST /api/v1/test/echo"},
 		},
 		{
 			name: "malformed", contentType: "application/json", body: `{"name":}`,

@@ -450,7 +450,7 @@ func TestTaskCreateInvalid(t *testing.T) {
 		},
 		{
 			name: "over 1 MiB", body: big,
-			status: 413, err: errorDetail{Code: sundial.ETooLarge, Message: "request body is larger than 1048576 bytes"},
+			status: 413, err: errorDetail{Code: sundial.ETooLarge, Message: "request body is larger than 1 MiB, the limit of POST /api/v1/tasks"},
 		},
 	}
 	for _, tt := range tests {
