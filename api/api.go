@@ -7,7 +7,9 @@
 //
 //	{"error": {"code": "invalid", "message": "...", "field": "...", "token": "..."}}
 //
-// including the 404 for an unknown path and the 405 for a wrong method.
+// including the 404 for an unknown path and the 405 for a wrong method, and,
+// on a [Listener], the answers net/http writes itself to a request it
+// cannot read.
 package api
 
 import (

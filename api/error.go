@@ -85,19 +85,28 @@ func errNoRoute(r *http.Request) error {
 // such with nosniff, never HTML. A value that cannot be encoded is a
 // programming error; the client then gets a 500.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	b := encodeJSON(v)
+	if b == nil {
 		status = http.StatusInternalServerError
-		b.Reset()
-		b.WriteString(`{"error":{"code":"internal","message":"internal error"}}` + "\n")
+		b = []byte(`{"error":{"code":"internal","message":"internal error"}}` + "\n")
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(b.Bytes())
+	_, _ = w.Write(b)
+}
+
+// encodeJSON is v as an answer's JSON, not HTML-escaped, with a final
+// newline; nil if v cannot be encoded.
+func encodeJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil
+	}
+	return b.Bytes()
 }
 
 // decodeJSON decodes the request body, a single JSON object of at most

@@ -120,7 +120,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer stopSched()
 	go func() { schedDone <- sched.Run(schedCtx) }()
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- httpSrv.Serve(ln) }()
+	go func() { serveDone <- httpSrv.Serve(api.Listener(ln)) }()
 
 	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
 	log.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
