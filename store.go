@@ -10,7 +10,9 @@ import (
 // Store is the storage contract. Every database adapter implements it and
 // passes the conformance suite in store/storetest. Methods that change state
 // do so in one transaction; errors are *Error values (ENotFound, EConflict)
-// where the caller can act on them, anything else is internal.
+// where the caller can act on them, EUnavailable (see Unavailable) when the
+// database cannot be reached or cannot write now, as each adapter
+// classifies its driver's errors; anything else is internal.
 //
 // Times are stored in UTC with microsecond precision.
 //

@@ -17,7 +17,11 @@ const (
 	ETooLarge     = "too_large"    // the request body is over the limit: 413
 	EUnsupported  = "unsupported"  // wrong content type: 415
 	EUnauthorized = "unauthorized" // missing or wrong credentials: 401
-	EInternal     = "internal"     // anything else; the detail goes to the log only: 500
+	// EUnavailable: the database cannot be reached or cannot write (down,
+	// connection lost, disk full, read-only, locked past the busy
+	// timeout). Trying again later may succeed: 503 with Retry-After.
+	EUnavailable = "unavailable"
+	EInternal    = "internal" // anything else; the detail goes to the log only: 500
 )
 
 // Error is an error meant for the client: a machine-readable code, a message
@@ -28,13 +32,28 @@ type Error struct {
 	Message string
 	Field   string
 	Token   string
+	// Err is the cause, for logs: never shown to the client.
+	Err error
 }
 
 func (e *Error) Error() string {
+	msg := e.Code + ": " + e.Message
 	if e.Field != "" {
-		return fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
+		msg = fmt.Sprintf("%s: %s: %s", e.Code, e.Field, e.Message)
 	}
-	return e.Code + ": " + e.Message
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Unavailable returns the EUnavailable error of err, a driver's error that
+// means the database cannot be reached or cannot write. Adapters classify
+// their drivers' errors with it; err stays in the chain for the log.
+func Unavailable(err error) *Error {
+	return &Error{Code: EUnavailable, Message: "the database is unavailable; try again shortly", Err: err}
 }
 
 // Errorf returns an *Error with a formatted message.

@@ -18,6 +18,7 @@ import (
 	"github.com/sundialhq/sundial/store/mysql"
 	"github.com/sundialhq/sundial/store/postgres"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/storetest"
 )
 
 // Tests of what every backend must answer alike run on each of them:
@@ -25,10 +26,12 @@ import (
 // SUNDIAL_TEST_POSTGRES and SUNDIAL_TEST_MYSQL (skipped without them, but
 // never under CI=true). Each test gets a database of its own.
 
-// backends are the stores an API test can run on, by name.
+// backends are the stores an API test can run on, by name. open returns a
+// store and cut, which makes its database unusable: SQLite's store is
+// closed, the servers are reached through a storetest.Proxy that cut cuts.
 var backends = []struct {
 	name string
-	open func(t *testing.T) sundial.Store
+	open func(t *testing.T) (st sundial.Store, cut func())
 }{
 	{"sqlite", openSQLite},
 	{"postgres", openPostgres},
@@ -41,7 +44,8 @@ func onEveryBackend(t *testing.T, fn func(t *testing.T, b *storeBundle)) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			t.Parallel()
-			fn(t, setupOn(t, be.open(t)))
+			st, _ := be.open(t)
+			fn(t, setupOn(t, st))
 		})
 	}
 }
@@ -66,18 +70,18 @@ func randomName() string {
 	return "sundial_api_" + hex.EncodeToString(b)
 }
 
-func openSQLite(t *testing.T) sundial.Store {
+func openSQLite(t *testing.T) (sundial.Store, func()) {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open sqlite: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return st, func() { _ = st.Close() }
 }
 
 // openPostgres opens a store in a schema of its own, dropped at the end.
-func openPostgres(t *testing.T) sundial.Store {
+func openPostgres(t *testing.T) (sundial.Store, func()) {
 	t.Helper()
 	base := serverEnv(t, "SUNDIAL_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
 	name := randomName()
@@ -107,16 +111,18 @@ func openPostgres(t *testing.T) sundial.Store {
 	q := u.Query()
 	q.Set("search_path", name)
 	u.RawQuery = q.Encode()
+	proxy := storetest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
 	st, err := postgres.Open(t.Context(), u.String(), postgres.Options{MaxConns: 4})
 	if err != nil {
 		t.Fatalf("open postgres: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return st, proxy.Cut
 }
 
 // openMySQL opens a store on a database of its own, dropped at the end.
-func openMySQL(t *testing.T) sundial.Store {
+func openMySQL(t *testing.T) (sundial.Store, func()) {
 	t.Helper()
 	base := serverEnv(t, "SUNDIAL_TEST_MYSQL", "root@tcp(127.0.0.1:3306)/test")
 	cfg, err := gomysql.ParseDSN(base)
@@ -139,10 +145,12 @@ func openMySQL(t *testing.T) sundial.Store {
 		}
 	})
 	cfg.DBName = name
+	proxy := storetest.NewProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
 	st, err := mysql.Open(t.Context(), cfg.FormatDSN(), mysql.Options{MaxConns: 4})
 	if err != nil {
 		t.Fatalf("open mysql: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return st, proxy.Cut
 }

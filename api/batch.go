@@ -93,7 +93,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	existed, err := s.store.TaskCreateMany(r.Context(), tasks, now)
 	if err != nil {
 		be, ok := errors.AsType[*sundial.BatchError](err)
-		if !ok {
+		if !ok || sundial.ErrorCode(err) == sundial.EUnavailable {
 			s.writeError(w, r, err)
 			return
 		}

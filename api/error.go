@@ -29,7 +29,13 @@ var statusByCode = map[string]int{
 	sundial.ETooLarge:     http.StatusRequestEntityTooLarge,
 	sundial.EUnsupported:  http.StatusUnsupportedMediaType,
 	sundial.EUnauthorized: http.StatusUnauthorized,
+	sundial.EUnavailable:  http.StatusServiceUnavailable,
 }
+
+// retryAfter is the Retry-After, in seconds, of a 503: the database is
+// unavailable, and a few seconds is the time a restart, a failover or a
+// lock released takes.
+const retryAfter = "5"
 
 // errorBody is the JSON shape of every error response.
 type errorBody struct {
@@ -49,6 +55,13 @@ type errorDetail struct {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e, ok := errors.AsType[*sundial.Error](err); ok {
 		if status, ok := statusByCode[e.Code]; ok {
+			if e.Code == sundial.EUnavailable {
+				// The cause is the operator's to see, not the client's.
+				s.logger().LogAttrs(r.Context(), slog.LevelWarn, "request failed: database unavailable",
+					slog.String("component", "api"), slog.String("method", r.Method),
+					slog.String("path", r.URL.Path), slog.Any("err", e.Err))
+				w.Header().Set("Retry-After", retryAfter)
+			}
 			writeJSON(w, status, errorBody{Error: errorDetail{
 				Code:    e.Code,
 				Message: e.Message,

@@ -226,7 +226,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	t.NextFireTime = nextFire(t, now)
 	existed, err := s.store.TaskCreateMany(r.Context(), []*sundial.Task{t}, now)
 	if err != nil {
-		if be, ok := errors.AsType[*sundial.BatchError](err); ok {
+		if be, ok := errors.AsType[*sundial.BatchError](err); ok && sundial.ErrorCode(err) != sundial.EUnavailable {
 			err = be.Err
 		}
 		s.writeError(w, r, err)

@@ -63,10 +63,11 @@ var admitLastSQL = func() string {
 // wait for each other on every node, and each reads what the previous one
 // committed. Should the transaction be retried after a deadlock, decide is
 // called again with the state read then.
-func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
+func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	now = sqlrow.Norm(now)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		out = nil
 		var taskID int64
 		err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, id).Scan(&taskID)

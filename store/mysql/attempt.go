@@ -39,7 +39,8 @@ func attemptArgs(args []any, runID int64, delivery int, nodeID string, status su
 
 // RunAttempts returns the attempts recorded for a run, oldest first (by
 // ID): a range of run_attempts_run. An unknown run has none.
-func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error) {
+func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
+	defer s.classify(&err)
 	rows, err := s.db.QueryContext(ctx, attemptsSQL, runID)
 	if err != nil {
 		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)

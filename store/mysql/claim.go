@@ -118,8 +118,8 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 // waited for, and further candidates read (up to claimRounds reads) until
 // limit runs are held. The claim takes no task lock; it reads the tasks of
 // the runs it claimed.
-func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStart) (
-	[]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStart) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -273,8 +273,8 @@ func claimLocked(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial
 // their tasks. It locks the runs' tasks (shared, in ID order), then the
 // runs, waiting for other holders: a run being started or finished
 // meanwhile is then seen with its new status or fence, and not taken.
-func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (
-	[]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if len(refs) == 0 {
 		return nil, nil, nil
 	}
@@ -283,7 +283,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		out   []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		out, tasks = nil, nil
 		taskIDs, err := taskIDsOfRuns(ctx, tx, ids)
 		if err != nil {
@@ -335,12 +335,13 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 // planner's to make again either: they are handed back to no node, as they
 // are, for any node to claim. It locks the runs' tasks in ID order, then
 // the runs.
-func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
+func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
+	defer s.classify(&err)
 	if len(refs) == 0 {
 		return nil
 	}
 	ids := refIDs(refs)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		taskIDs, err := taskIDsOfRuns(ctx, tx, ids)
 		if err != nil {
 			return err
@@ -441,8 +442,8 @@ const redeliverAfterSQL = ` AND (scheduled_at > ? OR (scheduled_at = ? AND id > 
 // with SKIP LOCKED: two redeliverers do not wait for each other. (Failing
 // a one-off task upgrades its shared lock; two redeliverers never fail the
 // same run, so a deadlock there is rare, and retried.)
-func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (
-	[]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -452,7 +453,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		out   []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		out, tasks = nil, map[int64]*sundial.Task{}
 		var after []any
 		for round := 1; round <= claimRounds && len(out) < limit; round++ {
@@ -614,7 +615,8 @@ const findStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r FORCE INDEX (
 // dueBefore that nodeID holds, that no node holds, or whose node is not
 // ALIVE (including a node with no row in nodes), oldest (by due time, then
 // ID) first.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
+func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -631,7 +633,8 @@ const cancelRequestedSQL = `SELECT id FROM runs FORCE INDEX (runs_claim)
 
 // RunCancelRequested returns, by ID, the RUNNING and WAITING_CALLBACK runs
 // held by nodeID whose cancellation was requested.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {
+func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
+	defer s.classify(&err)
 	ids, err := int64s(s.db.QueryContext(ctx, cancelRequestedSQL, nodeID))
 	if err != nil {
 		return nil, fmt.Errorf("list cancellations of node %s: %w", nodeID, err)
@@ -640,7 +643,8 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 }
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
-func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
+	defer s.classify(&err)
 	out := make([]sundial.SendCheck, len(refs))
 	for lo := 0; lo < len(refs); lo += batchIDs {
 		part := refs[lo:min(lo+batchIDs, len(refs))]

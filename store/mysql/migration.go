@@ -29,8 +29,9 @@ const MigrateLockTimeout = 5 * time.Minute
 // implicitly, so each migration's ledger row is committed right after its
 // statements rather than with them; the statements are written to be run
 // again should a migration fail half-way. Open calls Migrate.
-func (s *Store) Migrate(ctx context.Context) error {
-	_, err := s.migrate(ctx)
+func (s *Store) Migrate(ctx context.Context) (err error) {
+	defer s.classify(&err)
+	_, err = s.migrate(ctx)
 	return err
 }
 

@@ -5,12 +5,16 @@ import (
 	"context"
 	"crypto/rand"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -1341,4 +1345,63 @@ func mariaDBBefore108(version string) bool {
 // operation (storetest.BenchBurst).
 func BenchmarkBurst(b *testing.B) {
 	storetest.BenchBurst(b, open(b))
+}
+
+// TestUnavailable: once the server cannot be reached (the connections a
+// store holds reset, new ones refused), every method answers
+// EUnavailable; errors that are the caller's stay what they are.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	cfg, err := mysql.ParseDSN(createDB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := storetest.NewProxy(t, cfg.Addr)
+	cfg.Addr = proxy.Addr()
+	storetest.RunUnavailable(t, openDSN(t, cfg.FormatDSN()), proxy.Cut)
+}
+
+// TestUnavailableClosed: a closed store answers EUnavailable.
+func TestUnavailableClosed(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), createDB(t), Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.RunUnavailable(t, s, func() { _ = s.Close() })
+}
+
+// TestUnavailableErrors: which of the driver's errors mean the server
+// cannot be used now; the others, real faults among them, are not hidden
+// as such.
+func TestUnavailableErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"bad connection", driver.ErrBadConn, true},
+		{"server gone", mysql.ErrInvalidConn, true},
+		{"refused", &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}, true},
+		{"server shutdown", &mysql.MySQLError{Number: 1053}, true},
+		{"too many connections", &mysql.MySQLError{Number: 1040}, true},
+		{"disk full", &mysql.MySQLError{Number: 1021}, true},
+		{"table full", &mysql.MySQLError{Number: 1114}, true},
+		{"read-only", &mysql.MySQLError{Number: 1290}, true},
+		{"read-only mode", &mysql.MySQLError{Number: 1836}, true},
+		{"connection killed", &mysql.MySQLError{Number: 1927}, true},
+		{"wrapped", fmt.Errorf("list tasks: %w", &mysql.MySQLError{Number: 1053}), true},
+		{"duplicate key", &mysql.MySQLError{Number: 1062}, false},
+		{"syntax error", &mysql.MySQLError{Number: 1064}, false},
+		{"unknown column", &mysql.MySQLError{Number: 1054}, false},
+		{"deadlock", &mysql.MySQLError{Number: 1213}, false},
+		{"context canceled", context.Canceled, false},
+		{"no rows", sql.ErrNoRows, false},
+		{"anything else", errors.New("boom"), false},
+	} {
+		if got := unavailable(c.err); got != c.want {
+			t.Errorf("%s: unavailable = %v, want %v", c.name, got, c.want)
+		}
+	}
 }

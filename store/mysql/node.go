@@ -12,7 +12,8 @@ import (
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
 // and HeartbeatAt from the database's clock.
-func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
+func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
+	defer s.classify(&err)
 	if n.ID == "" {
 		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
 	}
@@ -20,7 +21,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 	if err := s.db.QueryRowContext(ctx, `SELECT `+nowSQL).Scan(&now); err != nil {
 		return fmt.Errorf("register node %s: %w", n.ID, err)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
+	_, err = s.db.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
 		VALUES (?, ?, ?, ?, 'ALIVE', ?, ?)
 		ON DUPLICATE KEY UPDATE host = ?, pid = ?, address = ?, state = 'ALIVE', started_at = ?, heartbeat_at = ?`,
 		n.ID, n.Host, n.PID, n.Address, now, now,
@@ -34,7 +35,8 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 
 // NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
 // ENotFound.
-func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
+func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
+	defer s.classify(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = `+nowSQL+` WHERE id = ? AND state = 'ALIVE'`, id)
 	if err != nil {
 		return fmt.Errorf("heartbeat node %s: %w", id, err)
@@ -49,7 +51,8 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 }
 
 // NodeLeave marks a node LEFT; an unknown node is ENotFound.
-func (s *Store) NodeLeave(ctx context.Context, id string) error {
+func (s *Store) NodeLeave(ctx context.Context, id string) (err error) {
+	defer s.classify(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("leave node %s: %w", id, err)
@@ -63,7 +66,8 @@ func (s *Store) NodeLeave(ctx context.Context, id string) error {
 }
 
 // NodeList returns every node, newest (by start time) first.
-func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
+func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
+	defer s.classify(&err)
 	rows, err := s.db.QueryContext(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
 		FROM nodes ORDER BY started_at DESC, id DESC`)
 	if err != nil {
@@ -93,9 +97,10 @@ func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
 // does, and returns their IDs in order. The dead nodes' rows stay locked
 // until the release commits: a concurrent reaper waits, then finds them
 // DEAD, and a late heartbeat finds them no longer ALIVE.
-func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error) {
+func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
+	defer s.classify(&err)
 	var dead []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		dead = nil
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM nodes
 			WHERE state = 'ALIVE' AND heartbeat_at < `+nowSQL+` - (?) ORDER BY id FOR UPDATE`,

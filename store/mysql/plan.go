@@ -42,13 +42,14 @@ const planRounds = 4
 // documentation). Should the transaction be retried after a deadlock, plan
 // is called again for the tasks claimed then.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
-	plan sundial.PlanFunc) ([]*sundial.Run, error) {
+	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil
 	}
 	now = sqlrow.Norm(now)
 	var out []*sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		out = nil
 		tasks, err := claimDue(ctx, tx, sqlrow.Micros(until), limit)
 		if err != nil {

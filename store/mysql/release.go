@@ -10,8 +10,9 @@ import (
 )
 
 // RunRelease gives up nodeID's runs on shutdown.
-func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
-	err := s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
+func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
+	defer s.classify(&err)
+	err = s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
 	return sqlrow.Wrap(err, "release runs of node %s", nodeID)
 }
 

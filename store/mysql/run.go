@@ -80,11 +80,12 @@ func jsonText(raw json.RawMessage) sql.NullString {
 // task's priority (r.Priority is set to it). An existing (TaskID, FireKey)
 // is EConflict; a missing task ENotFound. A run without a CreatedAt is
 // created at the database's clock.
-func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
+func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
+	defer s.classify(&err)
 	if err := sqlrow.CheckNew(r); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		// The shared lock on the task keeps TaskDelete (and PlanDue) from
 		// changing the task's runs, and TaskUpdate its priority, until this
 		// one is in.
@@ -114,7 +115,8 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 }
 
 // RunGet returns a run, or ENotFound.
-func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
+func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	r, err := sqlrow.ScanRun(s.db.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sqlrow.NotFound("", "run %d not found", id)
@@ -126,7 +128,8 @@ func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
 }
 
 // RunList returns runs newest first (by ID).
-func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
+func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	where, args := sqlrow.RunFilter(f, sqlrow.Question)
 	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if where != "" {
@@ -211,13 +214,14 @@ func runStartSQL(n int) string {
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches: it locks the batch's runs, picks those that may start, and
 // starts them in one UPDATE per chunk.
-func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool, error) {
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bool, err error) {
+	defer s.classify(&err)
 	ok := make([]bool, len(starts))
 	if len(starts) == 0 {
 		return ok, nil
 	}
 	parts := chunks(len(starts), nil, func(i int) int64 { return starts[i].ID })
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		clear(ok)
 		for _, part := range parts {
 			ids := make([]int64, len(part))
@@ -362,7 +366,8 @@ func lockTaskRows(ctx context.Context, tx *sql.Tx, ids []int64) error {
 // (CompleteTask), the tasks of those outcomes are locked first, before the
 // runs, in the lock order of every method; a batch without one reads no
 // task.
-func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
+	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
 		return ok, nil
@@ -381,7 +386,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 			return 2*min(len(finishes[i].ResponseBody), sundial.MaxResponseBody) + 2*len(finishes[i].Error)
 		},
 		func(i int) int64 { return finishes[i].ID })
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		clear(ok)
 		if len(ending) > 0 {
 			slices.Sort(ending)
@@ -529,7 +534,8 @@ func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bo
 // SCHEDULED for a retry. A RUNNING run's delivery is recorded as a new
 // attempt; a WAITING_CALLBACK run's latest attempt (its delivery's, from
 // RunFinish) takes the outcome.
-func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sundial.Run, error) {
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	if !slices.Contains(completeStatuses, c.Status) {
 		return nil, sundial.Errorf(sundial.EInvalid, "status", "run %d cannot be completed as %q: give SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED",
 			c.ID, c.Status)
@@ -544,7 +550,7 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 	}
 	msg, result := text(c.Error), jsonText(c.Result)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		r, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "")
 		if err != nil {
 			return err
@@ -592,10 +598,11 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 // RunProgress saves what a RUNNING or WAITING_CALLBACK run reports about
 // itself (nil keeps the saved value) and moves a WAITING_CALLBACK run's
 // callback deadline to p.DueAt when that is later. Errors as RunComplete.
-func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (*sundial.Run, error) {
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	progress, checkpoint := jsonText(p.Progress), jsonText(p.Checkpoint)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		r, err := lockReporting(ctx, tx, p.ID, p.Fence, false)
 		if err != nil {
 			return err
@@ -631,8 +638,8 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX 
 // RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
 // callback deadline (due_at) is at or before now, oldest first, and their
 // tasks, deleted ones too, by ID.
-func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (
-	[]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, map[int64]*sundial.Task{}, nil
 	}
@@ -656,7 +663,8 @@ const upcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_t
 
 // RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED,
 // never delivered), by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error) {
+func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, upcomingSQL, taskID, sqlrow.ClampLimit(limit)))
 	if err != nil {
 		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
@@ -669,9 +677,10 @@ func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*su
 // run is EConflict. A one-off task whose scheduled run is cancelled at once
 // becomes FAILED: its task is then locked first, before the run, in the
 // lock order of every method.
-func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
+func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		// Whether the run may end a one-off task, read unlocked: a run's
 		// task never changes, and the run is checked again under its lock.
 		var taskID int64
@@ -730,7 +739,8 @@ func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time, o
 
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
 // of a task, or nil.
-func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
+func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	r, err := sqlrow.ScanRun(s.db.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs FORCE INDEX (runs_task_status)
 		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -744,7 +754,8 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, 
 
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
-func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
+func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
 		ORDER BY scheduled_at, id`, nodeID))
@@ -756,12 +767,13 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, e
 
 // RunPurge deletes up to limit final runs created before before, oldest
 // first.
-func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs
 			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')
 			ORDER BY created_at, id LIMIT ?`, sqlrow.Micros(before), limit)

@@ -11,7 +11,8 @@ import (
 // nothing, where INSERT IGNORE would also turn other errors into
 // warnings), and the read that follows, in READ COMMITTED, sees whichever
 // row was committed first.
-func (s *Store) SettingEnsure(ctx context.Context, name, value string) (string, error) {
+func (s *Store) SettingEnsure(ctx context.Context, name, value string) (_ string, err error) {
+	defer s.classify(&err)
 	if _, err := s.db.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES (?, ?)
 		ON DUPLICATE KEY UPDATE name = name`, name, value); err != nil {
 		return "", fmt.Errorf("ensure setting %s: %w", name, err)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-sql-driver/mysql"
@@ -29,6 +30,8 @@ type Options struct {
 type Store struct {
 	db  *sql.DB
 	log *slog.Logger
+	// closed is set by Close: every error after it is EUnavailable.
+	closed atomic.Bool
 }
 
 var _ sundial.Store = (*Store)(nil)
@@ -150,6 +153,7 @@ func parseVersion(v string) (major, minor, patch int) {
 
 // Close releases the database.
 func (s *Store) Close() error {
+	s.closed.Store(true)
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close mysql: %w", err)
 	}
@@ -157,7 +161,8 @@ func (s *Store) Close() error {
 }
 
 // Ping reports whether the database answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.classify(&err)
 	if err := s.db.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping mysql: %w", err)
 	}

@@ -58,7 +58,8 @@ func taskArgs(t *sundial.Task) ([]any, error) {
 
 // TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt. A
 // live task with its name or its request_id is EConflict.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
+func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
+	defer s.classify(&err)
 	args, err := taskArgs(t)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
@@ -111,7 +112,8 @@ func padKey(s string) string { return strings.TrimRight(s, " ") }
 // then fail on the unique index; the transaction is then run again, and
 // finds the other's task: concurrent creations of one request make one
 // task, and every caller is answered with it.
-func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) ([]bool, error) {
+func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) (_ []bool, err error) {
+	defer s.classify(&err)
 	existed := make([]bool, len(ts))
 	if len(ts) == 0 {
 		return existed, nil
@@ -139,7 +141,7 @@ func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time
 		sameAs map[int]int           // ts[i] repeats the request of ts[j], j < i
 		ids    map[int]int64         // ts[i] inserted
 	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		found, sameAs, ids = map[int]*sundial.Task{}, map[int]int{}, map[int]int64{}
 		var reqs, names []string
 		for _, t := range ts {
@@ -313,7 +315,8 @@ func stringArgs(ss []string) []any {
 }
 
 // TaskGet returns a live task, or ENotFound.
-func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err error) {
+	defer s.classify(&err)
 	t, err := sqlrow.ScanTask(s.db.QueryRowContext(ctx,
 		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ? AND deleted = 0`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -333,7 +336,8 @@ func likePrefix(p string) string {
 }
 
 // TaskList returns live tasks ordered by ID.
-func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.Task, error) {
+func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundial.Task, err error) {
+	defer s.classify(&err)
 	var (
 		where strings.Builder
 		args  []any
@@ -367,7 +371,8 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 // waiting for a retry, and its other SCHEDULED and QUEUED runs, stay, with
 // the task's new priority. The UPDATE locks the task row first, then the
 // runs: the lock order of every method.
-func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
+func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
+	defer s.classify(&err)
 	args, err := taskArgs(t)
 	if err != nil {
 		return fmt.Errorf("update task %d: %w", t.ID, err)
@@ -454,9 +459,10 @@ const takeBackFirstSQL = `DELETE FROM runs
 // send cutoff, and cancels its QUEUED ones, the SCHEDULED ones delivered
 // before (waiting for a retry), whose attempts stay on record, and its
 // other runs committed ahead of such an instant.
-func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
+func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
+	defer s.classify(&err)
 	at := sqlrow.Micros(now)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
 			SET deleted = 1, deleted_at = ?, updated_at = ?, next_fire_at = NULL
 			WHERE id = ? AND deleted = 0`, at, at, id)

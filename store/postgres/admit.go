@@ -120,7 +120,8 @@ var admitCancelSQL = `WITH c AS (
 // RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
 // in one transaction that holds the task's row lock, in three round trips:
 // BEGIN with the lock and every read, the writes, COMMIT.
-func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
+func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	now = sqlrow.Norm(now)
 	var (
 		task  *sundial.Task
@@ -176,7 +177,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		state.SkipsSinceLast, err = scanRuns(rows)
 		return err
 	})
-	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
 		from := state.Run.Status
 		d := decide(state)
 		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {

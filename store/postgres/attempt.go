@@ -19,7 +19,8 @@ const runAttemptsSQL = `SELECT run_id, delivery, node_id, status, http_status, e
 // RunAttempts returns the attempts recorded for a run, oldest first: none
 // (an empty slice) for a run that has none or does not exist. RunFinish
 // and the release of a node's runs (RunRelease, NodeReap) record them.
-func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error) {
+func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
+	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, runAttemptsSQL, runID)
 	if err == nil {
 		var out []*sundial.Attempt

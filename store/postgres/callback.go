@@ -60,7 +60,8 @@ var completable = map[sundial.RunStatus]bool{
 // and the read, the writes, COMMIT. The run's lock (and, with
 // CompleteTask, its task's, taken first) orders it with RunFinish of the
 // same delivery: whichever comes second finds the run changed.
-func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sundial.Run, error) {
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	if !completable[c.Status] {
 		return nil, sundial.Errorf(sundial.EInvalid, "status",
 			"a callback ends a run SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED, not %q", c.Status)
@@ -93,7 +94,7 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 		}
 		return err
 	})
-	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if err := checkReport(run, c.Fence); err != nil {
 			return err
 		}
@@ -147,7 +148,8 @@ const runProgressSQL = `UPDATE runs SET
 // RunProgress saves what a RUNNING or WAITING_CALLBACK run reports about
 // itself, in one statement; when it changes nothing, a second read says
 // why.
-func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (*sundial.Run, error) {
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	now := p.Now
 	if now.IsZero() {
 		now = s.clock()
@@ -197,7 +199,8 @@ var callbackExpiredSQL = `WITH due AS (
 // callback deadline is at or before now, oldest first, and their tasks,
 // deleted ones included, in one statement. It takes no lock: the caller
 // ends them with RunComplete, whose fence settles any race.
-func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, map[int64]*sundial.Task{}, nil
 	}
@@ -224,7 +227,8 @@ const runUpcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 
 // RunUpcoming returns up to limit (sqlrow.ClampLimit) SCHEDULED runs of a
 // task never delivered, by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error) {
+func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, runUpcomingSQL, taskID, sqlrow.ClampLimit(limit))
 	var out []*sundial.Run
 	if err == nil {
@@ -250,7 +254,8 @@ const oneOffFailed = `tasks.cron_expr = '' AND tasks.run_at IS NOT NULL AND task
 // first when the setting has none, in one round trip: the INSERT waits for
 // a concurrent one of the same name and then does nothing, and the SELECT,
 // a later statement (READ COMMITTED), sees whichever value was stored.
-func (s *Store) SettingEnsure(ctx context.Context, name, value string) (string, error) {
+func (s *Store) SettingEnsure(ctx context.Context, name, value string) (_ string, err error) {
+	defer s.classify(&err)
 	var stored string
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO settings (name, value) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING`, name, value)

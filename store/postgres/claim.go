@@ -83,7 +83,8 @@ var claimDueSQL = `WITH claimed AS (
 // those start selects (sundial.ClaimStart) in the same statement, as
 // RunStart would, at that clock; a zero start starts nothing.
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
-	start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	start sundial.ClaimStart) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -181,7 +182,8 @@ var runClaimSQL = `UPDATE runs SET node_id = $3, fence = runs.fence + 1, updated
 // applies as if its items ran one after another). It returns the runs it
 // took in the order of refs, each once, and their tasks as read under the
 // lock.
-func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if len(refs) == 0 {
 		return nil, nil, nil
 	}
@@ -214,7 +216,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 			return err
 		}})
 	}
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		locked, took = map[int64]*sundial.Task{}, map[int64]*sundial.Run{}
 		return sendBatch(ctx, s.pool, batchOf(stmts))
 	})
@@ -267,7 +269,8 @@ const runHandBackSQL = `UPDATE runs SET node_id = '', updated_at = $4
 // its fence matches) and rewinds their tasks, or hands them back to no
 // node if they were delivered before, in one round trip and one implicit
 // transaction that locks the tasks first.
-func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
+func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
+	defer s.classify(&err)
 	if len(refs) == 0 {
 		return nil
 	}
@@ -281,7 +284,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		{runUnplanSQL, []any{ids, fences, nodeID}, nil},
 		{runHandBackSQL, []any{ids, fences, nodeID, sqlrow.Micros(s.clock())}, nil},
 	}
-	err := retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
+	err = retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
 	return sqlrow.Wrap(badTextOr(err), "unplan runs of node %s", nodeID)
 }
 
@@ -336,7 +339,8 @@ var redeliverSQL = `WITH d AS (UPDATE runs SET
 // oldest first, fail (the limit counts only the runs it redelivers). Two round trips: the pick, then one implicit
 // transaction that locks the picked runs' tasks (FOR SHARE, in ID order)
 // and decides each run again under the locks.
-func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -345,7 +349,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		runs   []*sundial.Run
 		locked map[int64]*sundial.Task
 	)
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		runs, locked = nil, map[int64]*sundial.Task{}
 		rows, err := s.pool.Query(ctx, redeliverPickSQL, maxDeliveries, limit)
 		if err != nil {
@@ -401,7 +405,8 @@ const runFindStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r
 // (due_at) before dueBefore held by nodeID, by no node, or by a node that
 // is not ALIVE (or unknown), oldest due first. It takes no lock: the caller
 // claims what it finds with RunClaim, whose fences settle any race.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
+func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, runFindStuckSQL, nodeID, sqlrow.Micros(dueBefore), sqlrow.ClampLimit(limit))
 	var out []*sundial.Run
 	if err == nil {
@@ -414,7 +419,8 @@ func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 }
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
-func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
+	defer s.classify(&err)
 	ids := make([]int64, len(refs))
 	at := make(map[int64]int, len(refs))
 	for i, r := range refs {
@@ -442,7 +448,8 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sund
 
 // RunCancelRequested returns, in ID order, the IDs of nodeID's RUNNING and
 // WAITING_CALLBACK runs whose cancellation was requested.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {
+func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
+	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, `SELECT id FROM runs
 		WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = $1 AND cancel_requested
 		ORDER BY id`, nodeID)

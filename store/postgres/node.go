@@ -14,12 +14,13 @@ import (
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
 // and HeartbeatAt from the server's clock.
-func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
+func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
+	defer s.classify(&err)
 	if n.ID == "" {
 		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
 	}
 	var started int64
-	err := s.pool.QueryRow(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
+	err = s.pool.QueryRow(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
 		SELECT $1, $2, $3, $4, 'ALIVE', c.now, c.now FROM (SELECT `+dbNow+` AS now) AS c
 		ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, address = excluded.address,
 			state = 'ALIVE', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at
@@ -34,7 +35,8 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 
 // NodeHeartbeat renews an ALIVE node's heartbeat with the server's clock;
 // any other node is ENotFound.
-func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
+func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
+	defer s.classify(&err)
 	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET heartbeat_at = `+dbNow+` WHERE id = $1 AND state = 'ALIVE'`, id)
 	if err != nil {
 		return sqlrow.Wrap(badTextOr(err), "heartbeat node %s", id)
@@ -46,7 +48,8 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 }
 
 // NodeLeave marks a node LEFT; an unknown node is ENotFound.
-func (s *Store) NodeLeave(ctx context.Context, id string) error {
+func (s *Store) NodeLeave(ctx context.Context, id string) (err error) {
+	defer s.classify(&err)
 	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = $1`, id)
 	if err != nil {
 		return sqlrow.Wrap(badTextOr(err), "leave node %s", id)
@@ -58,7 +61,8 @@ func (s *Store) NodeLeave(ctx context.Context, id string) error {
 }
 
 // NodeList returns every node, newest (by start time) first.
-func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
+func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
+	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
 		FROM nodes ORDER BY started_at DESC, id DESC`)
 	if err != nil {
@@ -95,9 +99,10 @@ const nodeReapSQL = `UPDATE nodes SET state = 'DEAD' WHERE id = ANY (ARRAY(
 // NodeReap declares DEAD every ALIVE node whose heartbeat is older than
 // deadAfter by the server's clock, releases their runs as RunRelease does,
 // and returns their IDs in order, all in one transaction.
-func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error) {
+func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
+	defer s.classify(&err)
 	var dead []string
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		dead = dead[:0]
 		b := beginBatch()
 		b.Queue(nodeReapSQL, deadAfter.Microseconds()).Query(func(rows pgx.Rows) error {

@@ -40,7 +40,8 @@ const planInsertChunk = 2000
 // Each task's next_fire_at becomes Plan.Next; its version and updated_at do
 // not change.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
-	plan sundial.PlanFunc) ([]*sundial.Run, error) {
+	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -57,7 +58,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		tasks, err = scanTasks(rows)
 		return err
 	})
-	err := s.inTx(ctx, b, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
 		if len(tasks) == 0 {
 			return nil
 		}

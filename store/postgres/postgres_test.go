@@ -6,19 +6,24 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"io/fs"
+	"net"
 	"net/url"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"go.uber.org/goleak"
 
 	"github.com/sundialhq/sundial"
@@ -1519,5 +1524,65 @@ func TestAttemptsFollowRuns(t *testing.T) {
 	}
 	if n := attempts(); n != 0 {
 		t.Fatalf("%d attempts after purging their runs, want 0", n)
+	}
+}
+
+// TestUnavailable: once the server cannot be reached (the connections a
+// store holds reset, new ones refused), every method answers
+// EUnavailable; errors that are the caller's stay what they are.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	u, err := url.Parse(newSchema(t))
+	if err != nil || u.Host == "" {
+		t.Fatalf("%s must be a postgres:// URL for this test", envDSN)
+	}
+	proxy := storetest.NewProxy(t, u.Host)
+	u.Host = proxy.Addr()
+	storetest.RunUnavailable(t, open(t, u.String()), proxy.Cut)
+}
+
+// TestUnavailableClosed: a closed store answers EUnavailable.
+func TestUnavailableClosed(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), newSchema(t), Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	storetest.RunUnavailable(t, s, func() { _ = s.Close() })
+}
+
+// TestUnavailableErrors: which of pgx's errors mean the server cannot be
+// used now; the others, real faults among them, are not hidden as such.
+func TestUnavailableErrors(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", &pgconn.ConnectError{}, true},
+		{"admin shutdown", &pgconn.PgError{Code: "57P01"}, true},
+		{"crash shutdown", &pgconn.PgError{Code: "57P02"}, true},
+		{"starting up", &pgconn.PgError{Code: "57P03"}, true},
+		{"connection failure", &pgconn.PgError{Code: "08006"}, true},
+		{"disk full", &pgconn.PgError{Code: "53100"}, true},
+		{"too many connections", &pgconn.PgError{Code: "53300"}, true},
+		{"read-only standby", &pgconn.PgError{Code: "25006"}, true},
+		{"I/O error", &pgconn.PgError{Code: "58030"}, true},
+		{"wrapped", fmt.Errorf("list tasks: %w", &pgconn.PgError{Code: "57P01"}), true},
+		{"reset", &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}, true},
+		{"cut short", fmt.Errorf("read: %w", io.ErrUnexpectedEOF), true},
+		{"syntax error", &pgconn.PgError{Code: "42601"}, false},
+		{"unique violation", &pgconn.PgError{Code: "23505"}, false},
+		{"undefined column", &pgconn.PgError{Code: "42703"}, false},
+		{"query canceled", &pgconn.PgError{Code: "57014"}, false},
+		{"serialization failure", &pgconn.PgError{Code: "40001"}, false},
+		{"context canceled", context.Canceled, false},
+		{"no rows", pgx.ErrNoRows, false},
+		{"anything else", errors.New("boom"), false},
+	} {
+		if got := unavailable(c.err); got != c.want {
+			t.Errorf("%s: unavailable = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

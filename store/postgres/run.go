@@ -208,14 +208,15 @@ func jsonOf(v *string) json.RawMessage {
 // RunInsert inserts a run (a manual trigger) of a live task, at the task's
 // priority, which it sets in r. An existing (TaskID, FireKey) is EConflict;
 // a missing task ENotFound.
-func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
+func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
+	defer s.classify(&err)
 	if err := sqlrow.PrepareNew(r, s.clock()); err != nil {
 		return err
 	}
 	var a runArrays
 	a.add(r)
 	var priority, id *int64
-	err := s.pool.QueryRow(ctx, runInsertSQL, append(a.args(), r.TaskID)...).Scan(&priority, &id)
+	err = s.pool.QueryRow(ctx, runInsertSQL, append(a.args(), r.TaskID)...).Scan(&priority, &id)
 	switch {
 	case err != nil:
 		return sqlrow.Wrap(badTextOr(err), "insert run")
@@ -229,7 +230,8 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 }
 
 // RunGet returns a run, or ENotFound.
-func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
+func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, sqlrow.NotFound("", "run %d not found", id)
@@ -241,7 +243,8 @@ func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
 }
 
 // RunList returns runs newest first (by ID).
-func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
+func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	where, args := sqlrow.RunFilter(f, func(n int) string { return "$" + strconv.Itoa(n) })
 	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if where != "" {
@@ -324,7 +327,8 @@ const runStartSQL = `UPDATE runs
 
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches, in one statement (one per repeat of an ID) and one round trip.
-func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool, error) {
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bool, err error) {
+	defer s.classify(&err)
 	ok := make([]bool, len(starts))
 	if len(starts) == 0 {
 		return ok, nil
@@ -350,7 +354,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool
 		}
 		stmts = append(stmts, stmt{runStartSQL, []any{id, fence, attempt, started, trace}, applied(ok, ids, round)})
 	}
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		clear(ok)
 		return sendBatch(ctx, s.pool, batchOf(stmts))
 	})
@@ -456,7 +460,8 @@ func finishSQL(complete bool) string {
 // WAITING_CALLBACK outcome sets the run's due_at to DueAt, the callback
 // deadline. CompleteTask ends the run's task (if ENABLED) in the same
 // transaction: the batch then first locks those tasks, in ID order.
-func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
+	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
 		return ok, nil
@@ -541,7 +546,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 			[]any{id, fence, status, started, finished, httpStatus, body, errText, updated, again, due, complete},
 			applied(ok, ids, round)})
 	}
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		clear(ok)
 		return sendBatch(ctx, s.pool, batchOf(stmts))
 	})
@@ -597,7 +602,8 @@ var runCancelSQL = `WITH c AS (
 // run's task is locked first if it is a one-off task (which the cancel may
 // end), then one statement cancels the run, whose row lock orders it with
 // any other change of the run.
-func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
+func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	var r *sundial.Run
 	b := &pgx.Batch{}
 	b.Queue(oneOffLockSQL, id)
@@ -606,7 +612,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 		r, err = scanRun(row)
 		return err
 	})
-	err := sendBatch(ctx, s.pool, b)
+	err = sendBatch(ctx, s.pool, b)
 	if errors.Is(err, pgx.ErrNoRows) {
 		// Missing, or final (a final run stays final).
 		var status string
@@ -626,7 +632,8 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundia
 
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
 // of a task, or nil.
-func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
+func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE task_id = $1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -640,7 +647,8 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, 
 
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
-func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
+func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = $1
 		ORDER BY scheduled_at, id`, nodeID)
@@ -655,8 +663,9 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, e
 
 // RunRelease gives up nodeID's runs on shutdown, in one round trip and one
 // transaction.
-func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
-	err := retry(ctx, func() error {
+func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
+	defer s.classify(&err)
+	err = retry(ctx, func() error {
 		b := &pgx.Batch{}
 		queueRelease(b, nodeID, reason, now)
 		return sendBatch(ctx, s.pool, b)
@@ -741,12 +750,13 @@ var runPurgeSQL = `DELETE FROM runs WHERE id = ANY (ARRAY(
 
 // RunPurge deletes up to limit final runs created before before, oldest
 // first. Purgers on several nodes take disjoint runs.
-func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return 0, nil
 	}
 	var ct pgconn.CommandTag
-	err := retry(ctx, func() error {
+	err = retry(ctx, func() error {
 		var err error
 		ct, err = s.pool.Exec(ctx, runPurgeSQL, sqlrow.Micros(before), limit)
 		return err

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -44,6 +45,8 @@ type Store struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	clock func() time.Time // the process's clock, for times the caller does not give
+	// closed is set by Close: every error after it is EUnavailable.
+	closed atomic.Bool
 }
 
 var _ sundial.Store = (*Store)(nil)
@@ -82,7 +85,8 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 // Migrate applies the migrations the database has not had yet, holding an
 // advisory lock so that nodes starting at once apply each migration once.
 // It is idempotent; Open calls it, and so does `sundial migrate`.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) (err error) {
+	defer s.classify(&err)
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -128,12 +132,14 @@ func lockMigrations(ctx context.Context, conn *sql.Conn) (func(context.Context) 
 
 // Close releases the pool.
 func (s *Store) Close() error {
+	s.closed.Store(true)
 	s.pool.Close()
 	return nil
 }
 
 // Ping reports whether the database answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.classify(&err)
 	if err := s.pool.Ping(ctx); err != nil {
 		return fmt.Errorf("ping postgres: %w", err)
 	}

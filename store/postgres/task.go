@@ -76,7 +76,8 @@ var taskCreateSQL = `INSERT INTO tasks (` + taskWriteCols + `, version, created_
 	VALUES (` + params(1, nTaskWriteCols+3) + `) RETURNING id`
 
 // TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
+func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
+	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("create task: %w", err)
@@ -93,7 +94,8 @@ func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) 
 }
 
 // TaskGet returns a live task, or ENotFound.
-func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err error) {
+	defer s.classify(&err)
 	t, err := sqlrow.ScanTask(s.pool.QueryRow(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = $1 AND NOT deleted`, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil, sqlrow.NotFound("", "task %d not found", id)
@@ -105,7 +107,8 @@ func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
 }
 
 // TaskList returns live tasks ordered by ID.
-func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.Task, error) {
+func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundial.Task, err error) {
+	defer s.classify(&err)
 	where := []string{`NOT deleted`, `id > $1`}
 	args := []any{f.AfterID}
 	if f.Status != "" {
@@ -157,7 +160,8 @@ var taskUpdateSQL = `UPDATE tasks SET (` + taskWriteCols + `) = (` + params(1, n
 // priority, which claims order by (runs_task_status finds them). The UPDATE takes the task's row lock
 // first, so the DELETE (a later statement, with a later snapshot) also sees
 // the runs a planner that held the lock just committed.
-func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
+func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
+	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("update task %d: %w", t.ID, err)
@@ -229,7 +233,8 @@ var errStaleOrGone = errors.New("no live task with this ID and version")
 // before (waiting for a retry, or redelivered), whose attempts are history
 // to keep, and its other runs committed ahead of such an instant. As in TaskUpdate, the UPDATE locks the task before the
 // other statements look at its runs.
-func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
+func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
+	defer s.classify(&err)
 	b := beginBatch()
 	b.Queue(`UPDATE tasks SET deleted = true, deleted_at = $1, updated_at = $1, next_fire_at = NULL
 		WHERE id = $2 AND NOT deleted`, sqlrow.Micros(now), id).Exec(func(ct pgconn.CommandTag) error {
@@ -347,7 +352,8 @@ type createPlan struct {
 // insert fail on a unique index (tasks_request_live, tasks_name_live):
 // the whole transaction runs again, and then finds that task. So concurrent
 // calls with one request create one task, and each caller gets it.
-func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) ([]bool, error) {
+func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) (_ []bool, err error) {
+	defer s.classify(&err)
 	existed := make([]bool, len(ts))
 	if len(ts) == 0 {
 		return existed, nil
@@ -361,10 +367,7 @@ func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time
 		}
 		rows[i] = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
 	}
-	var (
-		p   *createPlan
-		err error
-	)
+	var p *createPlan
 	for range createAttempts {
 		p, err = s.taskCreateMany(ctx, ts, rows)
 		if (pgCode(err) != codeUniqueViolation && !isRetryable(err)) || ctx.Err() != nil {

@@ -68,10 +68,11 @@ const (
 
 // RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
 // in one write transaction (which holds every task's lock).
-func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error) {
+func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	now = sqlrow.Norm(now)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		st := s.st.in(ctx, tx)
 		run, err := sqlrow.ScanRun(st(s.st.admitRun).QueryRowContext(ctx, id, fence))
 		if errors.Is(err, sql.ErrNoRows) {

@@ -46,7 +46,8 @@ func activeRun(ctx context.Context, tx *sql.Tx, id, fence int64) (*sundial.Run, 
 
 // RunComplete ends a RUNNING or WAITING_CALLBACK run with a callback's
 // outcome, or sends it back to SCHEDULED for a retry.
-func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sundial.Run, error) {
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	if !completeStatuses[c.Status] {
 		return nil, sundial.Errorf(sundial.EInvalid, "status",
 			"run %d cannot be completed as %q: give SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED", c.ID, c.Status)
@@ -57,7 +58,7 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 	}
 	fin := sqlrow.Micros(finished)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		r, err := activeRun(ctx, tx, c.ID, c.Fence)
 		if err != nil {
 			return err
@@ -111,7 +112,8 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 
 // RunProgress saves a RUNNING or WAITING_CALLBACK run's progress and
 // checkpoint (nil keeps the saved one) and moves a callback deadline later.
-func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (*sundial.Run, error) {
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	now := p.Now
 	if now.IsZero() {
 		now = s.clock()
@@ -121,7 +123,7 @@ func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (*sundia
 		due = &p.DueAt
 	}
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := activeRun(ctx, tx, p.ID, p.Fence); err != nil {
 			return err
 		}
@@ -149,7 +151,8 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY r
 // RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
 // deadline is at or before now, by deadline, and their tasks, deleted ones
 // too: a deleted task's run still ends.
-func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -181,7 +184,8 @@ const runUpcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 
 // RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED, never
 // delivered), by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error) {
+func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, runUpcomingSQL, taskID, sqlrow.ClampLimit(limit)))
 	if err != nil {
 		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
@@ -191,9 +195,10 @@ func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*su
 
 // SettingEnsure returns the value of a setting, storing value first when
 // it has none: the first writer decides.
-func (s *Store) SettingEnsure(ctx context.Context, name, value string) (string, error) {
+func (s *Store) SettingEnsure(ctx context.Context, name, value string) (_ string, err error) {
+	defer s.classify(&err)
 	var got string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES (?, ?)
 			ON CONFLICT (name) DO NOTHING`, name, value); err != nil {
 			return err

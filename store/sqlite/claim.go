@@ -46,14 +46,15 @@ const (
 // RunClaimDue claims unowned SCHEDULED runs due by until for nodeID, and
 // starts those start selects.
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
-	start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	start sundial.ClaimStart) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
 	// Every node asks many times a second; most often nothing is due. Look
 	// on a reader first so that an idle claim does not take the writer.
 	var one int
-	err := s.r.QueryRowContext(ctx, claimProbeSQL, sqlrow.Micros(until)).Scan(&one)
+	err = s.r.QueryRowContext(ctx, claimProbeSQL, sqlrow.Micros(until)).Scan(&one)
 	if err == sql.ErrNoRows {
 		return nil, nil, nil
 	}
@@ -90,12 +91,13 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 
 // RunClaim takes over the given SCHEDULED or QUEUED runs whose fence still
 // matches.
-func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	var (
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var ids []int64
 		for _, ref := range refs {
 			res, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
@@ -125,8 +127,9 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 
 // RunUnplan deletes SCHEDULED runs held by nodeID and rewinds their tasks;
 // runs delivered before are handed back to no node instead.
-func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
+	defer s.classify(&err)
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		earliest := map[int64]int64{}
 		for _, ref := range refs {
 			var task, at int64
@@ -163,7 +166,8 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 
 // RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
 // that cannot be delivered again.
-func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
@@ -171,7 +175,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.task_id, r.trigger_type, r.deliveries, r.error, t.deleted,
 				r.cancel_requested FROM runs r
 			JOIN tasks t ON t.id = r.task_id
@@ -247,7 +251,8 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 
 // RunFindStuck returns SCHEDULED runs due before dueBefore held by nodeID,
 // by no node, or by a node that is not ALIVE.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error) {
+func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status = 'SCHEDULED' AND due_at < ?
 		AND (node_id = ? OR node_id = '' OR node_id NOT IN (SELECT id FROM nodes WHERE state = 'ALIVE'))
@@ -259,7 +264,8 @@ func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 }
 
 // RunCancelRequested returns the active runs of nodeID asked to cancel.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error) {
+func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
+	defer s.classify(&err)
 	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs
 		WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = ? AND cancel_requested = 1`, nodeID)
 	if err != nil {
@@ -278,7 +284,8 @@ func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) ([]int64,
 }
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
-func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error) {
+func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
+	defer s.classify(&err)
 	ids := make([]int64, len(refs))
 	for i, r := range refs {
 		ids[i] = r.ID

@@ -12,12 +12,13 @@ import (
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
 // and HeartbeatAt from the database's clock.
-func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
+func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
+	defer s.classify(&err)
 	if n.ID == "" {
 		return sundial.Errorf(sundial.EInvalid, "id", "a node needs an ID")
 	}
 	now := sqlrow.Norm(s.clock())
-	_, err := s.w.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
+	_, err = s.w.ExecContext(ctx, `INSERT INTO nodes (id, host, pid, address, state, started_at, heartbeat_at)
 		VALUES (?1, ?2, ?3, ?4, 'ALIVE', ?5, ?5)
 		ON CONFLICT (id) DO UPDATE SET host = excluded.host, pid = excluded.pid, address = excluded.address,
 			state = 'ALIVE', started_at = excluded.started_at, heartbeat_at = excluded.heartbeat_at`,
@@ -31,7 +32,8 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) error {
 
 // NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
 // ENotFound.
-func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
+func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
+	defer s.classify(&err)
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE id = ? AND state = 'ALIVE'`,
 		sqlrow.Micros(s.clock()), id)
 	if err != nil {
@@ -46,7 +48,8 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) error {
 }
 
 // NodeLeave marks a node LEFT; an unknown node is ENotFound.
-func (s *Store) NodeLeave(ctx context.Context, id string) error {
+func (s *Store) NodeLeave(ctx context.Context, id string) (err error) {
+	defer s.classify(&err)
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("leave node %s: %w", id, err)
@@ -60,7 +63,8 @@ func (s *Store) NodeLeave(ctx context.Context, id string) error {
 }
 
 // NodeList returns every node, newest (by start time) first.
-func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
+func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
+	defer s.classify(&err)
 	rows, err := s.r.QueryContext(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
 		FROM nodes ORDER BY started_at DESC, id DESC`)
 	if err != nil {
@@ -88,9 +92,10 @@ func (s *Store) NodeList(ctx context.Context) ([]*sundial.Node, error) {
 // NodeReap declares DEAD every ALIVE node whose heartbeat is older than
 // deadAfter by the database's clock, releases their runs as RunRelease
 // does, and returns their IDs in order.
-func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error) {
+func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
+	defer s.classify(&err)
 	var dead []string
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		dead = dead[:0]
 		cutoff := sqlrow.Micros(s.clock()) - deadAfter.Microseconds()
 		rows, err := tx.QueryContext(ctx, `SELECT id FROM nodes

@@ -24,13 +24,14 @@ const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
 // runs plan makes of each, all in one write transaction. Each task's
 // next_fire_at becomes Plan.Next; its version and updated_at do not change.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
-	plan sundial.PlanFunc) ([]*sundial.Run, error) {
+	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil
 	}
 	now = sqlrow.Norm(now)
 	var out []*sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		tasks, err := sqlrow.ScanTasks(tx.QueryContext(ctx, planDueSQL, sqlrow.Micros(until), limit))
 		if err != nil {

@@ -32,11 +32,12 @@ func insertRun(ctx context.Context, stmt *sql.Stmt, r *sundial.Run) (bool, error
 
 // RunInsert inserts a run (a manual trigger) of a live task. An existing
 // (TaskID, FireKey) is EConflict; a missing task ENotFound.
-func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
+func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
+	defer s.classify(&err)
 	if err := sqlrow.PrepareNew(r, s.clock()); err != nil {
 		return err
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		err := tx.QueryRowContext(ctx, `SELECT priority FROM tasks WHERE id = ? AND deleted = 0`, r.TaskID).Scan(&r.Priority)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
@@ -57,7 +58,8 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) error {
 }
 
 // RunGet returns a run, or ENotFound.
-func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
+func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sqlrow.NotFound("", "run %d not found", id)
@@ -69,7 +71,8 @@ func (s *Store) RunGet(ctx context.Context, id int64) (*sundial.Run, error) {
 }
 
 // RunList returns runs newest first (by ID).
-func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) ([]*sundial.Run, error) {
+func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	where, args := sqlrow.RunFilter(f, sqlrow.Question)
 	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if where != "" {
@@ -91,12 +94,13 @@ const runStartSQL = `UPDATE runs
 
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches.
-func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) ([]bool, error) {
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bool, err error) {
+	defer s.classify(&err)
 	ok := make([]bool, len(starts))
 	if len(starts) == 0 {
 		return ok, nil
 	}
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.st.runStart)
 		for i, st := range starts {
 			res, err := stmt.ExecContext(ctx, st.Attempt, sqlrow.Micros(st.StartedAt), st.TraceID, st.ID, st.Fence)
@@ -162,7 +166,8 @@ const completeTaskSQL = `UPDATE tasks SET status = ?1, version = version + 1, ne
 // attempt copied from it) and the run is then sent back to SCHEDULED; so is
 // the rare CompleteTask applied after the outcomes. A batch of plain
 // outcomes costs one UPDATE per run and one INSERT per 500 attempts.
-func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]bool, error) {
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
+	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
 		return ok, nil
@@ -173,7 +178,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 		}
 	}
 	now := s.clock()
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.st.runFinish)
 		var ended []int64 // runs that left RUNNING: deliveries to record
 		var later []int   // applied outcomes with a Retry or a CompleteTask
@@ -260,9 +265,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) ([]
 // RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
 // WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
 // run is EConflict.
-func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (*sundial.Run, error) {
+func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	var out *sundial.Run
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		r, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("", "run %d not found", id)
@@ -308,7 +314,8 @@ func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (
 
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
 // of a task, or nil.
-func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error) {
+func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run, err error) {
+	defer s.classify(&err)
 	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -322,7 +329,8 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, 
 
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
-func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error) {
+func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
+	defer s.classify(&err)
 	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
 		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
 		ORDER BY scheduled_at, id`, nodeID))
@@ -333,8 +341,9 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, e
 }
 
 // RunRelease gives up nodeID's runs on shutdown.
-func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error {
-	err := s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
+func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
+	defer s.classify(&err)
+	err = s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
 	return sqlrow.Wrap(err, "release runs of node %s", nodeID)
 }
 
@@ -415,7 +424,8 @@ const attemptFromRunSQL = `INSERT INTO run_attempts
 	FROM runs WHERE id IN (SELECT value FROM json_each(?))`
 
 // RunAttempts returns the attempts of a run, oldest first.
-func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error) {
+func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
+	defer s.classify(&err)
 	rows, err := s.r.QueryContext(ctx, `SELECT run_id, delivery, node_id, status, http_status, error,
 		response_body, started_at, finished_at FROM run_attempts WHERE run_id = ? ORDER BY id`, runID)
 	if err != nil {
@@ -444,12 +454,13 @@ func (s *Store) RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attemp
 
 // RunPurge deletes up to limit final runs created before before, oldest
 // first.
-func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (int, error) {
+func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
+	defer s.classify(&err)
 	if limit <= 0 {
 		return 0, nil
 	}
 	var n int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (
 			SELECT id FROM runs INDEXED BY runs_created
 			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')

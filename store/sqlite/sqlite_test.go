@@ -2,6 +2,8 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/storetest"
@@ -213,4 +216,69 @@ func BenchmarkTaskCreateMany(b *testing.B) {
 // operation (storetest.BenchBurst).
 func BenchmarkBurst(b *testing.B) {
 	storetest.BenchBurst(b, open(b))
+}
+
+// TestUnavailable: a closed store answers EUnavailable, and so does a
+// write that waits for another process's lock past the busy timeout;
+// errors that are the caller's stay what they are.
+func TestUnavailable(t *testing.T) {
+	t.Parallel()
+	t.Run("Closed", func(t *testing.T) {
+		t.Parallel()
+		s, err := Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		storetest.RunUnavailable(t, s, func() {
+			if err := s.Close(); err != nil {
+				t.Fatalf("Close: %v", err)
+			}
+		})
+	})
+	t.Run("Locked", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		path := filepath.Join(t.TempDir(), "sundial.db")
+		s, err := Open(ctx, path, Options{BusyTimeout: 20 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		task := func(name string) *sundial.Task {
+			tk := &sundial.Task{Name: name, CronExpr: "0 * * * * *", TargetURL: "https://example.com/hook"}
+			if err := tk.Normalize(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			return tk
+		}
+		// Another process holds the write lock.
+		other, err := sql.Open("sqlite", path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = other.Close() })
+		conn, err := other.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+			t.Fatal(err)
+		}
+		err = s.TaskCreate(ctx, task("while-locked"), time.Now())
+		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EUnavailable || sqliteCode(e.Err)&0xff != sqlite3.SQLITE_BUSY {
+			t.Fatalf("TaskCreate while another process writes = %v, want EUnavailable from SQLITE_BUSY", err)
+		}
+		// Reading goes on meanwhile (WAL).
+		if _, err := s.TaskList(ctx, sundial.TaskFilter{Limit: 10}); err != nil {
+			t.Fatalf("TaskList while another process writes: %v", err)
+		}
+		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+			t.Fatal(err)
+		}
+		conn.Close()
+		if err := s.TaskCreate(ctx, task("after-the-lock"), time.Now()); err != nil {
+			t.Fatalf("TaskCreate after the lock: %v", err)
+		}
+	})
 }

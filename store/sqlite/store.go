@@ -25,6 +25,7 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -58,6 +59,8 @@ type Store struct {
 	log   *slog.Logger
 	st    *stmts
 	clock func() time.Time // the "database's clock"
+	// closed is set by Close: every error after it is EUnavailable.
+	closed atomic.Bool
 }
 
 var _ sundial.Store = (*Store)(nil)
@@ -130,7 +133,8 @@ func dsn(path string, busy time.Duration, readOnly bool) string {
 
 // Migrate applies the migrations the database has not had yet. It is
 // idempotent; Open calls it, and so does `sundial migrate`.
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) (err error) {
+	defer s.classify(&err)
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {
 		return fmt.Errorf("migrate: %w", err)
@@ -145,6 +149,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 
 // Close releases the database.
 func (s *Store) Close() error {
+	s.closed.Store(true)
 	var errs []error
 	if s.st != nil {
 		errs = append(errs, s.st.close())
@@ -162,7 +167,8 @@ func (s *Store) Close() error {
 }
 
 // Ping reports whether the database answers.
-func (s *Store) Ping(ctx context.Context) error {
+func (s *Store) Ping(ctx context.Context) (err error) {
+	defer s.classify(&err)
 	if err := s.r.PingContext(ctx); err != nil {
 		return fmt.Errorf("ping sqlite: %w", err)
 	}

@@ -68,10 +68,11 @@ func created(t *sundial.Task, id int64, now time.Time) {
 
 // TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt. A
 // live task with its name or its request_id is EConflict.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) error {
+func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
+	defer s.classify(&err)
 	now = sqlrow.Norm(now)
 	var id int64
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		id, err = insertTask(ctx, tx.StmtContext(ctx, s.st.taskInsert), t, now)
 		return err
@@ -94,7 +95,8 @@ func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) 
 // order (one prepared INSERT each), so that the first task in error is the
 // one reported, and a request repeated within the batch resolves to the
 // task its first occurrence inserted.
-func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) ([]bool, error) {
+func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) (_ []bool, err error) {
+	defer s.classify(&err)
 	existed := make([]bool, len(ts))
 	if len(ts) == 0 {
 		return existed, nil
@@ -104,7 +106,7 @@ func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time
 	// batch leaves ts as it was.
 	ids := make([]int64, len(ts))
 	found := make([]*sundial.Task, len(ts))
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		live, err := tasksByRequest(ctx, tx, ts)
 		if err != nil {
 			return err
@@ -176,7 +178,8 @@ func tasksByRequest(ctx context.Context, tx *sql.Tx, ts []*sundial.Task) (map[st
 }
 
 // TaskGet returns a live task, or ENotFound.
-func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
+func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err error) {
+	defer s.classify(&err)
 	t, err := sqlrow.ScanTask(s.r.QueryRowContext(ctx,
 		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ? AND deleted = 0`, id))
 	if errors.Is(err, sql.ErrNoRows) {
@@ -189,7 +192,8 @@ func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
 }
 
 // TaskList returns live tasks ordered by ID.
-func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.Task, error) {
+func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundial.Task, err error) {
+	defer s.classify(&err)
 	var (
 		where strings.Builder
 		args  []any
@@ -220,7 +224,8 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its
 // planned (non-manual, never delivered) SCHEDULED runs.
-func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error {
+func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
+	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
 	if err != nil {
 		return fmt.Errorf("update task %d: %w", t.ID, err)
@@ -298,8 +303,9 @@ const takeBackFirstSQL = `DELETE FROM runs
 // send cutoff, and cancels its other SCHEDULED runs (waiting for a retry),
 // its QUEUED ones (nothing would ever admit them) and its other runs
 // committed ahead of such an instant.
-func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) error {
-	err := s.write(ctx, func(tx *sql.Tx) error {
+func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
+	defer s.classify(&err)
+	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
 			SET deleted = 1, deleted_at = ?1, updated_at = ?1, next_fire_at = NULL
 			WHERE id = ?2 AND deleted = 0`, sqlrow.Micros(now), id)

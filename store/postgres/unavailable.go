@@ -1,0 +1,57 @@
+package postgres
+
+import (
+	"errors"
+	"io"
+	"net"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sundialhq/sundial"
+)
+
+// classify turns *err into sundial.EUnavailable when it means the database
+// cannot be used now but may be later: the store is closed, the server
+// cannot be reached or the connection to it broke, it is shutting down or
+// starting, it is out of resources (disk full, too many connections), or
+// it is a read-only standby. Every other error, domain errors and real
+// faults (a constraint, a malformed statement) alike, stays as it is.
+// Every exported method defers it.
+func (s *Store) classify(err *error) {
+	if *err == nil {
+		return
+	}
+	if _, ok := errors.AsType[*sundial.Error](*err); ok {
+		return
+	}
+	if s.closed.Load() || unavailable(*err) {
+		*err = sundial.Unavailable(*err)
+	}
+}
+
+// unavailable reports whether a driver error means the server cannot be
+// used now.
+func unavailable(err error) bool {
+	if pe, ok := errors.AsType[*pgconn.PgError](err); ok {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			strings.HasPrefix(pe.Code, "53"), // insufficient resources: disk full, out of memory, too many connections
+			pe.Code == "57P01",               // admin_shutdown
+			pe.Code == "57P02",               // crash_shutdown
+			pe.Code == "57P03",               // cannot_connect_now: starting up
+			pe.Code == "25006",               // read_only_sql_transaction: a standby
+			pe.Code == "58030":               // io_error
+			return true
+		}
+		return false
+	}
+	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
+		return true
+	}
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true // refused, reset, timed out on the wire
+	}
+	// The server closed the connection in the middle of an exchange.
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
