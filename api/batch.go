@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
@@ -103,12 +104,14 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	created := false
 	for i, t := range tasks {
-		items[i] = batchItem{Status: http.StatusCreated, Task: taskView(t, now)}
 		if existed[i] {
-			items[i].Status = http.StatusOK
-		} else {
-			created = true
+			items[i] = batchItem{Status: http.StatusOK, Task: taskView(t, now)}
+			continue
 		}
+		created = true
+		s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
+			slog.Int("batch_item", i))
+		items[i] = batchItem{Status: http.StatusCreated, Task: taskView(t, now)}
 	}
 	if created {
 		s.sched.Poke()

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -153,6 +154,7 @@ func (s *Server) handleRunCancel(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.logChange(r, "run canceled", append(runAttrs(run), slog.Bool("cancel_requested", run.CancelRequested))...)
 	writeJSON(w, http.StatusOK, utcRun(run))
 }
 

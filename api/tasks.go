@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -239,6 +240,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.sched.Poke()
+	s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name))
 	writeJSON(w, http.StatusCreated, taskView(t, now))
 }
 
@@ -324,6 +326,8 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.logChange(r, "task updated", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
+		slog.Any("changed", changedFields(cur, t)))
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
 	writeJSON(w, http.StatusOK, taskView(t, now))
@@ -367,6 +371,7 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.logChange(r, "task deleted", slog.Int64("task_id", id))
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
 	w.WriteHeader(http.StatusNoContent)
@@ -380,10 +385,17 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		t, err := s.setTaskStatus(r.Context(), id, status)
+		t, changed, err := s.setTaskStatus(r.Context(), id, status)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		if changed {
+			msg := "task enabled"
+			if status == sundial.TaskDisabled {
+				msg = "task disabled"
+			}
+			s.logChange(r, msg, slog.Int64("task_id", t.ID), slog.String("name", t.Name))
 		}
 		writeJSON(w, http.StatusOK, taskView(t, s.now()))
 	})
@@ -391,18 +403,19 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.Handler {
 
 // setTaskStatus enables or disables a task, reading it afresh and trying
 // again when another writer changed it in between. A task already in that
-// status is returned as it is: enabling twice does not move its next fire.
-func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus) (*sundial.Task, error) {
+// status is returned as it is, and changed is false: enabling twice does
+// not move its next fire.
+func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus) (_ *sundial.Task, changed bool, _ error) {
 	for attempt := 1; ; attempt++ {
 		t, err := s.store.TaskGet(ctx, id)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if t.Status == status {
-			return t, nil
+			return t, false, nil
 		}
 		if t.Status == sundial.TaskCompleted || t.Status == sundial.TaskFailed {
-			return nil, sundial.Errorf(sundial.EConflict, "status",
+			return nil, false, sundial.Errorf(sundial.EConflict, "status",
 				"task %d is a one-off task that has ended (%s); PUT it with a new run_at to run it again", id, t.Status)
 		}
 		now := s.now()
@@ -412,11 +425,11 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 		if err == nil {
 			s.sched.Poke()
 			s.awaitSending(ctx, id)
-			return t, nil
+			return t, true, nil
 		}
 		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EConflict ||
 			e.Field != "version" || attempt == setStatusAttempts {
-			return nil, err
+			return nil, false, err
 		}
 	}
 }
@@ -434,6 +447,7 @@ func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	s.logChange(r, "task triggered", runAttrs(run)...)
 	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
 
