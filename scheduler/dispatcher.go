@@ -81,7 +81,7 @@ func newDispatcher(s *Scheduler) *dispatcher {
 	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
 		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256), claimWake: make(chan struct{}, 1)}
 	for range admitLanes {
-		d.admitQ = append(d.admitQ, make(chan *item, 4096))
+		d.admitQ = append(d.admitQ, make(chan *item, s.cfg.admitLaneCap))
 	}
 	return d
 }
@@ -244,7 +244,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 // next one.
 func (d *dispatcher) step(ctx context.Context) time.Duration {
 	now := time.Now()
-	var commit, check, send []*item
+	var commit, check, send, admit []*item
 	d.mu.Lock()
 	for len(d.h) > 0 {
 		it := d.h[0]
@@ -265,13 +265,19 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 			send = append(send, it)
 		default:
 			delete(d.byID, it.run.ID)
-			d.admitQ[it.run.TaskID%admitLanes] <- it
+			admit = append(admit, it)
 		}
 	}
 	d.mu.Unlock()
 
+	// Channels are sent on with d.mu released: an admission lane may need
+	// the lock (a queued run starting goes through addAdmitted), and a
+	// full lane must slow this loop down, not stop the lane.
 	for _, it := range send {
 		d.s.pool.submit(it.job())
+	}
+	for _, it := range admit {
+		d.admitQ[it.run.TaskID%admitLanes] <- it
 	}
 	if len(commit) > 0 {
 		// The commit waits for the database (whose single writer may be

@@ -48,9 +48,14 @@ type pool struct {
 
 	limit *startLimiter // per-host start spacing; nil when none is set
 
+	// open guards jobs against a send after drain closed it. Senders hold
+	// it for reading while they wait for room, so a full queue holds up
+	// only its senders: workers never take it.
+	open   sync.RWMutex
+	closed bool
+
 	mu       sync.Mutex
 	inflight map[int64]*flight
-	closed   bool
 	cutOff   atomic.Bool // the drain timeout expired: start nothing more
 }
 
@@ -81,8 +86,8 @@ func (p *pool) submit(j job) {
 
 // enqueue hands a job to the workers.
 func (p *pool) enqueue(j job) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.open.RLock()
+	defer p.open.RUnlock()
 	if p.closed {
 		return
 	}
@@ -215,10 +220,10 @@ func (p *pool) cancelAll(cause error) {
 // up to timeout, then cuts off the rest.
 func (p *pool) drain(timeout time.Duration) {
 	p.limit.stop()
-	p.mu.Lock()
+	p.open.Lock()
 	p.closed = true
 	close(p.jobs)
-	p.mu.Unlock()
+	p.open.Unlock()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	timer := time.NewTimer(timeout)

@@ -60,6 +60,10 @@ type Config struct {
 	// CallbackSweep is how often expired callback deadlines are looked
 	// for [1s].
 	CallbackSweep time.Duration
+
+	// admitLaneCap is the room of each admission lane [4096]: tests make
+	// it small to fill a lane with a small burst.
+	admitLaneCap int
 }
 
 func (c *Config) setDefaults() {
@@ -98,6 +102,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxDeliveries <= 0 {
 		c.MaxDeliveries = 3
+	}
+	if c.admitLaneCap <= 0 {
+		c.admitLaneCap = 4096
 	}
 }
 

@@ -590,3 +590,45 @@ func TestQueueFirstInFirstOut(t *testing.T) {
 		}
 	})
 }
+
+// TestAdmissionBurstFillsLane: a burst of runs of a QUEUE task larger than
+// an admission lane's room is admitted and delivered, first in first out,
+// while the lane starts queued runs (which takes the dispatcher's lock)
+// and the dispatcher waits for room in the lane.
+func TestAdmissionBurstFillsLane(t *testing.T) {
+	t.Parallel()
+	// A deadlock blocks on locks, which a fake clock does not see as
+	// durable: bound the test in real time instead of hanging.
+	watchdog := time.AfterFunc(2*time.Minute, func() { panic("TestAdmissionBurstFillsLane: the burst deadlocked") })
+	defer watchdog.Stop()
+	synctest.Test(t, func(t *testing.T) {
+		const burst = 60
+		b := setup(t, scheduler.WithAdmitLaneCap(scheduler.Config{MisfireThreshold: 5 * time.Second}, 4))
+		start := time.Now()
+		b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy, tk.MaxQueue = 1, sundial.ConcurrencyQueue, 1000
+			tk.CatchUpMode, tk.CatchUpLimit = sundial.CatchUpFull, burst
+		})
+		// Down for 100 s: the 60 oldest missed fires are planned at once,
+		// all due, and reach the task's admission lane together.
+		waitUntil(start.Add(100*time.Second + 500*time.Millisecond))
+		b.start()
+		time.Sleep(30 * time.Second)
+		b.stop(t)
+
+		var order []time.Time
+		for _, c := range b.target.snapshot() {
+			if c.trigger == string(sundial.TriggerCatchUp) {
+				order = append(order, c.scheduled)
+			}
+		}
+		if len(order) != burst {
+			t.Fatalf("%d catch-up fires delivered, want %d", len(order), burst)
+		}
+		for i, at := range order {
+			if want := start.Add(time.Duration(i+1) * time.Second); !at.Equal(want) {
+				t.Fatalf("delivery %d is the fire of %s, want %s: first in, first out", i, at, want)
+			}
+		}
+	})
+}
