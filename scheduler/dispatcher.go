@@ -464,9 +464,7 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 		d.s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
 			delivery: max(r.Deliveries, 1)})
 	case sundial.RunSkipped:
-		d.s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
-		d.s.log.Info("run skipped", "task_id", r.TaskID, "run_id", r.ID, "reason", r.SkipReason,
-			"attempt", r.Attempt, "scheduled_time", r.ScheduledTime)
+		d.s.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
 	case sundial.RunQueued:
 		d.s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
 		if freeSlot && it.run.Status != sundial.RunQueued {

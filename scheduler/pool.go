@@ -124,7 +124,8 @@ func (p *pool) deliver(j job) {
 	}
 	trigger := string(r.Trigger)
 	started := time.Now()
-	if r.Deliveries == 0 {
+	if j.deliveryNo() == 1 {
+		// The fire's first delivery: how late it started.
 		p.s.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
 	}
 	var cbURL, cbToken string

@@ -330,10 +330,7 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 		}
 		for _, r := range runs {
 			if r.Status == sundial.RunSkipped {
-				s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
-				s.m.missed.Add(float64(r.MissedCount))
-				s.log.Warn("fires missed", "task_id", r.TaskID, "run_id", r.ID, "missed", r.MissedCount,
-					"reason", r.SkipReason)
+				s.record(outcome{run: r, task: tasks[r.TaskID], status: r.Status, attempt: r.Attempt})
 			}
 		}
 		for _, r := range runs {
@@ -556,6 +553,8 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 	switch r.Status {
 	case sundial.RunCanceled:
 		s.disp.forget(r.ID)
+		t, _ := s.store.TaskGet(ctx, r.TaskID) // for the log line only; nil when deleted
+		s.record(outcome{run: r, task: t, status: r.Status, err: r.Error, attempt: r.Attempt})
 	case sundial.RunRunning:
 		s.pool.cancel(r.ID, errCanceled)
 	case sundial.RunWaitingCallback:
@@ -564,12 +563,13 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 		if err != nil && sundial.ErrorCode(err) != sundial.ENotFound {
 			return nil, err
 		}
-		done, err := s.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence,
-			Status: sundial.RunCanceled, Error: errCanceled.Error(), FinishedAt: time.Now(),
-			CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)})
+		c := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
+			Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)}
+		done, err := s.store.RunComplete(ctx, c)
 		if err != nil {
 			return nil, err
 		}
+		s.recordCompletion(done, t, c)
 		s.slotFreed(ctx, t)
 		return done, nil
 	}

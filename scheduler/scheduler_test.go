@@ -2,9 +2,12 @@ package scheduler_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -629,6 +632,44 @@ func TestAdmissionBurstFillsLane(t *testing.T) {
 			if want := start.Add(time.Duration(i+1) * time.Second); !at.Equal(want) {
 				t.Fatalf("delivery %d is the fire of %s, want %s: first in, first out", i, at, want)
 			}
+		}
+	})
+}
+
+// TestOutcomeLines: every outcome line names the task as well as its id,
+// whichever path recorded the outcome (a delivery, an admission's skip).
+func TestOutcomeLines(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = 1500 * time.Millisecond
+		logs := &syncLog{}
+		start := time.Now()
+		tk := b.addTask(t, "1,2 * * * * *", func(tk *sundial.Task) { tk.OverlapAction = sundial.OverlapSkip })
+		stop := startNode(t, b, b.store, "node-log", slog.New(slog.NewJSONHandler(logs, nil)))
+		waitUntil(start.Add(5 * time.Second))
+		stop()
+
+		seen := map[string]bool{}
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg      string `json:"msg"`
+				TaskID   int64  `json:"task_id"`
+				TaskName string `json:"task_name"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if rec.Msg != "run finished" && rec.Msg != "run skipped" {
+				continue
+			}
+			if rec.TaskID != tk.ID || rec.TaskName != tk.Name {
+				t.Errorf("%q line names task %d %q, want %d %q", rec.Msg, rec.TaskID, rec.TaskName, tk.ID, tk.Name)
+			}
+			seen[rec.Msg] = true
+		}
+		if !seen["run finished"] || !seen["run skipped"] {
+			t.Errorf("outcome lines seen: %v, want a finished and a skipped run:\n%s", seen, logs)
 		}
 	})
 }
