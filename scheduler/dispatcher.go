@@ -152,6 +152,16 @@ func (d *dispatcher) has(runID int64) bool {
 	return ok
 }
 
+// holding adds to ids the runs in the heap, and those taken out of it to
+// be committed or checked.
+func (d *dispatcher) holding(ids map[int64]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id := range d.byID {
+		ids[id] = true
+	}
+}
+
 // due counts the runs in the heap whose instant has passed: with the
 // delivery queue, this node's local start queue.
 func (d *dispatcher) due(now time.Time) int {

@@ -17,6 +17,7 @@ var (
 	errCancelPrev     = errors.New("canceled by a newer fire (overlap_action CANCEL_PREV)")
 	errShutdown       = errors.New("cut off: the node stopped and the drain timeout expired")
 	errMembershipLost = errors.New("cut off: the node lost its cluster membership")
+	errLost           = errors.New("lost: its node held it RUNNING with no call in flight")
 )
 
 // job is one delivery of one run.
@@ -56,7 +57,10 @@ type pool struct {
 
 	mu       sync.Mutex
 	inflight map[int64]*flight
-	cutOff   atomic.Bool // the drain timeout expired: start nothing more
+	// held are the runs submitted and not yet written back: waiting for
+	// their host's turn or a worker, in flight, or in the writer's hands.
+	held   map[int64]struct{}
+	cutOff atomic.Bool // the drain timeout expired: start nothing more
 }
 
 type flight struct {
@@ -64,7 +68,7 @@ type flight struct {
 }
 
 func newPool(s *Scheduler) *pool {
-	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight)}
+	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight), held: make(map[int64]struct{})}
 	p.limit = newStartLimiter(s.cfg.StartIntervals, p.enqueue)
 	return p
 }
@@ -78,6 +82,9 @@ func (p *pool) start() {
 // submit queues a delivery. After drain has begun, the run is left RUNNING
 // for RunRelease to record as INTERRUPTED.
 func (p *pool) submit(j job) {
+	p.mu.Lock()
+	p.held[j.run.ID] = struct{}{}
+	p.mu.Unlock()
 	if p.limit.take(j) {
 		return
 	}
@@ -195,6 +202,24 @@ func (p *pool) deliver(j job) {
 		p.s.applyRetry(t, r, j.deliveryNo(), &fin, out.RetryAfter)
 	}
 	p.s.writer.finish(result{job: j, fin: fin})
+}
+
+// written forgets runs whose outcomes the writer has handed to the store.
+func (p *pool) written(batch []result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range batch {
+		delete(p.held, r.job.run.ID)
+	}
+}
+
+// holding adds to ids the runs submitted and not yet written back.
+func (p *pool) holding(ids map[int64]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id := range p.held {
+		ids[id] = true
+	}
 }
 
 // cancel stops the call of a run delivered here, if any.

@@ -150,7 +150,55 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.comp.queueSize = func() int { return s.pool.waiting() + s.disp.due(time.Now()) }
 	s.comp.find = s.findStuck
 	s.comp.start = s.startStuck
+	s.comp.recoverLost = s.interruptLost
 	return s, nil
+}
+
+// interruptLost is the compensator's sweep of this node's own deliveries:
+// RUNNING runs it holds in the database, started before startedBefore,
+// that it no longer holds in memory (no call, no outcome on its way: a
+// run committed by a claim whose answer was lost, or dropped with the
+// heap when the membership expired). Each is recorded INTERRUPTED, fenced,
+// with an attempt, and delivered again as a delivery cut off by a node's
+// stop would be. It returns how many it interrupted.
+func (s *Scheduler) interruptLost(ctx context.Context, startedBefore time.Time) (int, error) {
+	// Memory first: a run that enters memory after this snapshot was
+	// started just now, not before startedBefore.
+	held := map[int64]bool{}
+	s.disp.holding(held)
+	s.pool.holding(held)
+	owned, err := s.store.RunsOwned(ctx, s.cfg.Node.ID)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	var lost []sundial.RunFinish
+	for _, r := range owned {
+		if r.Status != sundial.RunRunning || held[r.ID] || r.StartedAt == nil || !r.StartedAt.Before(startedBefore) {
+			continue
+		}
+		s.log.Warn("run held by this node without a call or an outcome; delivering it again",
+			"task_id", r.TaskID, "run_id", r.ID, "started_at", *r.StartedAt, "delivery", r.Deliveries)
+		lost = append(lost, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunInterrupted,
+			StartedAt: *r.StartedAt, FinishedAt: now, Error: errLost.Error()})
+	}
+	if len(lost) == 0 {
+		return 0, nil
+	}
+	ok, err := s.store.RunFinish(ctx, lost)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, applied := range ok {
+		if applied {
+			n++
+		}
+	}
+	if n > 0 {
+		s.redeliver(ctx)
+	}
+	return n, nil
 }
 
 // findStuck is the compensator's query: runs due long ago and not started

@@ -111,6 +111,7 @@ func (w *writer) write(batch []result) {
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
+	w.s.pool.written(batch)
 	queueTasks := map[int64]*sundial.Task{}
 	for i, r := range batch {
 		f, run := r.fin, r.job.run

@@ -71,14 +71,12 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		if err != nil || len(runs) == 0 {
 			return err
 		}
-		return nil
+		// The tasks are read in the claim's transaction: a failure to read
+		// them undoes the claim, so no run is left claimed (or started)
+		// by a node that never learnt of it.
+		tasks, err = tasksOf(ctx, tx, runs)
+		return err
 	})
-	if err == nil && len(runs) > 0 {
-		// The tasks are read off the writer, which the claim has freed: a
-		// task changed since is read as it is now, which is what the
-		// fence checks downstream expect anyway.
-		tasks, err = tasksOf(ctx, s.r, runs)
-	}
 	if err != nil {
 		return nil, nil, sqlrow.Wrap(err, "claim due runs for node %s", nodeID)
 	}
