@@ -11,7 +11,7 @@ import (
 //
 //	SCHEDULED --admit--> RUNNING --> SUCCESS | FAILED | TIMEOUT | CANCELED
 //	    |                   |--async accepted--> WAITING_CALLBACK --> SUCCESS | FAILED | FAILED_TIMEOUT
-//	    |--policy--> SKIPPED (reason: OVERLAP | FAILURE | CONCURRENCY | MISFIRE | QUEUE_FULL)
+//	    |--policy--> SKIPPED (reason: OVERLAP | FAILURE | CONCURRENCY | MISFIRE | QUEUE_FULL | DISABLED)
 //	    |--policy--> QUEUED --slot free--> RUNNING
 //	RUNNING on a dead node --> INTERRUPTED --> SCHEDULED again (next try) or FAILED (tries used up)
 //	RUNNING, WAITING_CALLBACK --retryable failure, attempts left--> SCHEDULED (due after the backoff)
@@ -90,7 +90,13 @@ const (
 	SkipConcurrency SkipReason = "CONCURRENCY"
 	SkipMisfire     SkipReason = "MISFIRE"
 	SkipQueueFull   SkipReason = "QUEUE_FULL"
+	// SkipDisabled is a QUEUED run taken back when its task was disabled
+	// before a slot freed for it.
+	SkipDisabled SkipReason = "DISABLED"
 )
+
+// DisabledQueuedError is the error of a run SKIPPED (DISABLED).
+const DisabledQueuedError = "task disabled before the run could start"
 
 // Trigger says what made a run.
 type Trigger string

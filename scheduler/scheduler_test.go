@@ -673,3 +673,50 @@ func TestOutcomeLines(t *testing.T) {
 		}
 	})
 }
+
+// TestDisableStopsQueuedRuns: once a task is disabled nothing more of it
+// is sent, its queued runs included; they are recorded SKIPPED (DISABLED).
+func TestDisableStopsQueuedRuns(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = 2 * time.Second
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy = 1, sundial.ConcurrencyQueue
+		})
+		// Fire 1 runs from 1 s to 3 s, fire 2 from 3 s; fires 3 and 4 queue.
+		waitUntil(start.Add(4*time.Second + 500*time.Millisecond))
+		cur, err := b.store.TaskGet(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status, cur.NextFireTime = sundial.TaskDisabled, nil
+		if err := b.store.TaskUpdate(context.Background(), cur, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		disabled := time.Now()
+		time.Sleep(10 * time.Second)
+		b.stop(t)
+
+		for _, c := range b.target.snapshot() {
+			if c.at.After(disabled) {
+				t.Errorf("the fire of %s was delivered at +%s, after the task was disabled at +%s",
+					c.scheduled.Sub(start), c.at.Sub(start), disabled.Sub(start))
+			}
+		}
+		skipped := 0
+		for _, r := range b.runs(t, tk.ID) {
+			switch {
+			case r.Status == sundial.RunQueued:
+				t.Errorf("run %d is still QUEUED", r.ID)
+			case r.SkipReason == sundial.SkipDisabled:
+				skipped++
+			}
+		}
+		if skipped < 2 {
+			t.Errorf("%d runs SKIPPED (DISABLED), want the 2 queued when the task was disabled", skipped)
+		}
+	})
+}
