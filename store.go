@@ -179,6 +179,17 @@ type Store interface {
 	// catch-up mode. Runs delivered before are handed back to no node
 	// instead of deleted.
 	RunUnplan(ctx context.Context, nodeID string, refs []RunRef) error
+	// RunUnplanMissed deletes, in one transaction, the planned fires that
+	// came too late to start: up to limit SCHEDULED runs never delivered
+	// and made by the planner (trigger SCHEDULE), due before before,
+	// oldest first, held by any node or by none, for which missed (called
+	// with the run and its task, nil when deleted) reports true. Each
+	// task's NextFireTime is rewound to its earliest deleted run when that
+	// is earlier, so that the planner counts them under the task's
+	// catch-up mode, together with the fires it has not planned. A node
+	// holding a deleted run finds it gone when it tries to start it. It
+	// returns how many runs it looked at and how many it deleted.
+	RunUnplanMissed(ctx context.Context, before time.Time, limit int, missed func(*Run, *Task) bool) (looked, deleted int, err error)
 	// RunRedeliver takes up to limit INTERRUPTED runs, oldest first: each
 	// that has had fewer than maxDeliveries deliveries, whose task is live
 	// and whose cancellation was not requested becomes SCHEDULED again, held

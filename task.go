@@ -81,19 +81,20 @@ const (
 
 // Limits on task fields.
 const (
-	MaxNameLen         = 128
-	MaxDescriptionLen  = 512
-	MaxURLLen          = 2048
-	MaxBodyTemplateLen = 64 << 10
-	MaxTimeoutSeconds  = 24 * 3600
-	DefaultMaxQueue    = 100
-	DefaultCatchUp     = 100
-	MaxCatchUpLimit    = 10000
-	MaxRequestIDLen    = 128
-	MaxBizIDLen        = 128
-	MaxParamsLen       = 64 << 10
-	MaxDelaySeconds    = 10 * 366 * 24 * 3600 // ten years
-	MaxCallbackTimeout = 7 * 24 * 3600        // seconds
+	MaxNameLen          = 128
+	MaxDescriptionLen   = 512
+	MaxURLLen           = 2048
+	MaxBodyTemplateLen  = 64 << 10
+	MaxTimeoutSeconds   = 24 * 3600
+	DefaultMaxQueue     = 100
+	DefaultCatchUp      = 100
+	MaxCatchUpLimit     = 10000
+	MaxRequestIDLen     = 128
+	MaxBizIDLen         = 128
+	MaxParamsLen        = 64 << 10
+	MaxDelaySeconds     = 10 * 366 * 24 * 3600 // ten years
+	MaxCallbackTimeout  = 7 * 24 * 3600        // seconds
+	MaxStartingDeadline = 366 * 24 * 3600      // seconds
 )
 
 // Task is a schedule and the HTTP call it makes. The JSON shape is the
@@ -132,12 +133,17 @@ type Task struct {
 	CatchUpLimit      int               `json:"catch_up_limit"`
 	CallbackMethod    string            `json:"callback_method"`
 	CallbackTimeout   int               `json:"callback_timeout_sec"` // 0: the server's callback timeout
-	Priority          int               `json:"priority"`
-	Status            TaskStatus        `json:"status"`
-	Version           int64             `json:"version"`
-	CreatedAt         time.Time         `json:"created_at"`
-	UpdatedAt         time.Time         `json:"updated_at"`
-	NextFireTime      *time.Time        `json:"next_fire_time"`
+	// StartingDeadline is how late, in seconds, a fire of a cron task may
+	// still start (Kubernetes CronJob's startingDeadlineSeconds); a fire
+	// later than that was missed and follows CatchUpMode. 0: the server's
+	// scheduler.misfire_threshold.
+	StartingDeadline int        `json:"starting_deadline_seconds"`
+	Priority         int        `json:"priority"`
+	Status           TaskStatus `json:"status"`
+	Version          int64      `json:"version"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	NextFireTime     *time.Time `json:"next_fire_time"`
 }
 
 // OneOff reports whether the task fires once, at RunAt, instead of on a
@@ -152,6 +158,16 @@ func (t *Task) RetryPolicyOf() RetryPolicy {
 		p.MaxAttempts = 1
 	}
 	return p
+}
+
+// MissAfter is how late a fire of the task may still start: its
+// starting_deadline_seconds, or threshold (the server's misfire
+// threshold) when it sets none. A later fire was missed.
+func (t *Task) MissAfter(threshold time.Duration) time.Duration {
+	if t.StartingDeadline > 0 {
+		return time.Duration(t.StartingDeadline) * time.Second
+	}
+	return threshold
 }
 
 // FirstFire is the first fire of the task after now: RunAt for a one-off
@@ -431,6 +447,10 @@ func (t *Task) validate() error {
 	if t.CallbackTimeout < 0 || t.CallbackTimeout > MaxCallbackTimeout {
 		return Errorf(EInvalid, "callback_timeout_sec",
 			"callback_timeout_sec must be from 1 to %d, or 0 for the server's callback timeout", MaxCallbackTimeout)
+	}
+	if t.StartingDeadline < 0 || t.StartingDeadline > MaxStartingDeadline {
+		return Errorf(EInvalid, "starting_deadline_seconds",
+			"starting_deadline_seconds must be from 1 to %d, or 0 for the server's scheduler.misfire_threshold", MaxStartingDeadline)
 	}
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")

@@ -55,6 +55,7 @@ type taskRequest struct {
 	CatchUpLimit      int                       `json:"catch_up_limit"`
 	CallbackMethod    string                    `json:"callback_method"`
 	CallbackTimeout   int                       `json:"callback_timeout_sec"`
+	StartingDeadline  int                       `json:"starting_deadline_seconds"`
 	Priority          int                       `json:"priority"`
 	Status            sundial.TaskStatus        `json:"status"`
 
@@ -120,6 +121,7 @@ func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundia
 		CatchUpLimit:      req.CatchUpLimit,
 		CallbackMethod:    req.CallbackMethod,
 		CallbackTimeout:   req.CallbackTimeout,
+		StartingDeadline:  req.StartingDeadline,
 		Priority:          req.Priority,
 		Status:            req.Status,
 	}

@@ -574,7 +574,7 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 		// one interval before their instant.
 		until := now.Add(cfg.StartAhead + cfg.ClaimInterval)
 		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, until, cfg.ClaimBatch,
-			sundial.ClaimStart{By: until, FreshAfter: now.Add(-cfg.MisfireThreshold)})
+			sundial.ClaimStart{By: until, FreshAfter: now.Add(-minMissAfter)})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.s.log.Error("claim due runs", "err", err)
@@ -588,29 +588,28 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 	}
 }
 
-// take puts runs just claimed into the heap. A run found later than the
-// misfire threshold (the cluster was down when it was due) is given back to
-// the planner, which applies the task's catch-up mode.
+// take puts runs just claimed into the heap. A first delivery found later
+// than its task's deadline (the cluster was down, or this node too busy,
+// when it was due) was missed: it is left out, and the planner, asked to,
+// unplans it and counts it under the task's catch-up mode.
 func (d *dispatcher) take(ctx context.Context, runs []*sundial.Run, tasks map[int64]*sundial.Task, now time.Time) {
 	cfg := d.s.cfg
-	var fresh []*sundial.Run
-	var stale []sundial.RunRef
+	fresh := runs[:0:0]
+	missed := false
 	for _, r := range runs {
 		// Catch-up runs are late on purpose, retries are due when their
 		// backoff ends, and a one-off task fires however late: only a
 		// cron task's scheduled fire can have been missed.
 		if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
-			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
-			stale = append(stale, sundial.RunRef{ID: r.ID, Fence: r.Fence})
+			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(cfg.MisfireThreshold) {
+			missed = true
 		} else {
 			fresh = append(fresh, r)
 		}
 	}
 	d.add(fresh, tasks, false)
-	if len(stale) > 0 {
-		if err := d.s.store.RunUnplan(ctx, cfg.Node.ID, stale); err != nil && ctx.Err() == nil {
-			d.s.log.Error("give back missed runs", "runs", len(stale), "err", err)
-		}
+	if missed {
+		d.s.sweepWanted.Store(true)
 		d.s.Poke()
 	}
 }

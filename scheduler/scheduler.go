@@ -124,6 +124,9 @@ type Scheduler struct {
 	comp        *compensator
 	running     atomic.Bool
 	healthy     atomic.Bool // membership renewed within DeadAfter
+	// sweepWanted asks the next planner pass to unplan missed fires first:
+	// a claim found some.
+	sweepWanted atomic.Bool
 }
 
 // New returns a scheduler; Run starts it.
@@ -359,22 +362,44 @@ func (s *Scheduler) nextPlanDelay(now time.Time) time.Duration {
 }
 
 // planOnce runs PlanDue until no due task is left within the lookahead.
+//
+// Fires missed in an outage are counted once, in one record per task and
+// outage (or one COMPACT run, or FULL's runs): before the planner counts
+// the fires it never planned, the fires it had planned that also came too
+// late are unplanned (RunUnplanMissed), so that the count starts from the
+// first of them. A task whose unplanned fires are missed is therefore left
+// as it is by the first PlanDue of a pass, the missed planned fires are
+// unplanned, and the next PlanDue counts them all.
 func (s *Scheduler) planOnce(ctx context.Context) {
+	swept := false
+	if s.sweepWanted.Swap(false) {
+		s.unplanMissed(ctx)
+		swept = true
+	}
 	for ctx.Err() == nil {
 		now := time.Now()
 		tasks := make(map[int64]*sundial.Task)
+		deferred := false
 		// Planned runs belong to no node: every node claims its share
 		// shortly before they are due (dispatcher.claimLoop).
 		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, "", now,
 			func(t *sundial.Task) sundial.Plan {
 				tasks[t.ID] = t
-				return planTask(t, now, now.Add(s.cfg.Lookahead), s.cfg.MisfireThreshold, s.cfg.MaxRunsPerTask)
+				if !swept && missedUnplanned(t, now, s.cfg.MisfireThreshold) {
+					deferred = true
+					return sundial.Plan{Next: t.NextFireTime}
+				}
+				return planTask(t, now, now.Add(s.cfg.Lookahead), t.MissAfter(s.cfg.MisfireThreshold), s.cfg.MaxRunsPerTask)
 			})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("plan due tasks", "err", err)
 			}
 			return
+		}
+		if deferred {
+			s.unplanMissed(ctx)
+			swept = true
 		}
 		for _, r := range runs {
 			if r.Status == sundial.RunSkipped {
@@ -387,7 +412,44 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 				break
 			}
 		}
-		if len(tasks) < s.cfg.PlanBatch {
+		if len(tasks) < s.cfg.PlanBatch && !deferred {
+			return
+		}
+	}
+}
+
+// minMissAfter is the least lateness at which a fire can be missed: the
+// shortest starting_deadline_seconds, and the least misfire threshold.
+const minMissAfter = time.Second
+
+// missedUnplanned reports whether the planner is about to count fires of
+// t that it never planned as missed: t is a cron task whose next unplanned
+// fire is later than its deadline.
+func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bool {
+	return !t.OneOff() && t.NextFireTime != nil && now.Sub(*t.NextFireTime) > t.MissAfter(threshold)
+}
+
+// unplanMissed unplans the planned fires, whoever holds them, that are
+// later than their task's deadline, so that the planner counts them with
+// the fires it never planned, under the task's catch-up mode.
+func (s *Scheduler) unplanMissed(ctx context.Context) {
+	const batch = 1000
+	for ctx.Err() == nil {
+		now := time.Now()
+		looked, deleted, err := s.store.RunUnplanMissed(ctx, now.Add(-minMissAfter), batch,
+			func(r *sundial.Run, t *sundial.Task) bool {
+				return t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(s.cfg.MisfireThreshold)
+			})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("unplan missed fires", "err", err)
+			}
+			return
+		}
+		if deleted > 0 {
+			s.log.Info("planned fires came too late to start; the catch-up mode decides", "fires", deleted)
+		}
+		if looked < batch || deleted == 0 {
 			return
 		}
 	}

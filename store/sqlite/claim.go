@@ -159,6 +159,69 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
 }
 
+// missedSQL reads the planned fires due before ?1 that no node holds
+// (through runs_unclaimed, in its order) and those a node holds (few:
+// claimed a moment before their instant), up to ?2 of each.
+const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY runs_unclaimed
+		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at < ?1
+			AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, priority DESC, id LIMIT ?2)
+	UNION ALL
+	SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs
+		WHERE status = 'SCHEDULED' AND node_id <> '' AND due_at < ?1
+			AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, id LIMIT ?2)`
+
+// RunUnplanMissed deletes the planned fires that missed reports too late
+// to start, whoever holds them, and rewinds their tasks.
+func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
+	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		looked, deleted = 0, 0
+		runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, missedSQL, sqlrow.Micros(before), limit))
+		if err != nil || len(runs) == 0 {
+			return err
+		}
+		sqlrow.SortByDue(runs)
+		if len(runs) > limit {
+			runs = runs[:limit]
+		}
+		looked = len(runs)
+		tasks, err := tasksOf(ctx, tx, runs)
+		if err != nil {
+			return err
+		}
+		earliest := map[int64]int64{}
+		for _, r := range runs {
+			if !missed(r, tasks[r.TaskID]) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, r.ID); err != nil {
+				return err
+			}
+			deleted++
+			at := sqlrow.Micros(r.ScheduledTime)
+			if cur, ok := earliest[r.TaskID]; !ok || at < cur {
+				earliest[r.TaskID] = at
+			}
+		}
+		for task, at := range earliest {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET next_fire_at = min(COALESCE(next_fire_at, ?1), ?1)
+				WHERE id = ?2`, at, task); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, sqlrow.Wrap(err, "unplan missed fires")
+	}
+	return looked, deleted, nil
+}
+
 // RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
 // that cannot be delivered again.
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error) {

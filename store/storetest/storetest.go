@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimStart", testClaimStart},
 		{"RunClaim", testRunClaim},
 		{"RunUnplan", testRunUnplan},
+		{"RunUnplanMissed", testRunUnplanMissed},
 		{"RunRedeliver", testRunRedeliver},
 		{"RunFindStuck", testRunFindStuck},
 		{"RunCancelRequested", testRunCancelRequested},
@@ -114,6 +115,8 @@ func newTask(name string, mods ...func(*sundial.Task)) *sundial.Task {
 		BodyTemplate: `{"fire":"{{.FireKey}}"}`,
 		RetryPolicy:  json.RawMessage(`{"max_attempts":3}`),
 		Priority:     0,
+		// Not a default, so that every round trip of a task checks it.
+		StartingDeadline: 90,
 	}
 	for _, m := range mods {
 		m(tk)

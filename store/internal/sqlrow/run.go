@@ -1,7 +1,9 @@
 package sqlrow
 
 import (
+	"cmp"
 	"database/sql"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -202,4 +204,12 @@ func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) 
 		}
 	}
 	return rows.Err()
+}
+
+// SortByDue orders runs by due time, then ID: the order in which fires
+// are handled.
+func SortByDue(runs []*sundial.Run) {
+	slices.SortFunc(runs, func(a, b *sundial.Run) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
+	})
 }
