@@ -67,8 +67,8 @@ type Store interface {
 	// returns the runs it inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
-	// RunInsert inserts a run (a manual trigger) with its task's priority.
-	// An existing (TaskID, FireKey) is EConflict.
+	// RunInsert inserts a run (a manual trigger, with its Params) with its
+	// task's priority. An existing (TaskID, FireKey) is EConflict.
 	RunInsert(ctx context.Context, r *Run) error
 	// RunGet returns a run, or ENotFound.
 	RunGet(ctx context.Context, id int64) (*Run, error)
@@ -106,7 +106,8 @@ type Store interface {
 	// callback came before its call's answer was recorded (a callback, or
 	// a callback deadline passed): c.Status becomes the run's, or, with
 	// c.Retry, the run goes back to SCHEDULED for another delivery as in
-	// RunFinish. The run's latest attempt takes the outcome (a RUNNING
+	// RunFinish. c.Error, c.Message and c.Result become the run's either
+	// way. The run's latest attempt takes the outcome (a RUNNING
 	// run's delivery is recorded as a new attempt). A missing run is
 	// ENotFound; a fence that is not the run's is EConflict (field
 	// "fence"): the delivery was superseded; a run that is not RUNNING or
@@ -388,6 +389,7 @@ type RunCompletion struct {
 	Status       RunStatus // SUCCESS, FAILED or FAILED_TIMEOUT
 	Result       json.RawMessage
 	Error        string
+	Message      string // the callback's message, kept as the run's Message
 	FinishedAt   time.Time
 	Retry        bool      // back to SCHEDULED, due at DueAt, instead
 	DueAt        time.Time // the retry's time

@@ -67,6 +67,8 @@ func Run(t *testing.T, open Opener) {
 		{"SettingEnsure", testSettingEnsure},
 		{"TaskChangeTakesBack", testTaskChangeTakesBack},
 		{"RunCheckSend", testRunCheckSend},
+		{"RunParams", testRunParams},
+		{"RunMessage", testRunMessage},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -300,6 +302,7 @@ func normRun(r *sundial.Run) sundial.Run {
 	c.DueAt = normTime(c.DueAt)
 	c.StartedAt, c.FinishedAt = normTimePtr(c.StartedAt), normTimePtr(c.FinishedAt)
 	c.Result, c.Progress, c.Checkpoint = compactJSON(c.Result), compactJSON(c.Progress), compactJSON(c.Checkpoint)
+	c.Params = compactJSON(c.Params)
 	return c
 }
 

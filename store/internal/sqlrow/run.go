@@ -12,13 +12,13 @@ import (
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message`
 
 // RunWriteCols are the columns a new run is inserted with: RunCols but id.
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message`
 
 // RunWriteArgs are the values of RunWriteCols for r, as database/sql
 // drivers take them.
@@ -28,7 +28,7 @@ func RunWriteArgs(r *sundial.Run) []any {
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, Micros(r.CreatedAt), Micros(r.UpdatedAt),
 		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint), r.Priority,
-		r.StartAhead}
+		r.StartAhead, NullJSON(r.Params), r.Message}
 }
 
 // ScanRun reads a row of RunCols from a database/sql driver, which gives
@@ -42,11 +42,12 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		cancelRequested, due    int64
 		startAhead              int64
 		result, progress, chk   sql.NullString
+		params                  sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &startAhead)
+		&due, &result, &progress, &chk, &r.Priority, &startAhead, &params, &r.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +63,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.UpdatedAt = FromMicros(upd)
 	r.DueAt = FromMicros(due)
 	r.Result, r.Progress, r.Checkpoint = JSONOf(result), JSONOf(progress), JSONOf(chk)
+	r.Params = JSONOf(params)
 	return &r, nil
 }
 
