@@ -864,7 +864,7 @@ func (f *fakeScheduler) CallbackSecret() []byte { return []byte("test-callback-s
 
 func (f *fakeScheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error) {
 	return f.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status,
-		Result: cb.Result, Error: cb.Message, FinishedAt: f.now()})
+		Result: cb.Result, Error: cb.Failure(), Message: cb.Message, FinishedAt: f.now()})
 }
 
 func (f *fakeScheduler) Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error) {
