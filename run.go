@@ -170,6 +170,15 @@ type Run struct {
 	StartAhead bool `json:"-"`
 }
 
+// ParamsFor returns the params the deliveries of r render ({{params}}):
+// its own, or else those of its task t.
+func (r *Run) ParamsFor(t *Task) json.RawMessage {
+	if r.Params != nil {
+		return r.Params
+	}
+	return t.Params
+}
+
 // ScheduledFireKey is the fire key of the scheduled fire of a task at t: its
 // Unix second, so a second is planned once however often it is computed.
 func ScheduledFireKey(t time.Time) string { return fmt.Sprintf("s:%d", t.Unix()) }

@@ -52,7 +52,7 @@ type fakeScheduler struct {
 	seq        atomic.Int64
 }
 
-func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, error) {
+func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
 	t, err := f.store.TaskGet(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -62,6 +62,7 @@ func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run
 		TaskID:        t.ID,
 		FireKey:       fmt.Sprintf("manual:%d", f.seq.Add(1)),
 		Trigger:       sundial.TriggerManual,
+		Params:        params,
 		ScheduledTime: now,
 		Status:        sundial.RunScheduled,
 		Attempt:       1,
