@@ -82,6 +82,11 @@ type Store interface {
 	RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide AdmitFunc) (*Run, error)
 	// RunStart moves SCHEDULED runs straight to RUNNING, each only if its
 	// fence matches; ok[i] reports whether starts[i] applied.
+	//
+	// Every write that starts a delivery (RunStart, RunAdmit deciding
+	// RUNNING, a claim's ClaimStart) empties the run's HTTPStatus,
+	// ResponseBody, Error and Message: what the previous delivery left
+	// belongs to its attempt (RunAttempts), not to the one under way.
 	RunStart(ctx context.Context, starts []RunStart) (ok []bool, err error)
 	// RunCheckSend reports, for runs committed RUNNING ahead of their
 	// instant (RunStart), whether each may still be sent: SendGo if it is
@@ -98,9 +103,10 @@ type Store interface {
 	// An outcome with Retry set records the attempt with its Status, but
 	// the run goes back to SCHEDULED, held by no node, due at DueAt (the
 	// end of its backoff), keeping HTTPStatus, ResponseBody and Error of the
-	// failed delivery. A WAITING_CALLBACK outcome sets DueAt, the callback
-	// deadline. CompleteTask, when set, becomes the status of the run's
-	// task in the same transaction (a one-off task that ended).
+	// failed delivery until the next one starts. A WAITING_CALLBACK outcome
+	// sets DueAt, the callback deadline. CompleteTask, when set, becomes the
+	// status of the run's task in the same transaction (a one-off task that
+	// ended).
 	RunFinish(ctx context.Context, finishes []RunFinish) (ok []bool, err error)
 	// RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose
 	// callback came before its call's answer was recorded (a callback, or

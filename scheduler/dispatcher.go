@@ -357,6 +357,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 			it.committed = true
 			// As RunStart wrote it.
 			it.run.Status, it.run.Attempt, it.run.Deliveries = sundial.RunRunning, starts[i].Attempt, it.run.Deliveries+1
+			it.run.HTTPStatus, it.run.ResponseBody, it.run.Error, it.run.Message = 0, "", "", ""
 			it.due = it.run.DueAt.Add(-checkAhead)
 		}
 		d.settle(it, ok[i])

@@ -158,3 +158,43 @@ func TestServeTrigger(t *testing.T) {
 		t.Errorf("runs of the SKIP task: %+v, want the two triggers' only", runs.Items)
 	}
 }
+
+// TestServeRetryShowsNoStaleError: while the retry of a failed delivery is
+// under way, GET /api/v1/runs/{id} shows a RUNNING run with nothing of the
+// failed delivery (answer, error), which its attempt keeps.
+func TestServeRetryShowsNoStaleError(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	// The first call fails with 500; the retry is held until released.
+	target := newHoldTarget(t, func(n int) bool { return n == 2 }, func(n int) (int, string) {
+		if n == 1 {
+			return http.StatusInternalServerError, "boom"
+		}
+		return http.StatusOK, "fine"
+	})
+	var task taskJSON
+	n.do(t, "POST", "/api/v1/tasks", fmt.Sprintf(`{"name":"retried","cron_expr":"0 0 0 1 1 *","status":"DISABLED",
+		"target_url":%q,"retry_policy":{"max_attempts":2,"initial_backoff":"200ms","jitter":"none"}}`,
+		target.srv.URL), 201, &task)
+	var run triggerRun
+	n.do(t, "POST", fmt.Sprintf("/api/v1/tasks/%d/trigger", task.ID), "", 202, &run)
+	if c := target.next(t); c.runID != run.ID || c.delivery != "1" {
+		t.Fatalf("first call %+v, want delivery 1 of run %d", c, run.ID)
+	}
+	if c := target.next(t); c.runID != run.ID || c.delivery != "2" {
+		t.Fatalf("second call %+v, want delivery 2 of run %d", c, run.ID)
+	}
+
+	var got triggerRun
+	n.do(t, "GET", fmt.Sprintf("/api/v1/runs/%d", run.ID), "", 200, &got)
+	if got.Status != "RUNNING" || got.Deliveries != 2 || got.HTTPStatus != 0 || got.ResponseBody != "" || got.Error != "" {
+		t.Errorf("run while its retry is under way: %+v; want RUNNING, 2 deliveries, no http_status, response_body or error", got)
+	}
+	if len(got.Attempts) != 1 || got.Attempts[0].Status != "FAILED" || got.Attempts[0].HTTPStatus != 500 ||
+		got.Attempts[0].ResponseBody != "boom" || got.Attempts[0].Error == "" {
+		t.Errorf("attempts while the retry is under way: %+v; want the failed delivery with its answer and error", got.Attempts)
+	}
+}

@@ -204,7 +204,7 @@ var runStartCols = []string{"id", "fence", "attempt", "started_at", "trace_id"}
 func runStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", runStartCols, n) + `
 	SET r.status = 'RUNNING', r.attempt = v.attempt, r.started_at = v.started_at, r.trace_id = v.trace_id,
-		r.deliveries = r.deliveries + 1, r.updated_at = v.started_at
+		r.deliveries = r.deliveries + 1, r.updated_at = v.started_at, ` + sqlrow.StartClears("r.") + `
 	WHERE r.fence = v.fence AND r.status = 'SCHEDULED'`
 }
 

@@ -320,9 +320,9 @@ func applied(ok []bool, ids []int64, round []int) func(pgx.Rows) error {
 // that read every SCHEDULED run through runs_status_node, or rescanned the
 // batch's arrays once per run, for each batch (TestPlansStaleStatistics).
 // status is NOT NULL: the coalesce changes no result.
-const runStartSQL = `UPDATE runs
+var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = u.attempt, started_at = u.started_at, trace_id = u.trace_id,
-		deliveries = runs.deliveries + 1, updated_at = u.started_at
+		deliveries = runs.deliveries + 1, updated_at = u.started_at, ` + sqlrow.StartClears("") + `
 	FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::bigint[], $5::text[])
 		AS u (id, fence, attempt, started_at, trace_id)
 	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence AND coalesce(runs.status = 'SCHEDULED', false)

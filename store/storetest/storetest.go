@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"RunCheckSend", testRunCheckSend},
 		{"RunParams", testRunParams},
 		{"RunMessage", testRunMessage},
+		{"DeliveryStart", testDeliveryStart},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

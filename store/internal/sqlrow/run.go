@@ -2,6 +2,7 @@ package sqlrow
 
 import (
 	"database/sql"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -204,4 +205,38 @@ func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) 
 		}
 	}
 	return rows.Err()
+}
+
+// startClears are the columns of a run that the end of a delivery writes
+// (its answer, its error, its callback's message), with their empty
+// values. Every write that starts a delivery (makes a run RUNNING) empties
+// them: what the previous delivery left belongs to its attempt, not to the
+// delivery under way.
+var startClears = [][2]string{{"http_status", "0"}, {"response_body", "''"}, {"error", "''"}, {"message", "''"}}
+
+// StartClears returns the SET assignments that empty what the previous
+// delivery left on a run (each column to 0 or the empty string), each
+// column prefixed by prefix ("r." in a multi-table UPDATE).
+func StartClears(prefix string) string {
+	var b strings.Builder
+	for i, c := range startClears {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(prefix + c[0] + " = " + c[1])
+	}
+	return b.String()
+}
+
+// StartClearsIf is StartClears for the rows where the SQL condition cond
+// holds (the runs a claim starts), the others keeping their values.
+func StartClearsIf(cond string) string {
+	var b strings.Builder
+	for i, c := range startClears {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c[0] + " = CASE WHEN " + cond + " THEN " + c[1] + " ELSE " + c[0] + " END")
+	}
+	return b.String()
 }
