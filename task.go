@@ -277,9 +277,7 @@ func (t *Task) Normalize(now time.Time) error {
 			t.Name = "once-" + randomHex(8)
 		}
 	}
-	if len(t.Params) == 0 || string(t.Params) == "null" {
-		t.Params = nil
-	}
+	t.Params = NormParams(t.Params)
 	if t.Timezone == "" {
 		t.Timezone = "UTC"
 	}
@@ -371,11 +369,8 @@ func (t *Task) validate() error {
 	if len(t.BizID) > MaxBizIDLen {
 		return Errorf(EInvalid, "biz_id", "biz_id is longer than %d bytes", MaxBizIDLen)
 	}
-	if len(t.Params) > MaxParamsLen {
-		return Errorf(EInvalid, "params", "params are larger than %d bytes", MaxParamsLen)
-	}
-	if t.Params != nil && !json.Valid(t.Params) {
-		return Errorf(EInvalid, "params", "params must be JSON")
+	if err := CheckParams(t.Params); err != nil {
+		return err
 	}
 	if _, err := LoadLocation(t.Timezone); err != nil || t.Timezone == "Local" {
 		return &Error{Code: EInvalid, Field: "timezone", Token: t.Timezone,
@@ -506,4 +501,25 @@ func validHeaderName(name string) bool {
 		}
 	}
 	return true
+}
+
+// NormParams is params as a task or run stores them: nil for none, which a
+// JSON null also means.
+func NormParams(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 || string(p) == "null" {
+		return nil
+	}
+	return p
+}
+
+// CheckParams refuses params (of a task, or of a manual run) that are
+// larger than MaxParamsLen or not JSON. Nil, none, passes.
+func CheckParams(p json.RawMessage) error {
+	if len(p) > MaxParamsLen {
+		return Errorf(EInvalid, "params", "params are larger than %d bytes", MaxParamsLen)
+	}
+	if p != nil && !json.Valid(p) {
+		return Errorf(EInvalid, "params", "params must be JSON")
+	}
+	return nil
 }

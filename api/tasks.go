@@ -1,10 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -391,20 +394,58 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 	}
 }
 
+// triggerRequest is the optional body of POST /api/v1/tasks/{id}/trigger.
+type triggerRequest struct {
+	// Params replace the task's params for this run only; null or absent:
+	// the task's.
+	Params json.RawMessage `json:"params"`
+}
+
 // handleTaskTrigger serves POST /api/v1/tasks/{id}/trigger: a manual run
-// now, of an enabled or a disabled task.
+// now, of an enabled or a disabled task, admitted in the request. The
+// answer is 202 with the run as admission left it: RUNNING, QUEUED or
+// SKIPPED with its reason.
 func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	run, err := s.sched.Trigger(r.Context(), id)
+	req, err := decodeTrigger(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.sched.Trigger(r.Context(), id, req.Params)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, utcRun(run))
+}
+
+// decodeTrigger reads the body of a trigger, which is optional: none, or
+// one of white space only, is a trigger with the task's params; any other
+// is a JSON object (Content-Type application/json) that may hold params
+// only, checked as a task's are.
+func decodeTrigger(w http.ResponseWriter, r *http.Request) (triggerRequest, error) {
+	var req triggerRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTaskBody))
+	if err != nil {
+		if e := tooLarge(err, maxTaskBody); e != nil {
+			return req, e
+		}
+		return req, fmt.Errorf("read trigger body: %w", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := decodeJSON(w, r, &req, maxTaskBody); err != nil {
+		return req, err
+	}
+	req.Params = sundial.NormParams(req.Params)
+	return req, sundial.CheckParams(req.Params)
 }
 
 // nextFire is the first fire of t after now (run_at for a one-off task),

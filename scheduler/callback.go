@@ -102,7 +102,7 @@ func (s *Scheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 	}
 	now := time.Now()
 	c := sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status, Result: cb.Result,
-		Error: cb.Message, FinishedAt: now}
+		Error: cb.Failure(), Message: cb.Message, FinishedAt: now}
 	if cb.Status == sundial.RunFailed && !cb.NoRetry && t != nil {
 		if at, ok := s.retryAt(t, r, max(r.Deliveries, 1), sundial.RunFailed, callbackFailed, 0, now); ok {
 			c.Retry, c.DueAt = true, at

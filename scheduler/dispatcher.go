@@ -357,6 +357,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 			it.committed = true
 			// As RunStart wrote it.
 			it.run.Status, it.run.Attempt, it.run.Deliveries = sundial.RunRunning, starts[i].Attempt, it.run.Deliveries+1
+			it.run.HTTPStatus, it.run.ResponseBody, it.run.Error, it.run.Message = 0, "", "", ""
 			it.due = it.run.DueAt.Add(-checkAhead)
 		}
 		d.settle(it, ok[i])
@@ -443,15 +444,30 @@ func (d *dispatcher) admitLane(ctx context.Context, q chan *item) {
 	}
 }
 
-// admit runs the policies for one run and sends it if they say so.
+// admit runs the policies for one run at its instant.
 func (d *dispatcher) admit(ctx context.Context, it *item) {
+	if _, err := d.s.admit(ctx, it.run); err != nil && sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
+		d.s.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
+	}
+}
+
+// admit decides what run, SCHEDULED or QUEUED and held by this node,
+// becomes under its task's policies (Admit, applied by RunAdmit under the
+// task's lock), and acts on the decision: a RUNNING run is handed to the
+// delivery pool, a QUEUED one waits for a slot (or, when a slot is free,
+// the oldest queued run of the task starts), a SKIPPED one is counted, and
+// the calls a CANCEL_PREV decision cancelled are stopped. It returns the
+// run as decided, or RunAdmit's error (ENotFound: the run is gone, fenced
+// off or no longer waiting). Every admission goes through here: the
+// dispatcher's, at a run's instant, and a manual trigger's, in its request.
+func (s *Scheduler) admit(ctx context.Context, run *sundial.Run) (*sundial.Run, error) {
 	var (
 		task     *sundial.Task
 		decision sundial.Admission
 		freeSlot bool
 	)
 	trace := executor.NewTraceID()
-	r, err := d.s.store.RunAdmit(ctx, it.run.ID, it.run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
+	r, err := s.store.RunAdmit(ctx, run.ID, run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
 		task = st.Task
 		freeSlot = st.Task.MaxConcurrency > 0 && st.Active < st.Task.MaxConcurrency
 		decision = Admit(st)
@@ -463,31 +479,29 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 		return decision
 	})
 	if err != nil {
-		if sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
-			d.s.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
-		}
-		return
+		return nil, err
 	}
 	switch r.Status {
 	case sundial.RunRunning:
 		// RunAdmit counted this delivery in r.Deliveries.
-		d.s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
+		s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
 			delivery: max(r.Deliveries, 1)})
 	case sundial.RunSkipped:
-		d.s.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
+		s.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
 	case sundial.RunQueued:
-		d.s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
-		if freeSlot && it.run.Status != sundial.RunQueued {
+		s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
+		if freeSlot && run.Status != sundial.RunQueued {
 			// Queued behind older runs while a slot is free: start the
 			// oldest.
-			d.s.startQueued(ctx, task)
+			s.startQueued(ctx, task)
 		}
 	}
 	// RunAdmit marked the runs to cancel; stop the calls made from here.
 	// (Calls on other nodes see the mark when they next look.)
 	for _, id := range decision.Cancel {
-		d.s.pool.cancel(id, errCancelPrev)
+		s.pool.cancel(id, errCancelPrev)
 	}
+	return r, nil
 }
 
 // finish sends (once checked) the fast runs already committed RUNNING, which are due

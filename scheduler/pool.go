@@ -156,7 +156,7 @@ func (p *pool) deliver(j job) {
 			IdempotencyKey: r.IdempotencyKey,
 			TraceID:        j.trace,
 			NodeID:         p.s.cfg.Node.ID,
-			Params:         t.Params,
+			Params:         r.ParamsFor(t),
 			CallbackURL:    cbURL,
 			CallbackToken:  cbToken,
 			Checkpoint:     r.Checkpoint,

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -625,10 +626,14 @@ func (s *Scheduler) purgeLoop(ctx context.Context) {
 	}
 }
 
-// Trigger makes a manual run of a task now, subject to the task's
-// concurrency policy, and returns it as recorded (SCHEDULED: it is admitted
-// at once by this node).
-func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, error) {
+// Trigger makes a manual run of a task now, with params in place of the
+// task's for every delivery of the run (nil: the task's), and admits it at
+// once under the task's concurrency policy, as the dispatcher admits a
+// fire at its instant. It returns the run as admission left it: RUNNING
+// (handed to the delivery pool), QUEUED, or SKIPPED with its reason. Only
+// if the database could not decide does the run come back SCHEDULED, for
+// the dispatcher to admit shortly.
+func (s *Scheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
 	t, err := s.store.TaskGet(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -638,6 +643,7 @@ func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, er
 		TaskID:        t.ID,
 		FireKey:       fmt.Sprintf("manual:%d-%d", now.UnixNano(), randN(1<<30)),
 		Trigger:       sundial.TriggerManual,
+		Params:        sundial.NormParams(params),
 		ScheduledTime: now.UTC(),
 		Status:        sundial.RunScheduled,
 		Attempt:       1,
@@ -649,8 +655,23 @@ func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, er
 	if err := s.store.RunInsert(ctx, r); err != nil {
 		return nil, err
 	}
+	// The run exists: it is decided whatever becomes of the request. The
+	// caller gets a copy, as the delivery pool or the dispatcher holds the
+	// run.
+	ctx = context.WithoutCancel(ctx)
+	got, err := s.admit(ctx, r)
+	switch {
+	case err == nil:
+		c := *got
+		return &c, nil
+	case sundial.ErrorCode(err) == sundial.ENotFound:
+		// Changed since it was made (its task was deleted): as it is now.
+		return s.store.RunGet(ctx, r.ID)
+	}
+	s.log.Error("admit manual run; the dispatcher admits it again", "task_id", t.ID, "run_id", r.ID, "err", err)
+	c := *r
 	s.disp.addAdmitted(r, t)
-	return r, nil
+	return &c, nil
 }
 
 // Cancel cancels a run: one not yet started at once, one in flight on this

@@ -383,7 +383,7 @@ func TestManualTriggerAndCancel(t *testing.T) {
 		b.target.hold = time.Hour
 		b.start()
 		tk := b.addTask(t, "0 0 0 1 1 *", func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
-		r, err := b.sched.Trigger(context.Background(), tk.ID)
+		r, err := b.sched.Trigger(context.Background(), tk.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -60,7 +60,7 @@ const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = 
 var claimStartCols = []string{"id", "trace_id"}
 
 // claimStartSQL gives n locked runs to a node and starts them, as RunStart
-// would, in one write of each (arguments: the (id, trace_id) rows, then
+// would (emptying what the previous delivery left: sqlrow.StartClears), in one write of each (arguments: the (id, trace_id) rows, then
 // node, updated_at, and the same clock again for started_at, the later of
 // due_at and now). The assignments read no column another one sets, so
 // their order (which a multi-table UPDATE does not define) does not
@@ -69,7 +69,7 @@ func claimStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", claimStartCols, n) + `
 	SET r.node_id = ?, r.fence = r.fence + 1, r.updated_at = ?, r.status = 'RUNNING',
 		r.attempt = GREATEST(r.attempt, 1), r.started_at = GREATEST(r.due_at, ?), r.trace_id = v.trace_id,
-		r.deliveries = r.deliveries + 1
+		r.deliveries = r.deliveries + 1, ` + sqlrow.StartClears("r.") + `
 	WHERE r.status = 'SCHEDULED' AND r.node_id = ''`
 }
 
@@ -237,6 +237,7 @@ func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.
 	for i, r := range runs {
 		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, sqlrow.FromMicros(now)
 		r.Status, r.Attempt, r.Deliveries, r.TraceID = sundial.RunRunning, max(r.Attempt, 1), r.Deliveries+1, traces[i]
+		r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 0, "", "", ""
 		at := sqlrow.FromMicros(max(sqlrow.Micros(r.DueAt), now))
 		r.StartedAt = &at
 	}

@@ -23,7 +23,7 @@ import (
 // copied onto the run) among runs due at the same instant. runs_unclaimed
 // is in that order, so a claim is a range scan that stops at its limit
 // whatever the backlog or the lookahead: no sort.
-const (
+var (
 	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
 	// claimDueSQL gives node ?1 the runs due by ?3, up to ?4 of them, at
@@ -34,7 +34,7 @@ const (
 			attempt = CASE WHEN c.starts THEN max(attempt, 1) ELSE attempt END,
 			started_at = CASE WHEN c.starts THEN max(due_at, ?2) ELSE started_at END,
 			trace_id = CASE WHEN c.starts THEN lower(hex(randomblob(16))) ELSE trace_id END,
-			deliveries = deliveries + c.starts
+			deliveries = deliveries + c.starts, ` + sqlrow.StartClearsIf("c.starts") + `
 		FROM (SELECT id AS cid, due_at <= ?5 AND (deliveries > 0 OR (start_ahead AND scheduled_at >= ?6)) AS starts
 			FROM runs INDEXED BY runs_unclaimed
 			WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?3

@@ -68,6 +68,9 @@ func Run(t *testing.T, open Opener) {
 		{"SettingEnsure", testSettingEnsure},
 		{"TaskChangeTakesBack", testTaskChangeTakesBack},
 		{"RunCheckSend", testRunCheckSend},
+		{"RunParams", testRunParams},
+		{"RunMessage", testRunMessage},
+		{"DeliveryStart", testDeliveryStart},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -303,6 +306,7 @@ func normRun(r *sundial.Run) sundial.Run {
 	c.DueAt = normTime(c.DueAt)
 	c.StartedAt, c.FinishedAt = normTimePtr(c.StartedAt), normTimePtr(c.FinishedAt)
 	c.Result, c.Progress, c.Checkpoint = compactJSON(c.Result), compactJSON(c.Progress), compactJSON(c.Checkpoint)
+	c.Params = compactJSON(c.Params)
 	return c
 }
 
