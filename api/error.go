@@ -142,27 +142,41 @@ func decodeJSON(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64)
 // readJSON reads the request body, of at most maxBytes bytes, once its
 // Content-Type is application/json.
 func readJSON(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, error) {
+	if err := checkContentType(r); err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	if err != nil {
+		return nil, readError(r, err, maxBytes)
+	}
+	return raw, nil
+}
+
+// checkContentType refuses a request body that is not application/json.
+func checkContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
 	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
 		e := sundial.Errorf(sundial.EUnsupported, "", "Content-Type must be application/json")
 		e.Token = ct
-		return nil, e
+		return e
 	}
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			endpoint := r.Method + " " + r.URL.Path
-			if _, p, ok := strings.Cut(r.Pattern, " "); ok {
-				endpoint = r.Method + " " + p
-			} else if r.Pattern != "" {
-				endpoint = r.Method + " " + r.Pattern
-			}
-			return nil, sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %s, the limit of %s",
-				byteSize(maxBytes), endpoint)
+	return nil
+}
+
+// readError is the error of reading r's body, limited to maxBytes: a 413
+// that names the limit and the endpoint when the body is over it.
+func readError(r *http.Request, err error, maxBytes int64) error {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		endpoint := r.Method + " " + r.URL.Path
+		if _, p, ok := strings.Cut(r.Pattern, " "); ok {
+			endpoint = r.Method + " " + p
+		} else if r.Pattern != "" {
+			endpoint = r.Method + " " + r.Pattern
 		}
-		return nil, fmt.Errorf("read request body: %w", err)
+		return sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %s, the limit of %s",
+			byteSize(maxBytes), endpoint)
 	}
-	return raw, nil
+	return fmt.Errorf("read request body: %w", err)
 }
 
 // byteSize writes n bytes as the docs do: 16 MiB, 128 KiB, 64 bytes.

@@ -116,6 +116,12 @@ func TestBodyUTF8AndDuplicates(t *testing.T) {
 		wantError(t, b.do(t, http.MethodPut, taskPath(tk.ID), `{"name":"ok","version":1,"version":1,`+valid+`}`),
 			http.StatusBadRequest, errorDetail{Code: sundial.EInvalid, Field: "version", Token: "version"})
 
+		// A trigger's body too.
+		wantError(t, b.do(t, http.MethodPost, taskPath(tk.ID, "/trigger"), `{"params":{"a":1,"a":2}}`),
+			http.StatusBadRequest, errorDetail{Code: sundial.EInvalid, Field: "params.a", Token: "a"})
+		wantError(t, b.do(t, http.MethodPost, taskPath(tk.ID, "/trigger"), "{\"params\":{\"a\":\"\xff\"}}"),
+			http.StatusBadRequest, errorDetail{Code: sundial.EInvalid, Field: "params.a"})
+
 		// Valid text of every plane is stored and returned as it was.
 		created := b.create(t, `{"name":"名前 😀","description":"\ud83d\ude00 ok",`+valid+`,"params":{"note":"é😀"},"headers":{"X-A":"ü"}}`)
 		rec = b.do(t, http.MethodGet, taskPath(created.ID), nil)

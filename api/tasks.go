@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -56,6 +58,7 @@ type taskRequest struct {
 	CatchUpLimit      int                       `json:"catch_up_limit"`
 	CallbackMethod    string                    `json:"callback_method"`
 	CallbackTimeout   int                       `json:"callback_timeout_sec"`
+	StartingDeadline  int                       `json:"starting_deadline_seconds"`
 	Priority          int                       `json:"priority"`
 	Status            sundial.TaskStatus        `json:"status"`
 
@@ -123,6 +126,7 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, e
 		CatchUpLimit:      req.CatchUpLimit,
 		CallbackMethod:    req.CallbackMethod,
 		CallbackTimeout:   req.CallbackTimeout,
+		StartingDeadline:  req.StartingDeadline,
 		Priority:          req.Priority,
 		Status:            req.Status,
 	}
@@ -434,21 +438,61 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 	}
 }
 
+// triggerRequest is the optional body of POST /api/v1/tasks/{id}/trigger.
+type triggerRequest struct {
+	// Params replace the task's params for this run only; null or absent:
+	// the task's.
+	Params json.RawMessage `json:"params"`
+}
+
 // handleTaskTrigger serves POST /api/v1/tasks/{id}/trigger: a manual run
-// now, of an enabled or a disabled task.
+// now, of an enabled or a disabled task, admitted in the request. The
+// answer is 202 with the run as admission left it: RUNNING, QUEUED or
+// SKIPPED with its reason.
 func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	run, err := s.sched.Trigger(r.Context(), id)
+	req, err := decodeTrigger(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.sched.Trigger(r.Context(), id, req.Params)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.logChange(r, "task triggered", runAttrs(run)...)
 	writeJSON(w, http.StatusAccepted, utcRun(run))
+}
+
+// decodeTrigger reads the body of a trigger, which is optional: none, or
+// one of white space only, is a trigger with the task's params; any other
+// is a JSON object (Content-Type application/json) that may hold params
+// only, checked as a task's are (checkJSON, then strictly).
+func decodeTrigger(w http.ResponseWriter, r *http.Request) (triggerRequest, error) {
+	var req triggerRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTaskBody))
+	if err != nil {
+		return req, readError(r, err, maxTaskBody)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	if err := checkContentType(r); err != nil {
+		return req, err
+	}
+	if err := checkJSON(body); err != nil {
+		return req, err
+	}
+	if err := decodeStrict(body, &req); err != nil {
+		return req, err
+	}
+	req.Params = sundial.NormParams(req.Params)
+	return req, sundial.CheckParams(req.Params)
 }
 
 // nextFire is the planner's cursor for t changed at now: its first fire
