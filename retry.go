@@ -281,26 +281,3 @@ func jsonKindOf(raw json.RawMessage) string {
 	}
 	return "the number " + string(v)
 }
-
-// lowerASCII maps A-Z to a-z and leaves every other rune alone (unlike
-// strings.ToLower, which also folds letters of other scripts onto ASCII
-// ones: enum values are ASCII words).
-func lowerASCII(s string) string {
-	return strings.Map(func(r rune) rune {
-		if 'A' <= r && r <= 'Z' {
-			return r + ('a' - 'A')
-		}
-		return r
-	}, s)
-}
-
-// UpperASCII maps a-z to A-Z and leaves every other rune alone: an enum
-// value given in any case, normalised.
-func UpperASCII(s string) string {
-	return strings.Map(func(r rune) rune {
-		if 'a' <= r && r <= 'z' {
-			return r - ('a' - 'A')
-		}
-		return r
-	}, s)
-}
