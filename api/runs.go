@@ -55,14 +55,10 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunF
 }
 
 // runFilter reads the query of a run list. taskID is the task the path
-// names, or 0; with one, a task_id parameter is refused.
+// names, or 0 (the route of a task takes no task_id parameter).
 func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
 	f := sundial.RunFilter{TaskID: taskID}
 	if v := q.Get("task_id"); v != "" {
-		if taskID != 0 {
-			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,
-				Message: "task_id is taken from the path here; use GET /api/v1/runs to filter by it"}
-		}
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {
 			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,

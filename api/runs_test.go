@@ -138,8 +138,10 @@ func TestRunList(t *testing.T) {
 		{"/api/v1/tasks/999/runs", 404, errorDetail{Code: sundial.ENotFound}},
 		// The query is checked before the task is looked up.
 		{"/api/v1/tasks/999/runs?status=DONE", 400, errorDetail{Code: sundial.EInvalid, Field: "status", Token: "DONE"}},
+		// The task comes from the path.
 		{taskPath(a.ID, "/runs?task_id=") + strconv.FormatInt(c.ID, 10), 400,
-			errorDetail{Code: sundial.EInvalid, Field: "task_id", Token: strconv.FormatInt(c.ID, 10)}},
+			errorDetail{Code: sundial.EInvalid, Field: "task_id", Message: `unknown query parameter "task_id"; ` +
+				"GET /api/v1/tasks/{id}/runs accepts status, from, to, limit, cursor"}},
 	} {
 		wantError(t, b.do(t, http.MethodGet, tt.path, nil), tt.status, tt.err)
 	}

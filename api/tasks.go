@@ -341,7 +341,7 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTaskSetStatus serves POST /api/v1/tasks/{id}/enable and /disable.
-func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.Handler {
+func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
