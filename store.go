@@ -235,21 +235,25 @@ type Node struct {
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 }
 
-// TaskFilter selects tasks for TaskList.
+// TaskFilter selects tasks for TaskList: those that match every condition
+// set.
 type TaskFilter struct {
-	Status     TaskStatus // empty: any
-	NamePrefix string
-	BizID      string // empty: any
-	AfterID    int64  // paging: IDs greater than this
+	Status     []TaskStatus // any of these; empty: any
+	Name       string       // exactly this name; empty: any
+	NamePrefix string       // names starting with this (case-sensitive); empty: any
+	RequestID  string       // exactly this request_id; empty: any
+	BizID      string       // exactly this biz_id; empty: any
+	AfterID    int64        // paging: IDs greater than this
 	Limit      int
 }
 
-// RunFilter selects runs for RunList.
+// RunFilter selects runs for RunList: those that match every condition
+// set.
 type RunFilter struct {
-	TaskID   int64     // 0: any
-	Status   RunStatus // empty: any
-	From, To time.Time // scheduled time in [From, To); zero: open
-	BeforeID int64     // paging: IDs smaller than this; 0: from the newest
+	TaskID   int64       // 0: any
+	Status   []RunStatus // any of these; empty: any
+	From, To time.Time   // scheduled time in [From, To); zero: open
+	BeforeID int64       // paging: IDs smaller than this; 0: from the newest
 	Limit    int
 }
 

@@ -95,7 +95,8 @@ func NewServer(cfg Config) *Server {
 
 	s.route("POST /api/v1/tasks", s.handleTaskCreate)
 	s.route("POST /api/v1/tasks:batch", s.handleTaskBatch)
-	s.route("GET /api/v1/tasks", s.handleTaskList, "status", "name_prefix", "biz_id", "limit", "cursor")
+	s.route("GET /api/v1/tasks", s.handleTaskList,
+		"status", "name", "name_prefix", "request_id", "biz_id", "limit", "cursor")
 	s.route("GET /api/v1/tasks/{id}", s.handleTaskGet)
 	s.route("PUT /api/v1/tasks/{id}", s.handleTaskReplace)
 	s.route("DELETE /api/v1/tasks/{id}", s.handleTaskDelete)

@@ -92,3 +92,30 @@ func listHint(key string) string {
 	}
 	return ""
 }
+
+// enumList reads the query parameter name as a comma-separated list of
+// values of an enum, each one of valid in any case (status=enabled,failed),
+// and returns them normalised (upper case) without repeats; nil when the
+// parameter is absent or empty.
+func enumList[E ~string](q url.Values, name string, valid []E) ([]E, error) {
+	v := q.Get(name)
+	if v == "" {
+		return nil, nil
+	}
+	var out []E
+	for item := range strings.SplitSeq(v, ",") {
+		e := E(strings.ToUpper(strings.TrimSpace(item)))
+		if !slices.Contains(valid, e) {
+			names := make([]string, len(valid))
+			for i, x := range valid {
+				names[i] = string(x)
+			}
+			return nil, &sundial.Error{Code: sundial.EInvalid, Field: name, Token: strings.TrimSpace(item),
+				Message: "must be one of " + strings.Join(names, ", ") + ", or several of them separated by commas"}
+		}
+		if !slices.Contains(out, e) {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}

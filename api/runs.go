@@ -66,14 +66,14 @@ func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
 		}
 		f.TaskID = id
 	}
-	if v := q.Get("status"); v != "" {
-		if !sundial.ValidRunStatus(v) {
-			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
-				Message: "must be one of SCHEDULED, QUEUED, RUNNING, WAITING_CALLBACK, SUCCESS, " +
-					"FAILED, TIMEOUT, FAILED_TIMEOUT, CANCELED, SKIPPED, INTERRUPTED"}
-		}
-		f.Status = sundial.RunStatus(v)
+	statuses, err := enumList(q, "status", []sundial.RunStatus{
+		sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
+		sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
+		sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted})
+	if err != nil {
+		return f, 0, err
 	}
+	f.Status = statuses
 	for _, p := range []struct {
 		name string
 		dst  *time.Time

@@ -73,6 +73,8 @@ func TestRunList(t *testing.T) {
 		{"/api/v1/runs?task_id=" + strconv.FormatInt(a.ID, 10), ids(r4.ID, r2.ID, r1.ID)},
 		{"/api/v1/runs?task_id=999", ids()},
 		{"/api/v1/runs?status=SKIPPED", ids(r2.ID)},
+		{"/api/v1/runs?status=skipped", ids(r2.ID)},
+		{"/api/v1/runs?status=Skipped,SUCCESS", ids(r2.ID)},
 		{"/api/v1/runs?status=SCHEDULED&task_id=" + strconv.FormatInt(a.ID, 10), ids(r4.ID, r1.ID)},
 		{"/api/v1/runs?from=2026-01-01T01:30:00Z", ids(r3.ID, r2.ID)},
 		{"/api/v1/runs?from=" + url.QueryEscape("2026-01-01T02:30:00+01:00"), ids(r3.ID, r2.ID)},
@@ -81,6 +83,7 @@ func TestRunList(t *testing.T) {
 		{taskPath(a.ID, "/runs"), ids(r4.ID, r2.ID, r1.ID)},
 		{taskPath(c.ID, "/runs"), ids(r3.ID)},
 		{taskPath(a.ID, "/runs?status=SKIPPED"), ids(r2.ID)},
+		{taskPath(a.ID, "/runs?status=skipped,scheduled"), ids(r4.ID, r2.ID, r1.ID)},
 	} {
 		got, next := list(tt.path)
 		if fmt.Sprint(got) != tt.want || next != "" {
@@ -127,7 +130,7 @@ func TestRunList(t *testing.T) {
 		{"/api/v1/runs?task_id=abc", 400, errorDetail{Code: sundial.EInvalid, Field: "task_id", Token: "abc"}},
 		{"/api/v1/runs?task_id=0", 400, errorDetail{Code: sundial.EInvalid, Field: "task_id", Token: "0"}},
 		{"/api/v1/runs?status=DONE", 400, errorDetail{Code: sundial.EInvalid, Field: "status", Token: "DONE"}},
-		{"/api/v1/runs?status=scheduled", 400, errorDetail{Code: sundial.EInvalid, Field: "status", Token: "scheduled"}},
+		{"/api/v1/runs?status=SKIPPED,DONE", 400, errorDetail{Code: sundial.EInvalid, Field: "status", Token: "DONE"}},
 		{"/api/v1/runs?from=yesterday", 400, errorDetail{Code: sundial.EInvalid, Field: "from", Token: "yesterday"}},
 		{"/api/v1/runs?to=2026-01-01", 400, errorDetail{Code: sundial.EInvalid, Field: "to", Token: "2026-01-01"}},
 		{"/api/v1/runs?from=2026-01-02T00:00:00Z&to=2026-01-01T00:00:00Z", 400,

@@ -219,20 +219,22 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, utcTask(t))
 }
 
-// handleTaskList serves GET /api/v1/tasks?status=&name_prefix=&limit=&cursor=.
+// handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=.
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sundial.TaskFilter{NamePrefix: q.Get("name_prefix"), BizID: q.Get("biz_id")}
-	if v := q.Get("status"); v != "" {
-		switch st := sundial.TaskStatus(v); st {
-		case sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed:
-			f.Status = st
-		default:
-			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
-				Message: "must be one of ENABLED, DISABLED, COMPLETED, FAILED"})
-			return
-		}
+	f := sundial.TaskFilter{
+		Name:       q.Get("name"),
+		NamePrefix: q.Get("name_prefix"),
+		RequestID:  q.Get("request_id"),
+		BizID:      q.Get("biz_id"),
 	}
+	statuses, err := enumList(q, "status", []sundial.TaskStatus{
+		sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	f.Status = statuses
 	limit, after, err := parsePage(q)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -303,7 +305,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 // no fire of the old definition starts after the change is answered.
 func (s *Server) awaitSending(ctx context.Context, id int64) {
 	limit := time.Now().Add(sundial.SendMargin)
-	runs, err := s.store.RunList(ctx, sundial.RunFilter{TaskID: id, Status: sundial.RunRunning, Limit: 1000})
+	runs, err := s.store.RunList(ctx, sundial.RunFilter{TaskID: id, Status: []sundial.RunStatus{sundial.RunRunning}, Limit: 1000})
 	if err != nil {
 		return // the change is made; only the wait is lost
 	}

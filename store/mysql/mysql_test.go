@@ -377,6 +377,9 @@ func TestQueryPlans(t *testing.T) {
 		if i%2 == 0 {
 			tk.NextFireTime = ptr(time.Unix(int64(i), 0))
 		}
+		if i == 3 {
+			tk.RequestID = "r"
+		}
 		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -423,6 +426,8 @@ func TestQueryPlans(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes, run_attempts`); err != nil {
 		t.Fatal(err)
 	}
+	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t3"})
+	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
 	lastArgs := make([]any, 2*len(lastStatuses))
 	for i := range lastArgs {
 		lastArgs[i] = 1
@@ -452,6 +457,8 @@ func TestQueryPlans(t *testing.T) {
 		{"TaskCreateMany names", `SELECT id, live_name FROM tasks FORCE INDEX (tasks_live_name)
 			WHERE live_name IN ('a', 'b')`, nil},
 		{"TaskList by biz_id", `SELECT id FROM tasks WHERE deleted = 0 AND id > 0 AND biz_id = 'b' ORDER BY id LIMIT 10`, nil},
+		{"TaskList by name", byName, byNameArgs},
+		{"TaskList by request_id", byRequest, byRequestArgs},
 		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
 		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
 			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
@@ -533,6 +540,12 @@ func TestQueryPlans(t *testing.T) {
 			}
 			if tc.name == "TaskList by biz_id" && row["key"] != "tasks_biz" {
 				t.Errorf("%s reads tasks without tasks_biz: %v", tc.name, row)
+			}
+			if tc.name == "TaskList by name" && row["key"] != "tasks_live_name" {
+				t.Errorf("%s reads tasks without tasks_live_name: %v", tc.name, row)
+			}
+			if tc.name == "TaskList by request_id" && row["key"] != "tasks_request_live" {
+				t.Errorf("%s reads tasks without tasks_request_live: %v", tc.name, row)
 			}
 		}
 		rows.Close()

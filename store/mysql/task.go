@@ -334,15 +334,37 @@ func likePrefix(p string) string {
 
 // TaskList returns live tasks ordered by ID.
 func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.Task, error) {
+	q, args := taskListSQL(f)
+	out, err := sqlrow.ScanTasks(s.db.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// taskListSQL returns TaskList's statement for f, and its arguments.
+func taskListSQL(f sundial.TaskFilter) (string, []any) {
 	var (
 		where strings.Builder
 		args  []any
 	)
 	where.WriteString(`deleted = 0 AND id > ?`)
 	args = append(args, f.AfterID)
-	if f.Status != "" {
-		where.WriteString(` AND status = ?`)
-		args = append(args, string(f.Status))
+	if len(f.Status) > 0 {
+		where.WriteString(` AND status IN (` + sqlrow.Markers(sqlrow.Question, 0, len(f.Status)) + `)`)
+		for _, st := range f.Status {
+			args = append(args, string(st))
+		}
+	}
+	if f.Name != "" {
+		// A live task's name, through tasks_live_name.
+		where.WriteString(` AND live_name = ?`)
+		args = append(args, f.Name)
+	}
+	if f.RequestID != "" {
+		// A live task's request_id, through tasks_request_live.
+		where.WriteString(` AND live_request_id = ?`)
+		args = append(args, f.RequestID)
 	}
 	if f.BizID != "" {
 		where.WriteString(` AND biz_id = ?`)
@@ -354,12 +376,7 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.
 		args = append(args, likePrefix(f.NamePrefix))
 	}
 	args = append(args, sqlrow.ClampLimit(f.Limit))
-	out, err := sqlrow.ScanTasks(s.db.QueryContext(ctx,
-		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE `+where.String()+` ORDER BY id LIMIT ?`, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
+	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + where.String() + ` ORDER BY id LIMIT ?`, args
 }
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its

@@ -1037,6 +1037,8 @@ func TestQueryPlans(t *testing.T) {
 		noDue   []*int64
 		noEnd   []*string
 	)
+	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t7"})
+	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
 	// The statements whose index reads the rows in their order, stopping
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
@@ -1094,6 +1096,9 @@ func TestQueryPlans(t *testing.T) {
 		{"RunCallbackExpired idle", callbackExpiredSQL, []any{300_000, 100}, "runs_waiting", "runs_status_node"},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{400_000, 100}, "runs_waiting", "runs_status_node"},
 		{"RunUpcoming", runUpcomingSQL, []any{10, 50}, "runs_task_status", "runs_status_node"},
+		// A client's lists, by the index of their filter.
+		{"TaskList by name", byName, byNameArgs, "tasks_name_live", ""},
+		{"TaskList by request_id", byRequest, byRequestArgs, "tasks_request_live", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.

@@ -155,6 +155,56 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
+// TestListPlans: the list queries a client makes read the index of their
+// filter.
+func TestListPlans(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	type stmt struct {
+		sql  string
+		args []any
+	}
+	tasks := func(f sundial.TaskFilter) stmt { q, args := taskListSQL(f); return stmt{q, args} }
+	for _, tc := range []struct {
+		name string
+		stmt stmt
+		use  string // the plan's line for the table
+	}{
+		{"TaskList by name", tasks(sundial.TaskFilter{Name: "a"}), "SEARCH tasks USING INDEX tasks_name_live (name=?"},
+		{"TaskList by request_id", tasks(sundial.TaskFilter{RequestID: "r"}),
+			"SEARCH tasks USING INDEX tasks_request_live (request_id=?"},
+		{"TaskList by biz_id", tasks(sundial.TaskFilter{BizID: "b"}), "SEARCH tasks USING INDEX tasks_biz (biz_id=?"},
+	} {
+		plan := queryPlan(t, s, tc.stmt.sql, tc.stmt.args...)
+		if !strings.Contains(strings.Join(plan, "\n"), tc.use) {
+			t.Errorf("%s: want %q in the plan:\n%s", tc.name, tc.use, strings.Join(plan, "\n"))
+		}
+	}
+}
+
+// queryPlan returns the lines of EXPLAIN QUERY PLAN for q.
+func queryPlan(t *testing.T, s *Store, q string, args ...any) []string {
+	t.Helper()
+	rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
 	storetest.BenchPlanDue(b, open(b))

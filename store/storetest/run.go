@@ -89,8 +89,12 @@ func testRun(t *testing.T, open Opener) {
 		}{
 			{"all newest first", sundial.RunFilter{}, []*sundial.Run{b2, a3, a2, b1, a1}},
 			{"task", sundial.RunFilter{TaskID: a.ID}, []*sundial.Run{a3, a2, a1}},
-			{"status", sundial.RunFilter{Status: sundial.RunSuccess}, []*sundial.Run{b2, a1}},
-			{"task and status", sundial.RunFilter{TaskID: b.ID, Status: sundial.RunScheduled}, []*sundial.Run{b1}},
+			{"status", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunSuccess}}, []*sundial.Run{b2, a1}},
+			{"task and status", sundial.RunFilter{TaskID: b.ID, Status: []sundial.RunStatus{sundial.RunScheduled}}, []*sundial.Run{b1}},
+			{"statuses", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunFailed, sundial.RunScheduled}},
+				[]*sundial.Run{a3, a2, b1}},
+			{"task and statuses", sundial.RunFilter{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunSuccess,
+				sundial.RunFailed, sundial.RunCanceled}}, []*sundial.Run{a2, a1}},
 			{"from", sundial.RunFilter{From: at(20)}, []*sundial.Run{a3, a2, b1}},
 			{"to is open", sundial.RunFilter{To: at(20)}, []*sundial.Run{b2, a1}},
 			{"window", sundial.RunFilter{From: at(10), To: at(31)}, []*sundial.Run{a2, b1, a1}},
@@ -104,7 +108,7 @@ func testRun(t *testing.T, open Opener) {
 			}
 			eqIDs(t, tc.name, runIDs(got), runIDs(tc.want))
 		}
-		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: a.ID, Status: sundial.RunFailed})
+		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunFailed}})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("RunList: %d runs, %v", len(got), err)
 		}
