@@ -72,7 +72,8 @@ type Store interface {
 	RunInsert(ctx context.Context, r *Run) error
 	// RunGet returns a run, or ENotFound.
 	RunGet(ctx context.Context, id int64) (*Run, error)
-	// RunList returns runs newest first (by ID).
+	// RunList returns runs newest first: by scheduled time, then (among
+	// runs scheduled at the same instant) by ID, both descending.
 	RunList(ctx context.Context, f RunFilter) ([]*Run, error)
 	// RunAdmit decides, in one transaction holding the task's lock, what the
 	// SCHEDULED or QUEUED run id (with the given fence) becomes, by calling
@@ -253,8 +254,17 @@ type RunFilter struct {
 	TaskID   int64       // 0: any
 	Status   []RunStatus // any of these; empty: any
 	From, To time.Time   // scheduled time in [From, To); zero: open
-	BeforeID int64       // paging: IDs smaller than this; 0: from the newest
-	Limit    int
+	// ExcludePlannedAfter, when set, leaves out the runs planned ahead of
+	// it: SCHEDULED, never delivered, and scheduled after it (the fires
+	// the planner made ahead of their time). A run waiting for a retry
+	// (delivered before) and a fire that is due stay.
+	ExcludePlannedAfter time.Time
+	// BeforeTime and BeforeID page: when BeforeID is set, only the runs
+	// after (BeforeTime, BeforeID) in RunList's order, that is scheduled
+	// before BeforeTime, or at it with an ID smaller than BeforeID.
+	BeforeTime time.Time
+	BeforeID   int64
+	Limit      int
 }
 
 // PlanFunc decides the runs of one due task: called by PlanDue.

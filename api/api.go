@@ -103,10 +103,10 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/tasks/{id}/enable", s.handleTaskSetStatus(sundial.TaskEnabled))
 	s.route("POST /api/v1/tasks/{id}/disable", s.handleTaskSetStatus(sundial.TaskDisabled))
 	s.route("POST /api/v1/tasks/{id}/trigger", s.handleTaskTrigger)
-	s.route("GET /api/v1/tasks/{id}/runs", s.handleTaskRuns, "status", "from", "to", "limit", "cursor")
+	s.route("GET /api/v1/tasks/{id}/runs", s.handleTaskRuns, "status", "from", "to", "planned", "limit", "cursor")
 	s.route("GET /api/v1/tasks/{id}/upcoming", s.handleTaskUpcoming, "limit")
 
-	s.route("GET /api/v1/runs", s.handleRunList, "task_id", "status", "from", "to", "limit", "cursor")
+	s.route("GET /api/v1/runs", s.handleRunList, "task_id", "status", "from", "to", "planned", "limit", "cursor")
 	s.route("GET /api/v1/runs/{id}", s.handleRunGet)
 	s.route("POST /api/v1/runs/{id}/cancel", s.handleRunCancel)
 	// Any method: the task's callback_method decides which one is right.

@@ -4,15 +4,17 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
 )
 
-// handleRunList serves GET /api/v1/runs?task_id=&status=&from=&to=&limit=&cursor=:
-// runs newest first.
+// handleRunList serves
+// GET /api/v1/runs?task_id=&status=&from=&to=&planned=&limit=&cursor=: runs
+// newest first by scheduled time.
 func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
-	f, limit, err := runFilter(r.URL.Query(), 0)
+	f, limit, err := runFilter(r.URL.Query(), 0, s.now())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -28,7 +30,7 @@ func (s *Server) handleTaskRuns(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	f, limit, err := runFilter(r.URL.Query(), id)
+	f, limit, err := runFilter(r.URL.Query(), id, s.now())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -47,7 +49,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunF
 		s.writeError(w, r, err)
 		return
 	}
-	runs, next := page(runs, limit, func(run *sundial.Run) int64 { return run.ID })
+	runs, next := page(runs, limit, encodeRunCursor)
 	for _, run := range runs {
 		utcRun(run)
 	}
@@ -55,8 +57,9 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunF
 }
 
 // runFilter reads the query of a run list. taskID is the task the path
-// names, or 0 (the route of a task takes no task_id parameter).
-func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
+// names, or 0 (the route of a task takes no task_id parameter). Without
+// planned=true, the runs planned ahead of now are left out.
+func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunFilter, int, error) {
 	f := sundial.RunFilter{TaskID: taskID}
 	if v := q.Get("task_id"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
@@ -93,11 +96,23 @@ func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
 		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
 			Message: "to must be after from: runs are selected by scheduled time in [from, to)"}
 	}
-	limit, cursor, err := parsePage(q)
+	switch v := strings.ToLower(q.Get("planned")); v {
+	case "true":
+	case "", "false":
+		f.ExcludePlannedAfter = now
+	default:
+		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "planned", Token: q.Get("planned"),
+			Message: "planned must be true (list the fires planned ahead too) or false"}
+	}
+	limit, err := parseLimit(q)
 	if err != nil {
 		return f, 0, err
 	}
-	f.BeforeID = cursor
+	if v := q.Get("cursor"); v != "" {
+		if f.BeforeTime, f.BeforeID, err = decodeRunCursor(v); err != nil {
+			return f, 0, err
+		}
+	}
 	return f, limit, nil
 }
 

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -145,14 +146,14 @@ func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *su
 	return tk
 }
 
-// runs returns a task's runs, oldest first.
+// runs returns a task's runs in the order they were written (by ID).
 func (b *bundle) runs(t *testing.T, taskID int64) []*sundial.Run {
 	t.Helper()
 	rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: taskID, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Reverse(rs)
+	slices.SortFunc(rs, func(x, y *sundial.Run) int { return cmp.Compare(x.ID, y.ID) })
 	return rs
 }
 

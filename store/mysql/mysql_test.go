@@ -7,6 +7,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
+	"github.com/sundialhq/sundial/store/migrate"
 	"github.com/sundialhq/sundial/store/storetest"
 )
 
@@ -154,13 +156,25 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	if fmt.Sprint(applied) != "[1 2 3 4 5 6]" {
-		t.Fatalf("versions applied by %d concurrent migrators = %v, want [1 2 3 4 5 6]", nodes, applied)
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := migrate.Load(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int64 // each migration once
+	for _, m := range all {
+		want = append(want, m.Version)
+	}
+	if !slices.Equal(applied, want) {
+		t.Fatalf("versions applied by %d concurrent migrators = %v, want %v", nodes, applied, want)
 	}
 	s := openDSN(t, dsn) // migrates again: nothing to do
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != 6 {
-		t.Fatalf("schema_migrations rows = %d, %v; want 6", n, err)
+	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations`).Scan(&n); err != nil || n != len(want) {
+		t.Fatalf("schema_migrations rows = %d, %v; want %d", n, err, len(want))
 	}
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts', 'settings')`).Scan(&n); err != nil || n != 5 {
@@ -428,6 +442,15 @@ func TestQueryPlans(t *testing.T) {
 	}
 	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t3"})
 	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
+	// RunList as GET /runs asks for it: fires planned ahead of now left
+	// out, a page of 51, from the newest or after a cursor.
+	now, mark := time.Unix(burstAt, 0), time.Unix(1000, 0)
+	runList, runListArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 1000,
+		Limit: 51})
+	taskRuns, taskRunsArgs := runListSQL(sundial.RunFilter{TaskID: tasks[3], ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunFilter{TaskID: tasks[3], ExcludePlannedAfter: now,
+		BeforeTime: mark, BeforeID: 1000, Limit: 51})
 	lastArgs := make([]any, 2*len(lastStatuses))
 	for i := range lastArgs {
 		lastArgs[i] = 1
@@ -459,6 +482,10 @@ func TestQueryPlans(t *testing.T) {
 		{"TaskList by biz_id", `SELECT id FROM tasks WHERE deleted = 0 AND id > 0 AND biz_id = 'b' ORDER BY id LIMIT 10`, nil},
 		{"TaskList by name", byName, byNameArgs},
 		{"TaskList by request_id", byRequest, byRequestArgs},
+		{"RunList", runList, runListArgs},
+		{"RunList page", runPage, runPageArgs},
+		{"RunList of a task", taskRuns, taskRunsArgs},
+		{"RunList page of a task", taskRunsPage, taskRunsPageArgs},
 		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
 		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
 			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
@@ -540,6 +567,17 @@ func TestQueryPlans(t *testing.T) {
 			}
 			if tc.name == "TaskList by biz_id" && row["key"] != "tasks_biz" {
 				t.Errorf("%s reads tasks without tasks_biz: %v", tc.name, row)
+			}
+			// Runs newest first by scheduled time, read backwards from an
+			// index in that order: nothing sorted.
+			if strings.HasPrefix(tc.name, "RunList") {
+				key := "runs_scheduled"
+				if strings.HasSuffix(tc.name, "of a task") {
+					key = "runs_task_scheduled"
+				}
+				if row["key"] != key || strings.Contains(row["Extra"], "filesort") {
+					t.Errorf("%s reads runs without %s in order: %v", tc.name, key, row)
+				}
 			}
 			if tc.name == "TaskList by name" && row["key"] != "tasks_live_name" {
 				t.Errorf("%s reads tasks without tasks_live_name: %v", tc.name, row)

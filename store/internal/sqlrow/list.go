@@ -23,6 +23,13 @@ func Markers(ph Placeholder, first, n int) string {
 	return strings.Join(m, ", ")
 }
 
+// RunListOrder is RunList's ORDER BY: newest first by scheduled time, then
+// by ID. The runs_scheduled and runs_task_scheduled indexes of each
+// dialect hold the runs in this order (without and with a task), so that
+// a page is a range of an index read backwards from the cursor, and stops
+// at its limit.
+const RunListOrder = `scheduled_at DESC, id DESC`
+
 // RunFilter returns the conditions of RunList for f, joined by AND (empty
 // for none), and their arguments, numbered from 1.
 func RunFilter(f sundial.RunFilter, ph Placeholder) (string, []any) {
@@ -50,8 +57,15 @@ func RunFilter(f sundial.RunFilter, ph Placeholder) (string, []any) {
 	if !f.To.IsZero() {
 		where = append(where, `scheduled_at < `+arg(Micros(f.To)))
 	}
+	if !f.ExcludePlannedAfter.IsZero() {
+		where = append(where, `(status <> 'SCHEDULED' OR deliveries > 0 OR scheduled_at <= `+
+			arg(Micros(f.ExcludePlannedAfter))+`)`)
+	}
 	if f.BeforeID > 0 {
-		where = append(where, `id < `+arg(f.BeforeID))
+		// The first term bounds the index range; the second leaves out
+		// the runs at its edge that the previous page had.
+		at := Micros(f.BeforeTime)
+		where = append(where, `scheduled_at <= `+arg(at)+` AND (scheduled_at < `+arg(at)+` OR id < `+arg(f.BeforeID)+`)`)
 	}
 	return strings.Join(where, ` AND `), args
 }
