@@ -35,6 +35,10 @@ type Store interface {
 	TaskCreateMany(ctx context.Context, ts []*Task, now time.Time) (existed []bool, err error)
 	// TaskGet returns a live task, or ENotFound.
 	TaskGet(ctx context.Context, id int64) (*Task, error)
+	// TaskExists reports whether a task, live or deleted, has the ID id.
+	// Deleting a task only marks it deleted, so false means that no task
+	// ever had it.
+	TaskExists(ctx context.Context, id int64) (bool, error)
 	// TaskList returns live tasks ordered by ID.
 	TaskList(ctx context.Context, f TaskFilter) ([]*Task, error)
 	// TaskUpdate replaces the task whose ID and Version match t, bumping

@@ -23,7 +23,10 @@ func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTaskRuns serves GET /api/v1/tasks/{id}/runs: GET /api/v1/runs with
-// the task from the path.
+// the task from the path. A deleted task's runs are served as a live
+// task's are, as GET /api/v1/runs?task_id= serves them (they are kept until
+// the retention purges them); the answer is 404 only for an ID no task ever
+// had.
 func (s *Server) handleTaskRuns(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
@@ -35,8 +38,13 @@ func (s *Server) handleTaskRuns(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	if _, err := s.store.TaskGet(r.Context(), id); err != nil {
+	ok, err := s.store.TaskExists(r.Context(), id)
+	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if !ok {
+		s.writeError(w, r, sundial.Errorf(sundial.ENotFound, "", "task %d not found", id))
 		return
 	}
 	s.listRuns(w, r, f, limit)

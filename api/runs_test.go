@@ -404,3 +404,71 @@ func mustUnescape(t *testing.T, s string) string {
 	}
 	return u
 }
+
+// TestTaskRunsAfterDelete: a deleted task's runs stay listed under it, as
+// in GET /runs?task_id=; only an ID no task ever had is 404.
+func TestTaskRunsAfterDelete(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	ctx := context.Background()
+	tk := b.create(t, task("a", nil))
+	other := b.create(t, task("b", nil))
+	noon := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	b.setNow(noon)
+	var history []int64
+	for i := range 3 {
+		r := b.insertRun(t, tk.ID, noon.Add(time.Duration(i-3)*time.Minute), sundial.RunScheduled)
+		if ok, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1,
+			StartedAt: r.ScheduledTime}}); err != nil || !ok[0] {
+			t.Fatalf("RunStart: %v %v", ok, err)
+		}
+		if ok, err := b.store.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+			StartedAt: r.ScheduledTime, FinishedAt: r.ScheduledTime.Add(time.Second), HTTPStatus: 200}}); err != nil || !ok[0] {
+			t.Fatalf("RunFinish: %v %v", ok, err)
+		}
+		history = append([]int64{r.ID}, history...)
+	}
+	b.insertRun(t, other.ID, noon.Add(-time.Minute), sundial.RunSkipped)
+	list := func(path string) []int64 {
+		t.Helper()
+		var resp listResponse[*sundial.Run]
+		want(t, b.do(t, http.MethodGet, path, nil), http.StatusOK, &resp)
+		var ids []int64
+		for _, r := range resp.Items {
+			ids = append(ids, r.ID)
+		}
+		return ids
+	}
+	byPath, byQuery := taskPath(tk.ID, "/runs"), "/api/v1/runs?task_id="+strconv.FormatInt(tk.ID, 10)
+	if got := list(byPath); fmt.Sprint(got) != fmt.Sprint(history) {
+		t.Fatalf("GET %s before the delete = %v, want %v", byPath, got, history)
+	}
+
+	want(t, b.do(t, http.MethodDelete, taskPath(tk.ID), nil), http.StatusNoContent, nil)
+	wantError(t, b.do(t, http.MethodGet, taskPath(tk.ID), nil), http.StatusNotFound, errorDetail{Code: sundial.ENotFound})
+	for _, path := range []string{byPath, byQuery, byPath + "?status=success&limit=1000", byPath + "?planned=true"} {
+		if got := list(path); fmt.Sprint(got) != fmt.Sprint(history) {
+			t.Errorf("GET %s after the delete = %v, want the history %v", path, got, history)
+		}
+	}
+	// Paged, the same.
+	var page listResponse[*sundial.Run]
+	want(t, b.do(t, http.MethodGet, byPath+"?limit=2", nil), http.StatusOK, &page)
+	if len(page.Items) != 2 || page.NextCursor == "" {
+		t.Fatalf("first page of 2: %d runs, cursor %q", len(page.Items), page.NextCursor)
+	}
+	if got := list(byPath + "?limit=2&cursor=" + page.NextCursor); fmt.Sprint(got) != fmt.Sprint(history[2:]) {
+		t.Errorf("second page = %v, want %v", got, history[2:])
+	}
+
+	// No task ever had this ID: 404, and the query is checked first.
+	never := other.ID + 1000
+	wantError(t, b.do(t, http.MethodGet, taskPath(never, "/runs"), nil), http.StatusNotFound,
+		errorDetail{Code: sundial.ENotFound, Message: fmt.Sprintf("task %d not found", never)})
+	wantError(t, b.do(t, http.MethodGet, taskPath(never, "/runs?status=DONE"), nil), http.StatusBadRequest,
+		errorDetail{Code: sundial.EInvalid, Field: "status", Token: "DONE"})
+	// As a filter, an unknown task_id matches no run.
+	if got := list("/api/v1/runs?task_id=" + strconv.FormatInt(never, 10)); len(got) != 0 {
+		t.Errorf("runs of task %d = %v, want none", never, got)
+	}
+}

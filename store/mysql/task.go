@@ -332,6 +332,19 @@ func likePrefix(p string) string {
 	return r.Replace(p) + "%"
 }
 
+// TaskExists reports whether a task, live or deleted, has the ID id.
+func (s *Store) TaskExists(ctx context.Context, id int64) (bool, error) {
+	var one int
+	err := s.db.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up task %d: %w", id, err)
+	}
+	return true, nil
+}
+
 // TaskList returns live tasks ordered by ID.
 func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.Task, error) {
 	q, args := taskListSQL(f)

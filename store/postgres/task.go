@@ -104,6 +104,19 @@ func (s *Store) TaskGet(ctx context.Context, id int64) (*sundial.Task, error) {
 	return t, nil
 }
 
+// TaskExists reports whether a task, live or deleted, has the ID id.
+func (s *Store) TaskExists(ctx context.Context, id int64) (bool, error) {
+	var one int
+	err := s.pool.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up task %d: %w", id, err)
+	}
+	return true, nil
+}
+
 // TaskList returns live tasks ordered by ID.
 func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) ([]*sundial.Task, error) {
 	q, args := taskListSQL(f)

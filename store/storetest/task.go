@@ -39,6 +39,30 @@ func testTask(t *testing.T, open Opener) {
 		wantErr(t, err, sundial.ENotFound, "")
 	})
 
+	// TaskExists tells a deleted task (its runs are history) from an ID
+	// no task ever had.
+	t.Run("Exists", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		live := f.task("live")
+		gone := f.task("gone")
+		f.run(gone.ID, at(1), sundial.RunSuccess)
+		if err := f.s.TaskDelete(f.ctx, gone.ID, at(2)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		for _, tc := range []struct {
+			id   int64
+			want bool
+		}{{live.ID, true}, {gone.ID, true}, {gone.ID + 1000, false}, {0, false}, {-1, false}} {
+			got, err := f.s.TaskExists(f.ctx, tc.id)
+			if err != nil || got != tc.want {
+				t.Errorf("TaskExists(%d) = %v, %v; want %v", tc.id, got, err, tc.want)
+			}
+		}
+		_, err := f.s.TaskGet(f.ctx, gone.ID)
+		wantErr(t, err, sundial.ENotFound, "")
+	})
+
 	t.Run("NameUniqueAmongLive", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
