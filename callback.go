@@ -59,8 +59,17 @@ func VerifyCallbackToken(secret []byte, id int64, token string) (fence int64, ok
 type CallbackReport struct {
 	Status  RunStatus       // SUCCESS or FAILED
 	Result  json.RawMessage // any JSON; nil for none
-	Message string
+	Message string          // kept as the run's message, whatever the status
 	// NoRetry marks a failure as final even when the task's retry policy
 	// has attempts left.
 	NoRetry bool
+}
+
+// Failure is what the report says went wrong, kept as its run's error: a
+// FAILED report's message. A SUCCESS has none, whatever its message says.
+func (c CallbackReport) Failure() string {
+	if c.Status == RunFailed {
+		return c.Message
+	}
+	return ""
 }

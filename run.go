@@ -11,7 +11,7 @@ import (
 //
 //	SCHEDULED --admit--> RUNNING --> SUCCESS | FAILED | TIMEOUT | CANCELED
 //	    |                   |--async accepted--> WAITING_CALLBACK --> SUCCESS | FAILED | FAILED_TIMEOUT
-//	    |--policy--> SKIPPED (reason: OVERLAP | FAILURE | CONCURRENCY | MISFIRE | QUEUE_FULL)
+//	    |--policy--> SKIPPED (reason: OVERLAP | FAILURE | CONCURRENCY | MISFIRE | QUEUE_FULL | DISABLED)
 //	    |--policy--> QUEUED --slot free--> RUNNING
 //	RUNNING on a dead node --> INTERRUPTED --> SCHEDULED again (next try) or FAILED (tries used up)
 //	RUNNING, WAITING_CALLBACK --retryable failure, attempts left--> SCHEDULED (due after the backoff)
@@ -90,7 +90,13 @@ const (
 	SkipConcurrency SkipReason = "CONCURRENCY"
 	SkipMisfire     SkipReason = "MISFIRE"
 	SkipQueueFull   SkipReason = "QUEUE_FULL"
+	// SkipDisabled is a QUEUED run taken back when its task was disabled
+	// before a slot freed for it.
+	SkipDisabled SkipReason = "DISABLED"
 )
+
+// DisabledQueuedError is the error of a run SKIPPED (DISABLED).
+const DisabledQueuedError = "task disabled before the run could start"
 
 // Trigger says what made a run.
 type Trigger string
@@ -114,11 +120,15 @@ const (
 // Run is one fire of a task (or one manual trigger) and what became of it.
 // (TaskID, FireKey) is unique: one scheduled second has at most one run.
 type Run struct {
-	ID            int64     `json:"id"`
-	TaskID        int64     `json:"task_id"`
-	FireKey       string    `json:"fire_key"`
-	Trigger       Trigger   `json:"trigger"`
-	ScheduledTime time.Time `json:"scheduled_time"`
+	ID      int64   `json:"id"`
+	TaskID  int64   `json:"task_id"`
+	FireKey string  `json:"fire_key"`
+	Trigger Trigger `json:"trigger"`
+	// Params replace the task's params for this run only (a manual
+	// trigger's "run once with these params"): every delivery of the run
+	// renders {{params}} from them. Nil: the task's.
+	Params        json.RawMessage `json:"params,omitempty"`
+	ScheduledTime time.Time       `json:"scheduled_time"`
 	// Priority is the task's priority, copied onto the run so that claims
 	// order runs by an index of their own.
 	Priority int `json:"priority"`
@@ -138,7 +148,10 @@ type Run struct {
 	HTTPStatus   int        `json:"http_status,omitempty"`
 	ResponseBody string     `json:"response_body,omitempty"`
 	Error        string     `json:"error,omitempty"`
-	TraceID      string     `json:"trace_id,omitempty"`
+	// Message is what an ASYNC run's callback said about its outcome,
+	// SUCCESS or FAILED alike (a FAILED one's is its Error too).
+	Message string `json:"message,omitempty"`
+	TraceID string `json:"trace_id,omitempty"`
 	// Result is what an ASYNC run's callback reported (any JSON).
 	Result json.RawMessage `json:"result,omitempty"`
 	// Progress and Checkpoint are the latest a long job reported
@@ -155,6 +168,15 @@ type Run struct {
 	// ClaimStart). A task's change deletes its planned runs, so the mark
 	// never outlives the definition it was made from.
 	StartAhead bool `json:"-"`
+}
+
+// ParamsFor returns the params the deliveries of r render ({{params}}):
+// its own, or else those of its task t.
+func (r *Run) ParamsFor(t *Task) json.RawMessage {
+	if r.Params != nil {
+		return r.Params
+	}
+	return t.Params
 }
 
 // ScheduledFireKey is the fire key of the scheduled fire of a task at t: its

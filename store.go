@@ -71,8 +71,8 @@ type Store interface {
 	// returns the runs it inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
-	// RunInsert inserts a run (a manual trigger) with its task's priority.
-	// An existing (TaskID, FireKey) is EConflict.
+	// RunInsert inserts a run (a manual trigger, with its Params) with its
+	// task's priority. An existing (TaskID, FireKey) is EConflict.
 	RunInsert(ctx context.Context, r *Run) error
 	// RunGet returns a run, or ENotFound.
 	RunGet(ctx context.Context, id int64) (*Run, error)
@@ -87,6 +87,11 @@ type Store interface {
 	RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide AdmitFunc) (*Run, error)
 	// RunStart moves SCHEDULED runs straight to RUNNING, each only if its
 	// fence matches; ok[i] reports whether starts[i] applied.
+	//
+	// Every write that starts a delivery (RunStart, RunAdmit deciding
+	// RUNNING, a claim's ClaimStart) empties the run's HTTPStatus,
+	// ResponseBody, Error and Message: what the previous delivery left
+	// belongs to its attempt (RunAttempts), not to the one under way.
 	RunStart(ctx context.Context, starts []RunStart) (ok []bool, err error)
 	// RunCheckSend reports, for runs committed RUNNING ahead of their
 	// instant (RunStart), whether each may still be sent: SendGo if it is
@@ -103,15 +108,17 @@ type Store interface {
 	// An outcome with Retry set records the attempt with its Status, but
 	// the run goes back to SCHEDULED, held by no node, due at DueAt (the
 	// end of its backoff), keeping HTTPStatus, ResponseBody and Error of the
-	// failed delivery. A WAITING_CALLBACK outcome sets DueAt, the callback
-	// deadline. CompleteTask, when set, becomes the status of the run's
-	// task in the same transaction (a one-off task that ended).
+	// failed delivery until the next one starts. A WAITING_CALLBACK outcome
+	// sets DueAt, the callback deadline. CompleteTask, when set, becomes the
+	// status of the run's task in the same transaction (a one-off task that
+	// ended).
 	RunFinish(ctx context.Context, finishes []RunFinish) (ok []bool, err error)
 	// RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose
 	// callback came before its call's answer was recorded (a callback, or
 	// a callback deadline passed): c.Status becomes the run's, or, with
 	// c.Retry, the run goes back to SCHEDULED for another delivery as in
-	// RunFinish. The run's latest attempt takes the outcome (a RUNNING
+	// RunFinish. c.Error, c.Message and c.Result become the run's either
+	// way. The run's latest attempt takes the outcome (a RUNNING
 	// run's delivery is recorded as a new attempt). A missing run is
 	// ENotFound; a fence that is not the run's is EConflict (field
 	// "fence"): the delivery was superseded; a run that is not RUNNING or
@@ -184,6 +191,17 @@ type Store interface {
 	// catch-up mode. Runs delivered before are handed back to no node
 	// instead of deleted.
 	RunUnplan(ctx context.Context, nodeID string, refs []RunRef) error
+	// RunUnplanMissed deletes, in one transaction, the planned fires that
+	// came too late to start: up to limit SCHEDULED runs never delivered
+	// and made by the planner (trigger SCHEDULE), due before before,
+	// oldest first, held by any node or by none, for which missed (called
+	// with the run and its task, nil when deleted) reports true. Each
+	// task's NextFireTime is rewound to its earliest deleted run when that
+	// is earlier, so that the planner counts them under the task's
+	// catch-up mode, together with the fires it has not planned. A node
+	// holding a deleted run finds it gone when it tries to start it. It
+	// returns how many runs it looked at and how many it deleted.
+	RunUnplanMissed(ctx context.Context, before time.Time, limit int, missed func(*Run, *Task) bool) (looked, deleted int, err error)
 	// RunRedeliver takes up to limit INTERRUPTED runs, oldest first: each
 	// that has had fewer than maxDeliveries deliveries, whose task is live
 	// and whose cancellation was not requested becomes SCHEDULED again, held
@@ -406,6 +424,7 @@ type RunCompletion struct {
 	Status       RunStatus // SUCCESS, FAILED or FAILED_TIMEOUT
 	Result       json.RawMessage
 	Error        string
+	Message      string // the callback's message, kept as the run's Message
 	FinishedAt   time.Time
 	Retry        bool      // back to SCHEDULED, due at DueAt, instead
 	DueAt        time.Time // the retry's time

@@ -81,19 +81,20 @@ const (
 
 // Limits on task fields.
 const (
-	MaxNameLen         = 128
-	MaxDescriptionLen  = 512
-	MaxURLLen          = 2048
-	MaxBodyTemplateLen = 64 << 10
-	MaxTimeoutSeconds  = 24 * 3600
-	DefaultMaxQueue    = 100
-	DefaultCatchUp     = 100
-	MaxCatchUpLimit    = 10000
-	MaxRequestIDLen    = 128
-	MaxBizIDLen        = 128
-	MaxParamsLen       = 64 << 10
-	MaxDelaySeconds    = 10 * 366 * 24 * 3600 // ten years
-	MaxCallbackTimeout = 7 * 24 * 3600        // seconds
+	MaxNameLen          = 128
+	MaxDescriptionLen   = 512
+	MaxURLLen           = 2048
+	MaxBodyTemplateLen  = 64 << 10
+	MaxTimeoutSeconds   = 24 * 3600
+	DefaultMaxQueue     = 100
+	DefaultCatchUp      = 100
+	MaxCatchUpLimit     = 10000
+	MaxRequestIDLen     = 128
+	MaxBizIDLen         = 128
+	MaxParamsLen        = 64 << 10
+	MaxDelaySeconds     = 10 * 366 * 24 * 3600 // ten years
+	MaxCallbackTimeout  = 7 * 24 * 3600        // seconds
+	MaxStartingDeadline = 366 * 24 * 3600      // seconds
 )
 
 // Task is a schedule and the HTTP call it makes. The JSON shape is the
@@ -132,12 +133,17 @@ type Task struct {
 	CatchUpLimit      int               `json:"catch_up_limit"`
 	CallbackMethod    string            `json:"callback_method"`
 	CallbackTimeout   int               `json:"callback_timeout_sec"` // 0: the server's callback timeout
-	Priority          int               `json:"priority"`
-	Status            TaskStatus        `json:"status"`
-	Version           int64             `json:"version"`
-	CreatedAt         time.Time         `json:"created_at"`
-	UpdatedAt         time.Time         `json:"updated_at"`
-	NextFireTime      *time.Time        `json:"next_fire_time"`
+	// StartingDeadline is how late, in seconds, a fire of a cron task may
+	// still start (Kubernetes CronJob's startingDeadlineSeconds); a fire
+	// later than that was missed and follows CatchUpMode. 0: the server's
+	// scheduler.misfire_threshold.
+	StartingDeadline int        `json:"starting_deadline_seconds"`
+	Priority         int        `json:"priority"`
+	Status           TaskStatus `json:"status"`
+	Version          int64      `json:"version"`
+	CreatedAt        time.Time  `json:"created_at"`
+	UpdatedAt        time.Time  `json:"updated_at"`
+	NextFireTime     *time.Time `json:"next_fire_time"`
 }
 
 // OneOff reports whether the task fires once, at RunAt, instead of on a
@@ -152,6 +158,16 @@ func (t *Task) RetryPolicyOf() RetryPolicy {
 		p.MaxAttempts = 1
 	}
 	return p
+}
+
+// MissAfter is how late a fire of the task may still start: its
+// starting_deadline_seconds, or threshold (the server's misfire
+// threshold) when it sets none. A later fire was missed.
+func (t *Task) MissAfter(threshold time.Duration) time.Duration {
+	if t.StartingDeadline > 0 {
+		return time.Duration(t.StartingDeadline) * time.Second
+	}
+	return threshold
 }
 
 // FirstFire is the first fire of the task after now: RunAt for a one-off
@@ -261,9 +277,7 @@ func (t *Task) Normalize(now time.Time) error {
 			t.Name = "once-" + randomHex(8)
 		}
 	}
-	if len(t.Params) == 0 || string(t.Params) == "null" {
-		t.Params = nil
-	}
+	t.Params = NormParams(t.Params)
 	if t.Timezone == "" {
 		t.Timezone = "UTC"
 	}
@@ -355,11 +369,8 @@ func (t *Task) validate() error {
 	if len(t.BizID) > MaxBizIDLen {
 		return Errorf(EInvalid, "biz_id", "biz_id is longer than %d bytes", MaxBizIDLen)
 	}
-	if len(t.Params) > MaxParamsLen {
-		return Errorf(EInvalid, "params", "params are larger than %d bytes", MaxParamsLen)
-	}
-	if t.Params != nil && !json.Valid(t.Params) {
-		return Errorf(EInvalid, "params", "params must be JSON")
+	if err := CheckParams(t.Params); err != nil {
+		return err
 	}
 	if _, err := LoadLocation(t.Timezone); err != nil || t.Timezone == "Local" {
 		return &Error{Code: EInvalid, Field: "timezone", Token: t.Timezone,
@@ -432,6 +443,10 @@ func (t *Task) validate() error {
 		return Errorf(EInvalid, "callback_timeout_sec",
 			"callback_timeout_sec must be from 1 to %d, or 0 for the server's callback timeout", MaxCallbackTimeout)
 	}
+	if t.StartingDeadline < 0 || t.StartingDeadline > MaxStartingDeadline {
+		return Errorf(EInvalid, "starting_deadline_seconds",
+			"starting_deadline_seconds must be from 1 to %d, or 0 for the server's scheduler.misfire_threshold", MaxStartingDeadline)
+	}
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")
 	}
@@ -486,4 +501,25 @@ func validHeaderName(name string) bool {
 		}
 	}
 	return true
+}
+
+// NormParams is params as a task or run stores them: nil for none, which a
+// JSON null also means.
+func NormParams(p json.RawMessage) json.RawMessage {
+	if len(p) == 0 || string(p) == "null" {
+		return nil
+	}
+	return p
+}
+
+// CheckParams refuses params (of a task, or of a manual run) that are
+// larger than MaxParamsLen or not JSON. Nil, none, passes.
+func CheckParams(p json.RawMessage) error {
+	if len(p) > MaxParamsLen {
+		return Errorf(EInvalid, "params", "params are larger than %d bytes", MaxParamsLen)
+	}
+	if p != nil && !json.Valid(p) {
+		return Errorf(EInvalid, "params", "params must be JSON")
+	}
+	return nil
 }

@@ -66,6 +66,8 @@ func TestNormalizeOneOffErrors(t *testing.T) {
 		{"retry policy key", "retry_policy", func(t *Task) { t.RetryPolicy = json.RawMessage(`{"tries": 3}`) }},
 		{"retry policy value", "retry_policy.max_attempts", func(t *Task) { t.RetryPolicy = json.RawMessage(`{"max_attempts": 0}`) }},
 		{"callback timeout", "callback_timeout_sec", func(t *Task) { t.CallbackTimeout = MaxCallbackTimeout + 1 }},
+		{"negative starting deadline", "starting_deadline_seconds", func(t *Task) { t.StartingDeadline = -1 }},
+		{"starting deadline too long", "starting_deadline_seconds", func(t *Task) { t.StartingDeadline = MaxStartingDeadline + 1 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			err := oneOff(c.mod).Normalize(now0)
@@ -138,6 +140,23 @@ func TestCallbackToken(t *testing.T) {
 	} {
 		if _, ok := VerifyCallbackToken(c.key, c.id, c.tok); ok {
 			t.Errorf("%s: token accepted", name)
+		}
+	}
+}
+
+func TestMissAfter(t *testing.T) {
+	for _, c := range []struct {
+		deadline int
+		want     time.Duration
+	}{
+		{0, time.Minute},     // none: the server's threshold
+		{5, 5 * time.Second}, // shorter than the threshold
+		{3600, time.Hour},    // longer: the task's word wins
+		{MaxStartingDeadline, MaxStartingDeadline * time.Second},
+	} {
+		tk := &Task{StartingDeadline: c.deadline}
+		if got := tk.MissAfter(time.Minute); got != c.want {
+			t.Errorf("MissAfter with starting_deadline_seconds %d = %s, want %s", c.deadline, got, c.want)
 		}
 	}
 }

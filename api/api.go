@@ -38,8 +38,9 @@ type Config struct {
 // Scheduler is what the API asks of the scheduler: *scheduler.Scheduler in
 // production, a fake in tests.
 type Scheduler interface {
-	// Trigger makes a manual run of a task now.
-	Trigger(ctx context.Context, taskID int64) (*sundial.Run, error)
+	// Trigger makes a manual run of a task now, with params in place of
+	// the task's (nil: the task's), and returns it as admitted.
+	Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error)
 	// Cancel cancels a run, or stops it if it is in flight.
 	Cancel(ctx context.Context, runID int64) (*sundial.Run, error)
 	// Poke asks for a planner pass now, after a task was created or changed.

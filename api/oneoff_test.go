@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -312,9 +313,21 @@ func TestRunCallback(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("callback: status %d", resp.StatusCode)
 	}
+	// The answer is the run: its message is the callback's, and a success
+	// has no error.
+	var answered map[string]any
+	if err := json.NewDecoder(resp.Body).Decode(&answered); err != nil {
+		t.Fatal(err)
+	}
+	if answered["message"] != "done" || answered["error"] != nil {
+		t.Errorf("callback answered message %v, error %v; want message done, no error", answered["message"], answered["error"])
+	}
 	got, _ := b.store.RunGet(context.Background(), r.ID)
 	if got.Status != sundial.RunSuccess || string(got.Result) != `{"rows":3}` && string(got.Result) != `{"rows": 3}` {
 		t.Errorf("run %s result %s", got.Status, got.Result)
+	}
+	if got.Message != "done" || got.Error != "" {
+		t.Errorf("run after a SUCCESS callback: message %q, error %q; want done and none", got.Message, got.Error)
 	}
 	// A replay is 409 and changes nothing.
 	if resp := b.callback(t, "POST", path, map[string]string{"X-Sundial-Callback-Token": tok}, `{"status": "FAILED"}`); resp.StatusCode != http.StatusConflict {
@@ -333,8 +346,9 @@ func TestRunCallbackGET(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
-	if got, _ := b.store.RunGet(context.Background(), r.ID); got.Status != sundial.RunFailed || got.Error != "boom" {
-		t.Errorf("run %s %q, want FAILED boom", got.Status, got.Error)
+	if got, _ := b.store.RunGet(context.Background(), r.ID); got.Status != sundial.RunFailed || got.Error != "boom" ||
+		got.Message != "boom" {
+		t.Errorf("run %s error %q message %q, want FAILED with boom as both", got.Status, got.Error, got.Message)
 	}
 }
 

@@ -1,9 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"time"
@@ -53,6 +56,7 @@ type taskRequest struct {
 	CatchUpLimit      int                       `json:"catch_up_limit"`
 	CallbackMethod    string                    `json:"callback_method"`
 	CallbackTimeout   int                       `json:"callback_timeout_sec"`
+	StartingDeadline  int                       `json:"starting_deadline_seconds"`
 	Priority          int                       `json:"priority"`
 	Status            sundial.TaskStatus        `json:"status"`
 
@@ -118,6 +122,7 @@ func (req *taskRequest) task(replace bool, pathID int64, now time.Time) (*sundia
 		CatchUpLimit:      req.CatchUpLimit,
 		CallbackMethod:    req.CallbackMethod,
 		CallbackTimeout:   req.CallbackTimeout,
+		StartingDeadline:  req.StartingDeadline,
 		Priority:          req.Priority,
 		Status:            req.Status,
 	}
@@ -395,20 +400,58 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 	}
 }
 
+// triggerRequest is the optional body of POST /api/v1/tasks/{id}/trigger.
+type triggerRequest struct {
+	// Params replace the task's params for this run only; null or absent:
+	// the task's.
+	Params json.RawMessage `json:"params"`
+}
+
 // handleTaskTrigger serves POST /api/v1/tasks/{id}/trigger: a manual run
-// now, of an enabled or a disabled task.
+// now, of an enabled or a disabled task, admitted in the request. The
+// answer is 202 with the run as admission left it: RUNNING, QUEUED or
+// SKIPPED with its reason.
 func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	run, err := s.sched.Trigger(r.Context(), id)
+	req, err := decodeTrigger(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.sched.Trigger(r.Context(), id, req.Params)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusAccepted, utcRun(run))
+}
+
+// decodeTrigger reads the body of a trigger, which is optional: none, or
+// one of white space only, is a trigger with the task's params; any other
+// is a JSON object (Content-Type application/json) that may hold params
+// only, checked as a task's are.
+func decodeTrigger(w http.ResponseWriter, r *http.Request) (triggerRequest, error) {
+	var req triggerRequest
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTaskBody))
+	if err != nil {
+		if e := tooLarge(err, maxTaskBody); e != nil {
+			return req, e
+		}
+		return req, fmt.Errorf("read trigger body: %w", err)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err := decodeJSON(w, r, &req, maxTaskBody); err != nil {
+		return req, err
+	}
+	req.Params = sundial.NormParams(req.Params)
+	return req, sundial.CheckParams(req.Params)
 }
 
 // nextFire is the first fire of t after now (run_at for a one-off task),

@@ -53,7 +53,7 @@ type fakeScheduler struct {
 	seq        atomic.Int64
 }
 
-func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, error) {
+func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
 	t, err := f.store.TaskGet(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -63,6 +63,7 @@ func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run
 		TaskID:        t.ID,
 		FireKey:       fmt.Sprintf("manual:%d", f.seq.Add(1)),
 		Trigger:       sundial.TriggerManual,
+		Params:        params,
 		ScheduledTime: now,
 		Status:        sundial.RunScheduled,
 		Attempt:       1,
@@ -921,7 +922,7 @@ func (f *fakeScheduler) CallbackSecret() []byte { return []byte("test-callback-s
 
 func (f *fakeScheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error) {
 	return f.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status,
-		Result: cb.Result, Error: cb.Message, FinishedAt: f.now()})
+		Result: cb.Result, Error: cb.Failure(), Message: cb.Message, FinishedAt: f.now()})
 }
 
 func (f *fakeScheduler) Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error) {

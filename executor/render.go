@@ -22,7 +22,7 @@ type Vars struct {
 	IdempotencyKey string            // the same for every delivery of one fire
 	TraceID        string            // 32 lowercase hex characters (NewTraceID); Deliver replaces a malformed one
 	NodeID         string            // the node making the call, sent as X-Sundial-Node when set
-	Params         json.RawMessage   // the task's params, any JSON; nil renders as null
+	Params         json.RawMessage   // the run's params (its own, or its task's), any JSON; nil renders as null
 	CallbackURL    string            // an ASYNC run's callback endpoint; sent as X-Sundial-Callback-Url when set
 	CallbackToken  string            // its token; sent as X-Sundial-Callback-Token when set
 	Checkpoint     json.RawMessage   // the run's last checkpoint; sent as X-Sundial-Checkpoint when set, nil renders as null

@@ -102,7 +102,7 @@ func (s *Scheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 	}
 	now := time.Now()
 	c := sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status, Result: cb.Result,
-		Error: cb.Message, FinishedAt: now}
+		Error: cb.Failure(), Message: cb.Message, FinishedAt: now}
 	if cb.Status == sundial.RunFailed && !cb.NoRetry && t != nil {
 		if at, ok := s.retryAt(t, r, max(r.Deliveries, 1), sundial.RunFailed, callbackFailed, 0, now); ok {
 			c.Retry, c.DueAt = true, at
@@ -115,7 +115,7 @@ func (s *Scheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 	if err != nil {
 		return nil, err
 	}
-	s.recordCallback(done, c)
+	s.recordCompletion(done, t, c)
 	s.slotFreed(ctx, t)
 	return done, nil
 }
@@ -139,21 +139,11 @@ func superseded(id int64) error {
 		"run %d was delivered again since this token was issued: the callback is from a superseded delivery", id)
 }
 
-// recordCallback logs and counts a run ended (or sent to retry) without a
-// call of this node.
-func (s *Scheduler) recordCallback(r *sundial.Run, c sundial.RunCompletion) {
-	attrs := []any{"task_id", r.TaskID, "run_id", r.ID, "trace_id", r.TraceID, "status", c.Status,
-		"attempt", r.Attempt, "scheduled_time", r.ScheduledTime}
-	switch {
-	case c.Retry:
-		s.log.Warn("run will be retried", append(attrs, "retry_at", c.DueAt, "error", c.Error)...)
-	case c.Status == sundial.RunSuccess:
-		s.m.fires.WithLabelValues(string(c.Status)).Inc()
-		s.log.Info("run finished", attrs...)
-	default:
-		s.m.fires.WithLabelValues(string(c.Status)).Inc()
-		s.log.Warn("run finished", append(attrs, "error", c.Error)...)
-	}
+// recordCompletion records a run ended (or sent to retry) without a call
+// of this node: a callback, an expired deadline, a cancel.
+func (s *Scheduler) recordCompletion(r *sundial.Run, t *sundial.Task, c sundial.RunCompletion) {
+	s.record(outcome{run: r, task: t, status: c.Status, retry: c.Retry, dueAt: c.DueAt, err: c.Error,
+		trace: r.TraceID, attempt: r.Attempt, delivery: r.Deliveries})
 }
 
 // callbackLoop ends the ASYNC runs whose callback did not come in time:
@@ -205,7 +195,7 @@ func (s *Scheduler) expireCallbacks(ctx context.Context) {
 				}
 				continue // ended meanwhile, by its callback or another node
 			}
-			s.recordCallback(done, c)
+			s.recordCompletion(done, t, c)
 			s.slotFreed(ctx, t)
 		}
 		if len(runs) < batch {

@@ -262,3 +262,67 @@ func TestCompensatorStartsStuckRun(t *testing.T) {
 		b.stop(t)
 	})
 }
+
+// lossy is a store whose first claim that takes runs commits them and then
+// fails, as a claim whose answer cannot be read back does.
+type lossy struct {
+	sundial.Store
+	failed atomic.Bool
+	lost   []int64
+}
+
+func (l *lossy) RunClaimDue(ctx context.Context, node string, until time.Time, limit int, start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	runs, tasks, err := l.Store.RunClaimDue(ctx, node, until, limit, start)
+	if err == nil && len(runs) > 0 && l.failed.CompareAndSwap(false, true) {
+		for _, r := range runs {
+			l.lost = append(l.lost, r.ID)
+		}
+		return nil, nil, errors.New("read the claimed runs' tasks: too many open files")
+	}
+	return runs, tasks, err
+}
+
+// TestLostClaimRecovered: runs a claim committed (RUNNING, held by this
+// node) but whose answer the node never got are not forgotten: the
+// compensator finds them held by a live node that has no call for them,
+// records the lost delivery INTERRUPTED and delivers them again.
+func TestLostClaimRecovered(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var l *lossy
+		b := setupWith(t, scheduler.Config{Compensator: scheduler.CompensatorConfig{Base: time.Second, Increment: time.Second,
+			Threshold: 5 * time.Second}}, func(s sundial.Store) sundial.Store { l = &lossy{Store: s}; return l })
+		tk := b.addTask(t, "* * * * * *", nil)
+		b.start()
+		time.Sleep(20 * time.Second)
+		b.stop(t)
+
+		if len(l.lost) == 0 {
+			t.Fatal("no claim was lost: the test did not exercise anything")
+		}
+		delivered := map[int64]int{}
+		for _, c := range b.target.snapshot() {
+			delivered[c.runID]++
+		}
+		for _, id := range l.lost {
+			r, err := b.store.RunGet(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			attempts, err := b.store.RunAttempts(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status != sundial.RunSuccess || delivered[id] != 1 || len(attempts) != 2 ||
+				attempts[0].Status != sundial.RunInterrupted || attempts[1].Status != sundial.RunSuccess {
+				t.Errorf("lost run %d: %s, %d calls, attempts %+v; want SUCCESS after one call, the lost delivery INTERRUPTED",
+					id, r.Status, delivered[id], attempts)
+			}
+		}
+		for _, r := range b.runs(t, tk.ID) {
+			if r.Status == sundial.RunRunning {
+				t.Errorf("run %d still RUNNING after the node stopped", r.ID)
+			}
+		}
+	})
+}

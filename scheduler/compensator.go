@@ -51,6 +51,9 @@ type compensator struct {
 	// start hands stuck runs to the normal start path and reports how many
 	// it took.
 	start func(ctx context.Context, runs []*sundial.Run) int
+	// recoverLost sends back for delivery this node's RUNNING runs started
+	// before startedBefore that it lost track of, and reports how many.
+	recoverLost func(ctx context.Context, startedBefore time.Time) (int, error)
 
 	wake chan struct{}
 
@@ -166,6 +169,16 @@ func (c *compensator) round(ctx context.Context) {
 		c.mu.Unlock()
 		return
 	}
+	lost := 0
+	if c.recoverLost != nil {
+		var err error
+		if lost, err = c.recoverLost(ctx, now.Add(-c.cfg.Threshold)); err != nil && ctx.Err() == nil {
+			c.log.Error("find runs lost while running", "err", err)
+		}
+		c.mu.Lock()
+		c.compensated += int64(lost)
+		c.mu.Unlock()
+	}
 	stuck, err := c.find(ctx, now.Add(-c.cfg.Threshold))
 	if err != nil {
 		if ctx.Err() == nil {
@@ -175,7 +188,11 @@ func (c *compensator) round(ctx context.Context) {
 	}
 	if len(stuck) == 0 {
 		c.mu.Lock()
-		c.increase()
+		if lost == 0 {
+			c.increase()
+		} else {
+			c.multiplier = 1
+		}
 		c.mu.Unlock()
 		return
 	}

@@ -81,7 +81,7 @@ func newDispatcher(s *Scheduler) *dispatcher {
 	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
 		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256), claimWake: make(chan struct{}, 1)}
 	for range admitLanes {
-		d.admitQ = append(d.admitQ, make(chan *item, 4096))
+		d.admitQ = append(d.admitQ, make(chan *item, s.cfg.admitLaneCap))
 	}
 	return d
 }
@@ -150,6 +150,16 @@ func (d *dispatcher) has(runID int64) bool {
 	defer d.mu.Unlock()
 	_, ok := d.byID[runID]
 	return ok
+}
+
+// holding adds to ids the runs in the heap, and those taken out of it to
+// be committed or checked.
+func (d *dispatcher) holding(ids map[int64]bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id := range d.byID {
+		ids[id] = true
+	}
 }
 
 // due counts the runs in the heap whose instant has passed: with the
@@ -244,7 +254,7 @@ func (d *dispatcher) loop(ctx context.Context) {
 // next one.
 func (d *dispatcher) step(ctx context.Context) time.Duration {
 	now := time.Now()
-	var commit, check, send []*item
+	var commit, check, send, admit []*item
 	d.mu.Lock()
 	for len(d.h) > 0 {
 		it := d.h[0]
@@ -265,13 +275,19 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 			send = append(send, it)
 		default:
 			delete(d.byID, it.run.ID)
-			d.admitQ[it.run.TaskID%admitLanes] <- it
+			admit = append(admit, it)
 		}
 	}
 	d.mu.Unlock()
 
+	// Channels are sent on with d.mu released: an admission lane may need
+	// the lock (a queued run starting goes through addAdmitted), and a
+	// full lane must slow this loop down, not stop the lane.
 	for _, it := range send {
 		d.s.pool.submit(it.job())
+	}
+	for _, it := range admit {
+		d.admitQ[it.run.TaskID%admitLanes] <- it
 	}
 	if len(commit) > 0 {
 		// The commit waits for the database (whose single writer may be
@@ -341,6 +357,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 			it.committed = true
 			// As RunStart wrote it.
 			it.run.Status, it.run.Attempt, it.run.Deliveries = sundial.RunRunning, starts[i].Attempt, it.run.Deliveries+1
+			it.run.HTTPStatus, it.run.ResponseBody, it.run.Error, it.run.Message = 0, "", "", ""
 			it.due = it.run.DueAt.Add(-checkAhead)
 		}
 		d.settle(it, ok[i])
@@ -427,15 +444,30 @@ func (d *dispatcher) admitLane(ctx context.Context, q chan *item) {
 	}
 }
 
-// admit runs the policies for one run and sends it if they say so.
+// admit runs the policies for one run at its instant.
 func (d *dispatcher) admit(ctx context.Context, it *item) {
+	if _, err := d.s.admit(ctx, it.run); err != nil && sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
+		d.s.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
+	}
+}
+
+// admit decides what run, SCHEDULED or QUEUED and held by this node,
+// becomes under its task's policies (Admit, applied by RunAdmit under the
+// task's lock), and acts on the decision: a RUNNING run is handed to the
+// delivery pool, a QUEUED one waits for a slot (or, when a slot is free,
+// the oldest queued run of the task starts), a SKIPPED one is counted, and
+// the calls a CANCEL_PREV decision cancelled are stopped. It returns the
+// run as decided, or RunAdmit's error (ENotFound: the run is gone, fenced
+// off or no longer waiting). Every admission goes through here: the
+// dispatcher's, at a run's instant, and a manual trigger's, in its request.
+func (s *Scheduler) admit(ctx context.Context, run *sundial.Run) (*sundial.Run, error) {
 	var (
 		task     *sundial.Task
 		decision sundial.Admission
 		freeSlot bool
 	)
 	trace := executor.NewTraceID()
-	r, err := d.s.store.RunAdmit(ctx, it.run.ID, it.run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
+	r, err := s.store.RunAdmit(ctx, run.ID, run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
 		task = st.Task
 		freeSlot = st.Task.MaxConcurrency > 0 && st.Active < st.Task.MaxConcurrency
 		decision = Admit(st)
@@ -447,33 +479,29 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 		return decision
 	})
 	if err != nil {
-		if sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
-			d.s.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
-		}
-		return
+		return nil, err
 	}
 	switch r.Status {
 	case sundial.RunRunning:
 		// RunAdmit counted this delivery in r.Deliveries.
-		d.s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
+		s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
 			delivery: max(r.Deliveries, 1)})
 	case sundial.RunSkipped:
-		d.s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
-		d.s.log.Info("run skipped", "task_id", r.TaskID, "run_id", r.ID, "reason", r.SkipReason,
-			"attempt", r.Attempt, "scheduled_time", r.ScheduledTime)
+		s.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
 	case sundial.RunQueued:
-		d.s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
-		if freeSlot && it.run.Status != sundial.RunQueued {
+		s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
+		if freeSlot && run.Status != sundial.RunQueued {
 			// Queued behind older runs while a slot is free: start the
 			// oldest.
-			d.s.startQueued(ctx, task)
+			s.startQueued(ctx, task)
 		}
 	}
 	// RunAdmit marked the runs to cancel; stop the calls made from here.
 	// (Calls on other nodes see the mark when they next look.)
 	for _, id := range decision.Cancel {
-		d.s.pool.cancel(id, errCancelPrev)
+		s.pool.cancel(id, errCancelPrev)
 	}
+	return r, nil
 }
 
 // finish sends (once checked) the fast runs already committed RUNNING, which are due
@@ -560,7 +588,7 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 		// one interval before their instant.
 		until := now.Add(cfg.StartAhead + cfg.ClaimInterval)
 		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, until, cfg.ClaimBatch,
-			sundial.ClaimStart{By: until, FreshAfter: now.Add(-cfg.MisfireThreshold)})
+			sundial.ClaimStart{By: until, FreshAfter: now.Add(-minMissAfter)})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.s.log.Error("claim due runs", "err", err)
@@ -574,29 +602,28 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 	}
 }
 
-// take puts runs just claimed into the heap. A run found later than the
-// misfire threshold (the cluster was down when it was due) is given back to
-// the planner, which applies the task's catch-up mode.
+// take puts runs just claimed into the heap. A first delivery found later
+// than its task's deadline (the cluster was down, or this node too busy,
+// when it was due) was missed: it is left out, and the planner, asked to,
+// unplans it and counts it under the task's catch-up mode.
 func (d *dispatcher) take(ctx context.Context, runs []*sundial.Run, tasks map[int64]*sundial.Task, now time.Time) {
 	cfg := d.s.cfg
-	var fresh []*sundial.Run
-	var stale []sundial.RunRef
+	fresh := runs[:0:0]
+	missed := false
 	for _, r := range runs {
 		// Catch-up runs are late on purpose, retries are due when their
 		// backoff ends, and a one-off task fires however late: only a
 		// cron task's scheduled fire can have been missed.
 		if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
-			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > cfg.MisfireThreshold {
-			stale = append(stale, sundial.RunRef{ID: r.ID, Fence: r.Fence})
+			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(cfg.MisfireThreshold) {
+			missed = true
 		} else {
 			fresh = append(fresh, r)
 		}
 	}
 	d.add(fresh, tasks, false)
-	if len(stale) > 0 {
-		if err := d.s.store.RunUnplan(ctx, cfg.Node.ID, stale); err != nil && ctx.Err() == nil {
-			d.s.log.Error("give back missed runs", "runs", len(stale), "err", err)
-		}
+	if missed {
+		d.s.sweepWanted.Store(true)
 		d.s.Poke()
 	}
 }

@@ -17,6 +17,7 @@ var (
 	errCancelPrev     = errors.New("canceled by a newer fire (overlap_action CANCEL_PREV)")
 	errShutdown       = errors.New("cut off: the node stopped and the drain timeout expired")
 	errMembershipLost = errors.New("cut off: the node lost its cluster membership")
+	errLost           = errors.New("lost: its node held it RUNNING with no call in flight")
 )
 
 // job is one delivery of one run.
@@ -48,10 +49,18 @@ type pool struct {
 
 	limit *startLimiter // per-host start spacing; nil when none is set
 
+	// open guards jobs against a send after drain closed it. Senders hold
+	// it for reading while they wait for room, so a full queue holds up
+	// only its senders: workers never take it.
+	open   sync.RWMutex
+	closed bool
+
 	mu       sync.Mutex
 	inflight map[int64]*flight
-	closed   bool
-	cutOff   atomic.Bool // the drain timeout expired: start nothing more
+	// held are the runs submitted and not yet written back: waiting for
+	// their host's turn or a worker, in flight, or in the writer's hands.
+	held   map[int64]struct{}
+	cutOff atomic.Bool // the drain timeout expired: start nothing more
 }
 
 type flight struct {
@@ -59,7 +68,7 @@ type flight struct {
 }
 
 func newPool(s *Scheduler) *pool {
-	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight)}
+	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight), held: make(map[int64]struct{})}
 	p.limit = newStartLimiter(s.cfg.StartIntervals, p.enqueue)
 	return p
 }
@@ -73,6 +82,9 @@ func (p *pool) start() {
 // submit queues a delivery. After drain has begun, the run is left RUNNING
 // for RunRelease to record as INTERRUPTED.
 func (p *pool) submit(j job) {
+	p.mu.Lock()
+	p.held[j.run.ID] = struct{}{}
+	p.mu.Unlock()
 	if p.limit.take(j) {
 		return
 	}
@@ -81,8 +93,8 @@ func (p *pool) submit(j job) {
 
 // enqueue hands a job to the workers.
 func (p *pool) enqueue(j job) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.open.RLock()
+	defer p.open.RUnlock()
 	if p.closed {
 		return
 	}
@@ -119,7 +131,8 @@ func (p *pool) deliver(j job) {
 	}
 	trigger := string(r.Trigger)
 	started := time.Now()
-	if r.Deliveries == 0 {
+	if j.deliveryNo() == 1 {
+		// The fire's first delivery: how late it started.
 		p.s.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
 	}
 	var cbURL, cbToken string
@@ -143,7 +156,7 @@ func (p *pool) deliver(j job) {
 			IdempotencyKey: r.IdempotencyKey,
 			TraceID:        j.trace,
 			NodeID:         p.s.cfg.Node.ID,
-			Params:         t.Params,
+			Params:         r.ParamsFor(t),
 			CallbackURL:    cbURL,
 			CallbackToken:  cbToken,
 			Checkpoint:     r.Checkpoint,
@@ -191,6 +204,24 @@ func (p *pool) deliver(j job) {
 	p.s.writer.finish(result{job: j, fin: fin})
 }
 
+// written forgets runs whose outcomes the writer has handed to the store.
+func (p *pool) written(batch []result) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range batch {
+		delete(p.held, r.job.run.ID)
+	}
+}
+
+// holding adds to ids the runs submitted and not yet written back.
+func (p *pool) holding(ids map[int64]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id := range p.held {
+		ids[id] = true
+	}
+}
+
 // cancel stops the call of a run delivered here, if any.
 func (p *pool) cancel(runID int64, cause error) bool {
 	p.mu.Lock()
@@ -215,10 +246,10 @@ func (p *pool) cancelAll(cause error) {
 // up to timeout, then cuts off the rest.
 func (p *pool) drain(timeout time.Duration) {
 	p.limit.stop()
-	p.mu.Lock()
+	p.open.Lock()
 	p.closed = true
 	close(p.jobs)
-	p.mu.Unlock()
+	p.open.Unlock()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
 	timer := time.NewTimer(timeout)

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,6 +61,10 @@ type Config struct {
 	// CallbackSweep is how often expired callback deadlines are looked
 	// for [1s].
 	CallbackSweep time.Duration
+
+	// admitLaneCap is the room of each admission lane [4096]: tests make
+	// it small to fill a lane with a small burst.
+	admitLaneCap int
 }
 
 func (c *Config) setDefaults() {
@@ -99,6 +104,9 @@ func (c *Config) setDefaults() {
 	if c.MaxDeliveries <= 0 {
 		c.MaxDeliveries = 3
 	}
+	if c.admitLaneCap <= 0 {
+		c.admitLaneCap = 4096
+	}
 }
 
 // Scheduler plans, admits and delivers the fires of every task in the store,
@@ -117,6 +125,9 @@ type Scheduler struct {
 	comp        *compensator
 	running     atomic.Bool
 	healthy     atomic.Bool // membership renewed within DeadAfter
+	// sweepWanted asks the next planner pass to unplan missed fires first:
+	// a claim found some.
+	sweepWanted atomic.Bool
 }
 
 // New returns a scheduler; Run starts it.
@@ -143,7 +154,55 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.comp.queueSize = func() int { return s.pool.waiting() + s.disp.due(time.Now()) }
 	s.comp.find = s.findStuck
 	s.comp.start = s.startStuck
+	s.comp.recoverLost = s.interruptLost
 	return s, nil
+}
+
+// interruptLost is the compensator's sweep of this node's own deliveries:
+// RUNNING runs it holds in the database, started before startedBefore,
+// that it no longer holds in memory (no call, no outcome on its way: a
+// run committed by a claim whose answer was lost, or dropped with the
+// heap when the membership expired). Each is recorded INTERRUPTED, fenced,
+// with an attempt, and delivered again as a delivery cut off by a node's
+// stop would be. It returns how many it interrupted.
+func (s *Scheduler) interruptLost(ctx context.Context, startedBefore time.Time) (int, error) {
+	// Memory first: a run that enters memory after this snapshot was
+	// started just now, not before startedBefore.
+	held := map[int64]bool{}
+	s.disp.holding(held)
+	s.pool.holding(held)
+	owned, err := s.store.RunsOwned(ctx, s.cfg.Node.ID)
+	if err != nil {
+		return 0, err
+	}
+	now := time.Now()
+	var lost []sundial.RunFinish
+	for _, r := range owned {
+		if r.Status != sundial.RunRunning || held[r.ID] || r.StartedAt == nil || !r.StartedAt.Before(startedBefore) {
+			continue
+		}
+		s.log.Warn("run held by this node without a call or an outcome; delivering it again",
+			"task_id", r.TaskID, "run_id", r.ID, "started_at", *r.StartedAt, "delivery", r.Deliveries)
+		lost = append(lost, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunInterrupted,
+			StartedAt: *r.StartedAt, FinishedAt: now, Error: errLost.Error()})
+	}
+	if len(lost) == 0 {
+		return 0, nil
+	}
+	ok, err := s.store.RunFinish(ctx, lost)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, applied := range ok {
+		if applied {
+			n++
+		}
+	}
+	if n > 0 {
+		s.redeliver(ctx)
+	}
+	return n, nil
 }
 
 // findStuck is the compensator's query: runs due long ago and not started
@@ -304,16 +363,34 @@ func (s *Scheduler) nextPlanDelay(now time.Time) time.Duration {
 }
 
 // planOnce runs PlanDue until no due task is left within the lookahead.
+//
+// Fires missed in an outage are counted once, in one record per task and
+// outage (or one COMPACT run, or FULL's runs): before the planner counts
+// the fires it never planned, the fires it had planned that also came too
+// late are unplanned (RunUnplanMissed), so that the count starts from the
+// first of them. A task whose unplanned fires are missed is therefore left
+// as it is by the first PlanDue of a pass, the missed planned fires are
+// unplanned, and the next PlanDue counts them all.
 func (s *Scheduler) planOnce(ctx context.Context) {
+	swept := false
+	if s.sweepWanted.Swap(false) {
+		s.unplanMissed(ctx)
+		swept = true
+	}
 	for ctx.Err() == nil {
 		now := time.Now()
 		tasks := make(map[int64]*sundial.Task)
+		deferred := false
 		// Planned runs belong to no node: every node claims its share
 		// shortly before they are due (dispatcher.claimLoop).
 		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, "", now,
 			func(t *sundial.Task) sundial.Plan {
 				tasks[t.ID] = t
-				return planTask(t, now, now.Add(s.cfg.Lookahead), s.cfg.MisfireThreshold, s.cfg.MaxRunsPerTask)
+				if !swept && missedUnplanned(t, now, s.cfg.MisfireThreshold) {
+					deferred = true
+					return sundial.Plan{Next: t.NextFireTime}
+				}
+				return planTask(t, now, now.Add(s.cfg.Lookahead), t.MissAfter(s.cfg.MisfireThreshold), s.cfg.MaxRunsPerTask)
 			})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -321,12 +398,13 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 			}
 			return
 		}
+		if deferred {
+			s.unplanMissed(ctx)
+			swept = true
+		}
 		for _, r := range runs {
 			if r.Status == sundial.RunSkipped {
-				s.m.fires.WithLabelValues(string(sundial.RunSkipped)).Inc()
-				s.m.missed.Add(float64(r.MissedCount))
-				s.log.Warn("fires missed", "task_id", r.TaskID, "run_id", r.ID, "missed", r.MissedCount,
-					"reason", r.SkipReason)
+				s.record(outcome{run: r, task: tasks[r.TaskID], status: r.Status, attempt: r.Attempt})
 			}
 		}
 		for _, r := range runs {
@@ -335,7 +413,44 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 				break
 			}
 		}
-		if len(tasks) < s.cfg.PlanBatch {
+		if len(tasks) < s.cfg.PlanBatch && !deferred {
+			return
+		}
+	}
+}
+
+// minMissAfter is the least lateness at which a fire can be missed: the
+// shortest starting_deadline_seconds, and the least misfire threshold.
+const minMissAfter = time.Second
+
+// missedUnplanned reports whether the planner is about to count fires of
+// t that it never planned as missed: t is a cron task whose next unplanned
+// fire is later than its deadline.
+func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bool {
+	return !t.OneOff() && t.NextFireTime != nil && now.Sub(*t.NextFireTime) > t.MissAfter(threshold)
+}
+
+// unplanMissed unplans the planned fires, whoever holds them, that are
+// later than their task's deadline, so that the planner counts them with
+// the fires it never planned, under the task's catch-up mode.
+func (s *Scheduler) unplanMissed(ctx context.Context) {
+	const batch = 1000
+	for ctx.Err() == nil {
+		now := time.Now()
+		looked, deleted, err := s.store.RunUnplanMissed(ctx, now.Add(-minMissAfter), batch,
+			func(r *sundial.Run, t *sundial.Task) bool {
+				return t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(s.cfg.MisfireThreshold)
+			})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("unplan missed fires", "err", err)
+			}
+			return
+		}
+		if deleted > 0 {
+			s.log.Info("planned fires came too late to start; the catch-up mode decides", "fires", deleted)
+		}
+		if looked < batch || deleted == 0 {
 			return
 		}
 	}
@@ -511,10 +626,14 @@ func (s *Scheduler) purgeLoop(ctx context.Context) {
 	}
 }
 
-// Trigger makes a manual run of a task now, subject to the task's
-// concurrency policy, and returns it as recorded (SCHEDULED: it is admitted
-// at once by this node).
-func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, error) {
+// Trigger makes a manual run of a task now, with params in place of the
+// task's for every delivery of the run (nil: the task's), and admits it at
+// once under the task's concurrency policy, as the dispatcher admits a
+// fire at its instant. It returns the run as admission left it: RUNNING
+// (handed to the delivery pool), QUEUED, or SKIPPED with its reason. Only
+// if the database could not decide does the run come back SCHEDULED, for
+// the dispatcher to admit shortly.
+func (s *Scheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
 	t, err := s.store.TaskGet(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -524,6 +643,7 @@ func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, er
 		TaskID:        t.ID,
 		FireKey:       fmt.Sprintf("manual:%d-%d", now.UnixNano(), randN(1<<30)),
 		Trigger:       sundial.TriggerManual,
+		Params:        sundial.NormParams(params),
 		ScheduledTime: now.UTC(),
 		Status:        sundial.RunScheduled,
 		Attempt:       1,
@@ -535,8 +655,23 @@ func (s *Scheduler) Trigger(ctx context.Context, taskID int64) (*sundial.Run, er
 	if err := s.store.RunInsert(ctx, r); err != nil {
 		return nil, err
 	}
+	// The run exists: it is decided whatever becomes of the request. The
+	// caller gets a copy, as the delivery pool or the dispatcher holds the
+	// run.
+	ctx = context.WithoutCancel(ctx)
+	got, err := s.admit(ctx, r)
+	switch {
+	case err == nil:
+		c := *got
+		return &c, nil
+	case sundial.ErrorCode(err) == sundial.ENotFound:
+		// Changed since it was made (its task was deleted): as it is now.
+		return s.store.RunGet(ctx, r.ID)
+	}
+	s.log.Error("admit manual run; the dispatcher admits it again", "task_id", t.ID, "run_id", r.ID, "err", err)
+	c := *r
 	s.disp.addAdmitted(r, t)
-	return r, nil
+	return &c, nil
 }
 
 // Cancel cancels a run: one not yet started at once, one in flight on this
@@ -549,6 +684,8 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 	switch r.Status {
 	case sundial.RunCanceled:
 		s.disp.forget(r.ID)
+		t, _ := s.store.TaskGet(ctx, r.TaskID) // for the log line only; nil when deleted
+		s.record(outcome{run: r, task: t, status: r.Status, err: r.Error, attempt: r.Attempt})
 	case sundial.RunRunning:
 		s.pool.cancel(r.ID, errCanceled)
 	case sundial.RunWaitingCallback:
@@ -557,12 +694,13 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 		if err != nil && sundial.ErrorCode(err) != sundial.ENotFound {
 			return nil, err
 		}
-		done, err := s.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence,
-			Status: sundial.RunCanceled, Error: errCanceled.Error(), FinishedAt: time.Now(),
-			CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)})
+		c := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
+			Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)}
+		done, err := s.store.RunComplete(ctx, c)
 		if err != nil {
 			return nil, err
 		}
+		s.recordCompletion(done, t, c)
 		s.slotFreed(ctx, t)
 		return done, nil
 	}

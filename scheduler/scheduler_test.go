@@ -3,14 +3,19 @@ package scheduler_test
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
@@ -379,7 +384,7 @@ func TestManualTriggerAndCancel(t *testing.T) {
 		b.target.hold = time.Hour
 		b.start()
 		tk := b.addTask(t, "0 0 0 1 1 *", func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
-		r, err := b.sched.Trigger(context.Background(), tk.ID)
+		r, err := b.sched.Trigger(context.Background(), tk.ID, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -588,6 +593,311 @@ func TestQueueFirstInFirstOut(t *testing.T) {
 		}
 		if want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second}; !slices.Equal(order, want) {
 			t.Errorf("delivered the fires of %v, want %v in that order", order, want)
+		}
+	})
+}
+
+// TestAdmissionBurstFillsLane: a burst of runs of a QUEUE task larger than
+// an admission lane's room is admitted and delivered, first in first out,
+// while the lane starts queued runs (which takes the dispatcher's lock)
+// and the dispatcher waits for room in the lane.
+func TestAdmissionBurstFillsLane(t *testing.T) {
+	t.Parallel()
+	// A deadlock blocks on locks, which a fake clock does not see as
+	// durable: bound the test in real time instead of hanging.
+	watchdog := time.AfterFunc(2*time.Minute, func() { panic("TestAdmissionBurstFillsLane: the burst deadlocked") })
+	defer watchdog.Stop()
+	synctest.Test(t, func(t *testing.T) {
+		const burst = 60
+		b := setup(t, scheduler.WithAdmitLaneCap(scheduler.Config{MisfireThreshold: 5 * time.Second}, 4))
+		start := time.Now()
+		b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy, tk.MaxQueue = 1, sundial.ConcurrencyQueue, 1000
+			tk.CatchUpMode, tk.CatchUpLimit = sundial.CatchUpFull, burst
+		})
+		// Down for 100 s: the 60 oldest missed fires are planned at once,
+		// all due, and reach the task's admission lane together.
+		waitUntil(start.Add(100*time.Second + 500*time.Millisecond))
+		b.start()
+		time.Sleep(30 * time.Second)
+		b.stop(t)
+
+		var order []time.Time
+		for _, c := range b.target.snapshot() {
+			if c.trigger == string(sundial.TriggerCatchUp) {
+				order = append(order, c.scheduled)
+			}
+		}
+		if len(order) != burst {
+			t.Fatalf("%d catch-up fires delivered, want %d", len(order), burst)
+		}
+		for i, at := range order {
+			if want := start.Add(time.Duration(i+1) * time.Second); !at.Equal(want) {
+				t.Fatalf("delivery %d is the fire of %s, want %s: first in, first out", i, at, want)
+			}
+		}
+	})
+}
+
+// TestOutcomeLines: every outcome line names the task as well as its id,
+// whichever path recorded the outcome (a delivery, an admission's skip).
+func TestOutcomeLines(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = 1500 * time.Millisecond
+		logs := &syncLog{}
+		start := time.Now()
+		tk := b.addTask(t, "1,2 * * * * *", func(tk *sundial.Task) { tk.OverlapAction = sundial.OverlapSkip })
+		stop := startNode(t, b, b.store, "node-log", slog.New(slog.NewJSONHandler(logs, nil)))
+		waitUntil(start.Add(5 * time.Second))
+		stop()
+
+		seen := map[string]bool{}
+		for line := range strings.Lines(logs.String()) {
+			var rec struct {
+				Msg      string `json:"msg"`
+				TaskID   int64  `json:"task_id"`
+				TaskName string `json:"task_name"`
+			}
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			if rec.Msg != "run finished" && rec.Msg != "run skipped" {
+				continue
+			}
+			if rec.TaskID != tk.ID || rec.TaskName != tk.Name {
+				t.Errorf("%q line names task %d %q, want %d %q", rec.Msg, rec.TaskID, rec.TaskName, tk.ID, tk.Name)
+			}
+			seen[rec.Msg] = true
+		}
+		if !seen["run finished"] || !seen["run skipped"] {
+			t.Errorf("outcome lines seen: %v, want a finished and a skipped run:\n%s", seen, logs)
+		}
+	})
+}
+
+// TestDisableStopsQueuedRuns: once a task is disabled nothing more of it
+// is sent, its queued runs included; they are recorded SKIPPED (DISABLED).
+func TestDisableStopsQueuedRuns(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.hold = 2 * time.Second
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy = 1, sundial.ConcurrencyQueue
+		})
+		// Fire 1 runs from 1 s to 3 s, fire 2 from 3 s; fires 3 and 4 queue.
+		waitUntil(start.Add(4*time.Second + 500*time.Millisecond))
+		cur, err := b.store.TaskGet(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status, cur.NextFireTime = sundial.TaskDisabled, nil
+		if err := b.store.TaskUpdate(context.Background(), cur, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		disabled := time.Now()
+		time.Sleep(10 * time.Second)
+		b.stop(t)
+
+		for _, c := range b.target.snapshot() {
+			if c.at.After(disabled) {
+				t.Errorf("the fire of %s was delivered at +%s, after the task was disabled at +%s",
+					c.scheduled.Sub(start), c.at.Sub(start), disabled.Sub(start))
+			}
+		}
+		skipped := 0
+		for _, r := range b.runs(t, tk.ID) {
+			switch {
+			case r.Status == sundial.RunQueued:
+				t.Errorf("run %d is still QUEUED", r.ID)
+			case r.SkipReason == sundial.SkipDisabled:
+				skipped++
+			}
+		}
+		if skipped < 2 {
+			t.Errorf("%d runs SKIPPED (DISABLED), want the 2 queued when the task was disabled", skipped)
+		}
+	})
+}
+
+// TestCatchUpAfterLongOutage: an outage longer than the lookahead plus the
+// misfire threshold leaves planned fires behind it as well as fires never
+// planned. Each missed fire is counted once: NONE writes one MISFIRE record
+// for the outage, COMPACT makes one call, FULL runs each missed fire once.
+func TestCatchUpAfterLongOutage(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := scheduler.Config{MisfireThreshold: 5 * time.Second}
+		b := setup(t, cfg)
+		start := time.Now()
+		tasks := map[sundial.CatchUpMode]*sundial.Task{}
+		for _, mode := range []sundial.CatchUpMode{sundial.CatchUpNone, sundial.CatchUpCompact, sundial.CatchUpFull} {
+			tasks[mode] = b.addTask(t, "*/2 * * * * *", func(tk *sundial.Task) { tk.CatchUpMode = mode })
+		}
+		b.start()
+		waitUntil(start.Add(9*time.Second + 500*time.Millisecond))
+		b.stop(t) // fires 2 to 8 went out; 10 to 18 stay planned, held by no node
+		waitUntil(start.Add(34*time.Second + 500*time.Millisecond))
+
+		// The restart: fires 10 to 28 are more than 5 s late, 30 to 34 less.
+		reg := prometheus.NewRegistry()
+		cfg.Node = sundial.Node{ID: "node-restarted"}
+		s, err := scheduler.New(cfg, b.store, b.target, nil, reg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		time.Sleep(5 * time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+
+		var missed []time.Time
+		for f := 10; f <= 28; f += 2 {
+			missed = append(missed, start.Add(time.Duration(f)*time.Second))
+		}
+		calls := map[string]int{}
+		for _, c := range b.target.snapshot() {
+			calls[c.key]++
+		}
+		for mode, tk := range tasks {
+			var misfires, catchUps []*sundial.Run
+			for _, r := range b.runs(t, tk.ID) {
+				switch {
+				case r.SkipReason == sundial.SkipMisfire:
+					misfires = append(misfires, r)
+				case r.Trigger == sundial.TriggerCatchUp:
+					catchUps = append(catchUps, r)
+				case r.Trigger == sundial.TriggerSchedule && r.ScheduledTime.After(start.Add(9*time.Second)) &&
+					r.ScheduledTime.Before(start.Add(29*time.Second)):
+					t.Errorf("%s: missed fire of +%s ran as a scheduled fire (%s)", mode, r.ScheduledTime.Sub(start), r.Status)
+				}
+			}
+			switch mode {
+			case sundial.CatchUpNone:
+				if len(misfires) != 1 || len(catchUps) != 0 || misfires[0].MissedCount != len(missed) ||
+					!misfires[0].ScheduledTime.Equal(missed[0]) {
+					t.Errorf("NONE: %d MISFIRE records %v, %d catch-up runs; want one record of %d fires from +10s",
+						len(misfires), summarize(misfires), len(catchUps), len(missed))
+				}
+			case sundial.CatchUpCompact:
+				if len(catchUps) != 1 || len(misfires) != 0 || catchUps[0].MissedCount != len(missed) ||
+					calls[catchUps[0].IdempotencyKey] != 1 {
+					t.Errorf("COMPACT: %d catch-up runs, %d MISFIRE records; want one run standing for %d fires, called once",
+						len(catchUps), len(misfires), len(missed))
+				}
+			case sundial.CatchUpFull:
+				var got []time.Time
+				for _, r := range catchUps {
+					got = append(got, r.ScheduledTime)
+					if calls[r.IdempotencyKey] != 1 {
+						t.Errorf("FULL: the catch-up run of +%s was called %d times", r.ScheduledTime.Sub(start), calls[r.IdempotencyKey])
+					}
+				}
+				slices.SortFunc(got, time.Time.Compare)
+				if len(misfires) != 0 || !slices.EqualFunc(got, missed, time.Time.Equal) {
+					t.Errorf("FULL: catch-up runs of %v and %d MISFIRE records; want one run of each of %v", got, len(misfires), missed)
+				}
+			}
+			// The fires late by less than the threshold ran, late.
+			for f := 30; f <= 34; f += 2 {
+				key := sundial.IdempotencyKeyFor(tk.ID, sundial.ScheduledFireKey(start.Add(time.Duration(f)*time.Second)))
+				if calls[key] != 1 {
+					t.Errorf("%s: the fire of +%ds was called %d times, want once", mode, f, calls[key])
+				}
+			}
+		}
+		if got := counterValue(t, reg, "sundial_fires_missed_total"); got != float64(len(missed)) {
+			t.Errorf("sundial_fires_missed_total = %v, want %d (the NONE task's fires)", got, len(missed))
+		}
+	})
+}
+
+// counterValue is the value of the counter name in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			sum := 0.0
+			for _, m := range f.GetMetric() {
+				sum += m.GetCounter().GetValue()
+			}
+			return sum
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestStartingDeadline: a task's starting_deadline_seconds replaces the
+// server's misfire threshold for its fires, whether they were planned
+// before an outage or not.
+func TestStartingDeadline(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		cfg := scheduler.Config{MisfireThreshold: time.Minute}
+		b := setup(t, cfg)
+		start := time.Now()
+		strict := b.addTask(t, "* * * * * *", func(tk *sundial.Task) { tk.StartingDeadline = 2 })
+		lenient := b.addTask(t, "* * * * * *", nil)
+		b.start()
+		waitUntil(start.Add(5*time.Second + 500*time.Millisecond))
+		b.stop(t) // fires 1 to 5 went out; 6 to 15 stay planned
+		waitUntil(start.Add(12*time.Second + 500*time.Millisecond))
+		cfg.Node = sundial.Node{ID: "node-restarted"}
+		s, err := scheduler.New(cfg, b.store, b.target, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- s.Run(ctx) }()
+		time.Sleep(3 * time.Second)
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+
+		// The strict task: fires 6 to 10 were more than 2 s late at the
+		// restart, counted in one MISFIRE record; 11 and 12 ran late.
+		var misfires []*sundial.Run
+		ran := map[int]bool{}
+		for _, r := range b.runs(t, strict.ID) {
+			if r.SkipReason == sundial.SkipMisfire {
+				misfires = append(misfires, r)
+			} else if r.Status == sundial.RunSuccess {
+				ran[int(r.ScheduledTime.Sub(start)/time.Second)] = true
+			}
+		}
+		if len(misfires) != 1 || misfires[0].MissedCount != 5 || !misfires[0].ScheduledTime.Equal(start.Add(6*time.Second)) {
+			t.Errorf("strict task: MISFIRE records %v, want one of 5 fires from +6s", summarize(misfires))
+		}
+		for f := 1; f <= 15; f++ {
+			if want := f <= 5 || f >= 11; ran[f] != want {
+				t.Errorf("strict task: the fire of +%ds ran: %v, want %v", f, ran[f], want)
+			}
+		}
+		// The lenient task runs every fire late by less than the server's
+		// minute.
+		for _, r := range b.runs(t, lenient.ID) {
+			if r.ScheduledTime.After(start.Add(15 * time.Second)) {
+				continue // planned ahead when the node stopped
+			}
+			if r.Status != sundial.RunSuccess || r.Trigger != sundial.TriggerSchedule {
+				t.Errorf("lenient task: run of +%s is %s (%s), want every fire SUCCESS",
+					r.ScheduledTime.Sub(start), r.Status, r.SkipReason)
+			}
 		}
 	})
 }

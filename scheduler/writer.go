@@ -111,6 +111,7 @@ func (w *writer) write(batch []result) {
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
+	w.s.pool.written(batch)
 	queueTasks := map[int64]*sundial.Task{}
 	for i, r := range batch {
 		f, run := r.fin, r.job.run
@@ -125,23 +126,11 @@ func (w *writer) write(batch []result) {
 				"trace_id", r.job.trace, "fence", f.Fence, "status", f.Status)
 			continue
 		}
-		attrs := []any{"task_id", run.TaskID, "run_id", run.ID, "trace_id", r.job.trace,
-			"status", f.Status, "attempt", r.job.attempt, "delivery", r.job.deliveryNo(),
-			"scheduled_time", run.ScheduledTime, "lag_ms", f.StartedAt.Sub(run.ScheduledTime).Milliseconds(),
-			"duration_ms", f.FinishedAt.Sub(f.StartedAt).Milliseconds(), "http_status", f.HTTPStatus}
-		switch {
-		case f.Retry:
-			w.s.m.retries.Inc()
-			w.s.log.Warn("run will be retried", append(attrs, "retry_at", f.DueAt, "error", f.Error)...)
-		case f.Status == sundial.RunWaitingCallback:
-			w.s.log.Info("run waiting for its callback", append(attrs, "deadline", f.DueAt)...)
+		w.s.record(outcome{run: run, task: r.job.task, status: f.Status, retry: f.Retry, dueAt: f.DueAt,
+			err: f.Error, trace: r.job.trace, attempt: r.job.attempt, delivery: r.job.deliveryNo(),
+			httpStatus: f.HTTPStatus, started: f.StartedAt, finished: f.FinishedAt})
+		if f.Status == sundial.RunWaitingCallback {
 			continue // it holds its slot until the callback
-		case f.Status == sundial.RunSuccess:
-			w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
-			w.s.log.Info("run finished", attrs...)
-		default:
-			w.s.m.fires.WithLabelValues(string(f.Status)).Inc()
-			w.s.log.Warn("run finished", append(attrs, "error", f.Error)...)
 		}
 		if t := r.job.task; queues(t) {
 			queueTasks[t.ID] = t

@@ -164,7 +164,9 @@ type asyncRun struct {
 	Fence          int64           `json:"fence"`
 	DueAt          time.Time       `json:"due_at"`
 	HTTPStatus     int             `json:"http_status"`
+	ResponseBody   string          `json:"response_body"`
 	Error          string          `json:"error"`
+	Message        string          `json:"message"`
 	Result         json.RawMessage `json:"result"`
 	Progress       json.RawMessage `json:"progress"`
 	Checkpoint     json.RawMessage `json:"checkpoint"`
@@ -335,13 +337,19 @@ func TestAsyncCallbackE2E(t *testing.T) {
 
 		data = asyncExpect(t, "success callback", 200, "", "", "POST", c.cbURL, "bearer", c.token, done)
 		var answered asyncRun
-		if err := json.Unmarshal(data, &answered); err != nil || answered.ID != c.runID || answered.Status != "SUCCESS" {
-			t.Errorf("callback answered %s, want run %d SUCCESS", data, c.runID)
+		if err := json.Unmarshal(data, &answered); err != nil || answered.ID != c.runID || answered.Status != "SUCCESS" ||
+			answered.Message != "all done" || answered.Error != "" {
+			t.Errorf("callback answered %s, want run %d SUCCESS with the message and no error", data, c.runID)
 		}
 		r := asyncGetRun(t, n, c.runID)
 		if r.Status != "SUCCESS" || !jsonEqual(r.Result, []byte(`{"rows":42,"files":["a","b"]}`)) ||
-			len(r.Attempts) != 1 || r.Attempts[0].Status != "SUCCESS" || r.Attempts[0].Delivery != 1 {
+			len(r.Attempts) != 1 || r.Attempts[0].Status != "SUCCESS" || r.Attempts[0].Delivery != 1 ||
+			r.Attempts[0].Error != "" {
 			t.Errorf("run after the callback: %+v, want SUCCESS with the result and one SUCCESS attempt", r)
+		}
+		// A success's message is the run's message, not an error.
+		if r.Message != "all done" || r.Error != "" {
+			t.Errorf("run after the callback: message %q, error %q; want \"all done\" and no error", r.Message, r.Error)
 		}
 		asyncWaitTask(t, n, task.ID, "COMPLETED", 5*time.Second)
 
@@ -420,8 +428,15 @@ func TestAsyncCallbackE2E(t *testing.T) {
 		// The target saves a checkpoint, then reports failure.
 		asyncExpect(t, "progress", 200, "", "", "POST", progressURL(c1.cbURL), "header", c1.token,
 			`{"progress":{"pct":70}, "checkpoint": {"page": 7, "cursor": "x y"}}`)
-		asyncExpect(t, "FAILED callback", 200, "", "", "POST", c1.cbURL, "header", c1.token,
+		data := asyncExpect(t, "FAILED callback", 200, "", "", "POST", c1.cbURL, "header", c1.token,
 			`{"status":"FAILED","message":"upstream down","result":{"code":"E42"}}`)
+		// Waiting for its retry, the run shows the failure: the message
+		// explains it, as the message and as the error.
+		var failed asyncRun
+		if err := json.Unmarshal(data, &failed); err != nil || failed.Status != "SCHEDULED" ||
+			failed.Message != "upstream down" || failed.Error != "upstream down" {
+			t.Errorf("FAILED callback answered %s, want the run SCHEDULED for its retry with message and error \"upstream down\"", data)
+		}
 
 		c2 := tgt.next(t, 10*time.Second)
 		if c2.runID != c1.runID || c2.key != c1.key || c2.delivery != "2" || c2.token == c1.token || c2.cbURL != c1.cbURL {

@@ -274,37 +274,47 @@ func TestServeFiresOnTheSecond(t *testing.T) {
 	}
 }
 
-// TestServeRestartCatchUp stops a node, leaves it down past the misfire
-// threshold, and checks each catch-up mode on the next start.
+// TestServeRestartCatchUp stops a node, leaves it down for longer than the
+// lookahead plus the misfire threshold (so that fires it had planned and
+// fires it never planned are both missed), and checks each catch-up mode
+// on the next start: every second of the task is accounted for exactly
+// once, and the missed ones together (one MISFIRE record, one COMPACT
+// run, or one FULL run each). DEADLINE is NONE with the task's own
+// starting_deadline_seconds instead of the server's threshold.
 func TestServeRestartCatchUp(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	for _, mode := range []string{"NONE", "COMPACT", "FULL"} {
+	for _, mode := range []string{"NONE", "COMPACT", "FULL", "DEADLINE"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
 			h := newHook(t)
 			db := filepath.Join(t.TempDir(), "sundial.db")
-			flags := []string{"--scheduler.misfire_threshold", "1s"}
+			flags := []string{"--scheduler.lookahead", "2s", "--scheduler.misfire_threshold", "1s"}
+			extra := fmt.Sprintf(`"catch_up_mode":%q`, mode)
+			if mode == "DEADLINE" {
+				flags = []string{"--scheduler.lookahead", "2s"} // the server's threshold stays 1m
+				extra = `"catch_up_mode":"NONE","starting_deadline_seconds":1`
+			}
 			n := startNode(t, db, flags...)
 			var task taskJSON
 			n.do(t, "POST", "/api/v1/tasks", fmt.Sprintf(`{"name":"catch-up","cron_expr":"* * * * * *",
-				"target_url":%q,"catch_up_mode":%q,"overlap_action":"PARALLEL"}`, h.srv.URL, mode), 201, &task)
+				"target_url":%q,"overlap_action":"PARALLEL",%s}`, h.srv.URL, extra), 201, &task)
 			h.wait(t, 1, 10*time.Second)
 			n.stop(t)
-			down := time.Now()
 
-			// Down for four seconds: at least two fires are older than the
-			// one-second misfire threshold at the restart.
-			time.Sleep(4 * time.Second)
+			// Down for five seconds: past the 2 s lookahead plus the 1 s
+			// threshold at the restart.
+			time.Sleep(5 * time.Second)
 			n2 := startNode(t, db, flags...)
 			h.wait(t, 1, 10*time.Second)
 			var runs runList
 			deadline := time.Now().Add(10 * time.Second)
 			for {
+				runs = runList{} // decoding into old items would keep their omitted fields
 				n2.do(t, "GET", fmt.Sprintf("/api/v1/tasks/%d/runs?limit=100", task.ID), "", 200, &runs)
-				if ok, why := catchUpDone(mode, runs.Items, down); ok {
+				if ok, why := catchUpDone(mode, runs.Items); ok {
 					break
 				} else if time.Now().After(deadline) {
 					t.Fatalf("%s: %s; runs: %+v", mode, why, runs.Items)
@@ -315,28 +325,72 @@ func TestServeRestartCatchUp(t *testing.T) {
 	}
 }
 
-// catchUpDone reports whether the runs show the catch-up mode at work for
-// the fires missed after down.
-func catchUpDone(mode string, runs []runJSON, down time.Time) (bool, string) {
-	var misfire, catchUp int
-	for _, r := range runs {
-		if r.SkipReason == "MISFIRE" {
-			misfire += r.MissedCount
+// catchUpDone reports whether the runs of a task firing every second show
+// the catch-up mode at work after an outage: every second from the first
+// fire to the last run is accounted for exactly once, by a scheduled run,
+// a catch-up run (FULL), or a MISFIRE record or COMPACT run's count of
+// the missed seconds, which form one range.
+func catchUpDone(mode string, runs []runJSON) (bool, string) {
+	covered := map[int64]int{}
+	var first, last int64
+	var misfires, compact, full int
+	for i, r := range runs {
+		sec := r.ScheduledTime.Unix()
+		if i == 0 || sec < first {
+			first = sec
 		}
-		if r.Trigger == "CATCH_UP" && r.Status == "SUCCESS" {
-			catchUp++
-			if mode == "COMPACT" && r.MissedCount < 2 {
-				return false, fmt.Sprintf("COMPACT run stands for %d fires, want at least 2", r.MissedCount)
+		if i == 0 || sec > last {
+			last = sec
+		}
+		switch {
+		case r.SkipReason == "MISFIRE":
+			misfires++
+			for k := range int64(r.MissedCount) {
+				covered[sec+k]++
+			}
+		case r.Trigger == "CATCH_UP" && r.MissedCount > 0:
+			compact++
+			// A COMPACT run is due at the restart; its fire key names the
+			// first missed second, and its count the range.
+			if r.Status != "SUCCESS" {
+				return false, fmt.Sprintf("COMPACT run %d is %s", r.ID, r.Status)
+			}
+		case r.Trigger == "CATCH_UP":
+			full++
+			covered[sec]++
+		default:
+			covered[sec]++
+		}
+	}
+	if compact > 0 {
+		// The seconds no other run accounts for are the COMPACT run's.
+		for _, r := range runs {
+			if r.Trigger == "CATCH_UP" && r.MissedCount > 0 {
+				gap := int64(0)
+				for sec := first; sec <= last; sec++ {
+					if covered[sec] == 0 {
+						gap++
+						covered[sec]++
+					}
+				}
+				if gap != int64(r.MissedCount) {
+					return false, fmt.Sprintf("COMPACT run counts %d fires, %d seconds went unrun", r.MissedCount, gap)
+				}
 			}
 		}
 	}
+	for sec := first; sec <= last; sec++ {
+		if covered[sec] != 1 {
+			return false, fmt.Sprintf("second %s accounted for %d times", time.Unix(sec, 0).UTC().Format(time.TimeOnly), covered[sec])
+		}
+	}
 	switch mode {
-	case "NONE":
-		return misfire >= 2 && catchUp == 0, fmt.Sprintf("MISFIRE counted %d, catch-up runs %d", misfire, catchUp)
+	case "NONE", "DEADLINE":
+		return misfires == 1 && compact+full == 0, fmt.Sprintf("%d MISFIRE records, %d catch-up runs", misfires, compact+full)
 	case "COMPACT":
-		return catchUp == 1 && misfire == 0, fmt.Sprintf("catch-up runs %d, misfires %d", catchUp, misfire)
+		return compact == 1 && misfires+full == 0, fmt.Sprintf("%d COMPACT runs, %d MISFIRE records", compact, misfires)
 	default:
-		return catchUp >= 2 && misfire == 0, fmt.Sprintf("catch-up runs %d, misfires %d", catchUp, misfire)
+		return full >= 2 && misfires+compact == 0, fmt.Sprintf("%d FULL catch-up runs, %d MISFIRE records", full, misfires+compact)
 	}
 }
 

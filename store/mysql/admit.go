@@ -127,7 +127,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		case sundial.RunRunning:
 			_, err = tx.ExecContext(ctx, `UPDATE runs
 				SET status = 'RUNNING', attempt = ?, started_at = ?, deliveries = deliveries + 1,
-					trace_id = ?, updated_at = ?
+					trace_id = ?, updated_at = ?, `+sqlrow.StartClears("")+`
 				WHERE id = ?`, d.Attempt, at, d.TraceID, at, id)
 		case sundial.RunQueued:
 			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'QUEUED', attempt = ?, updated_at = ?

@@ -60,7 +60,7 @@ const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = 
 var claimStartCols = []string{"id", "trace_id"}
 
 // claimStartSQL gives n locked runs to a node and starts them, as RunStart
-// would, in one write of each (arguments: the (id, trace_id) rows, then
+// would (emptying what the previous delivery left: sqlrow.StartClears), in one write of each (arguments: the (id, trace_id) rows, then
 // node, updated_at, and the same clock again for started_at, the later of
 // due_at and now). The assignments read no column another one sets, so
 // their order (which a multi-table UPDATE does not define) does not
@@ -69,7 +69,7 @@ func claimStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", claimStartCols, n) + `
 	SET r.node_id = ?, r.fence = r.fence + 1, r.updated_at = ?, r.status = 'RUNNING',
 		r.attempt = GREATEST(r.attempt, 1), r.started_at = GREATEST(r.due_at, ?), r.trace_id = v.trace_id,
-		r.deliveries = r.deliveries + 1
+		r.deliveries = r.deliveries + 1, ` + sqlrow.StartClears("r.") + `
 	WHERE r.status = 'SCHEDULED' AND r.node_id = ''`
 }
 
@@ -237,6 +237,7 @@ func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.
 	for i, r := range runs {
 		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, sqlrow.FromMicros(now)
 		r.Status, r.Attempt, r.Deliveries, r.TraceID = sundial.RunRunning, max(r.Attempt, 1), r.Deliveries+1, traces[i]
+		r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 0, "", "", ""
 		at := sqlrow.FromMicros(max(sqlrow.Micros(r.DueAt), now))
 		r.StartedAt = &at
 	}
@@ -416,6 +417,109 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		return nil
 	})
 	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
+}
+
+// missedCandidatesSQL reads, without locking, the planned fires due before
+// ? (the first two arguments) that no node holds and those a node holds,
+// up to ? of each, through runs_claim.
+const missedCandidatesSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_claim)
+		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at < ? AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, priority DESC, id LIMIT ?)
+	UNION ALL
+	(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_claim)
+		WHERE status = 'SCHEDULED' AND node_id > '' AND due_at < ? AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, id LIMIT ?)`
+
+// RunUnplanMissed deletes the planned fires that missed reports too late
+// to start, whoever holds them, and rewinds their tasks. Like RunUnplan it
+// locks the runs' tasks in ID order, then the runs, and checks each run
+// again under its lock.
+func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
+	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		looked, deleted = 0, 0
+		at := sqlrow.Micros(before)
+		runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, missedCandidatesSQL, at, limit, at, limit))
+		if err != nil || len(runs) == 0 {
+			return err
+		}
+		sqlrow.SortByDue(runs)
+		runs = runs[:min(len(runs), limit)]
+		looked = len(runs)
+		taskIDs := make([]int64, 0, len(runs))
+		for _, r := range runs {
+			taskIDs = append(taskIDs, r.TaskID)
+		}
+		slices.Sort(taskIDs)
+		tasks, err := lockTasks(ctx, tx, slices.Compact(taskIDs), true, false)
+		if err != nil {
+			return err
+		}
+		var ids []int64
+		for _, r := range runs {
+			if missed(r, tasks[r.TaskID]) {
+				ids = append(ids, r.ID)
+			}
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		cur, _, err := lockRunsFull(ctx, tx, ids)
+		if err != nil {
+			return err
+		}
+		var (
+			del    []int64
+			rewind = map[int64]int64{} // task ID -> earliest scheduled_at
+			order  []int64
+		)
+		for _, id := range ids {
+			r, ok := cur[id]
+			if !ok || r.Status != sundial.RunScheduled || r.Deliveries > 0 || r.Trigger != sundial.TriggerSchedule {
+				continue // started, or gone, since it was read
+			}
+			del = append(del, id)
+			at := sqlrow.Micros(r.ScheduledTime)
+			if prev, seen := rewind[r.TaskID]; !seen {
+				rewind[r.TaskID] = at
+				order = append(order, r.TaskID)
+			} else if at < prev {
+				rewind[r.TaskID] = at
+			}
+		}
+		for part := range slices.Chunk(del, batchIDs) {
+			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(part))+`)`,
+				int64Args(part)...)
+			if err != nil {
+				return err
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return err
+			}
+			deleted += int(n)
+		}
+		slices.Sort(order)
+		for _, part := range chunks(len(order), nil, nil) {
+			args := make([]any, 0, 2*len(part))
+			for _, i := range part {
+				args = append(args, order[i], rewind[order[i]])
+			}
+			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "rewind_at"}, len(part))+`
+				SET t.next_fire_at = LEAST(COALESCE(t.next_fire_at, v.rewind_at), v.rewind_at)
+				WHERE t.deleted = 0`, args...); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, sqlrow.Wrap(err, "unplan missed fires")
+	}
+	return looked, deleted, nil
 }
 
 // redeliverCandidatesSQL reads INTERRUPTED runs, oldest (by scheduled time,

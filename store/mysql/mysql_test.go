@@ -119,6 +119,25 @@ func TestOpenBadDSN(t *testing.T) {
 	}
 }
 
+// migrationVersions returns the versions of the embedded migrations, in
+// order.
+func migrationVersions(t *testing.T) []int64 {
+	t.Helper()
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	migs, err := migrate.Load(sub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vs []int64
+	for _, m := range migs {
+		vs = append(vs, m.Version)
+	}
+	return vs
+}
+
 // TestMigrateConcurrent starts several nodes on one new database at once:
 // every one succeeds, and each migration is applied exactly once.
 func TestMigrateConcurrent(t *testing.T) {
@@ -156,18 +175,7 @@ func TestMigrateConcurrent(t *testing.T) {
 		}
 	}
 	slices.Sort(applied)
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		t.Fatal(err)
-	}
-	all, err := migrate.Load(sub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []int64 // each migration once
-	for _, m := range all {
-		want = append(want, m.Version)
-	}
+	want := migrationVersions(t)
 	if !slices.Equal(applied, want) {
 		t.Fatalf("versions applied by %d concurrent migrators = %v, want %v", nodes, applied, want)
 	}

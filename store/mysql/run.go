@@ -24,7 +24,7 @@ func getRun(ctx context.Context, tx *sql.Tx, id int64, lock bool) (*sundial.Run,
 	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, id))
 }
 
-const runInsertWidth = 27
+const runInsertWidth = 29
 
 // runInsertSQL inserts n runs.
 func runInsertSQL(n int) string {
@@ -50,7 +50,7 @@ func runInsertArgs(args []any, r *sundial.Run) []any {
 		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt),
 		sqlrow.Micros(r.DueAt), jsonText(r.Result), jsonText(r.Progress), jsonText(r.Checkpoint), r.Priority,
-		r.StartAhead)
+		r.StartAhead, jsonText(r.Params), text(r.Message))
 }
 
 // bin passes s as a binary string (_binary'...'): response bodies are the
@@ -218,7 +218,7 @@ var runStartCols = []string{"id", "fence", "attempt", "started_at", "trace_id"}
 func runStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", runStartCols, n) + `
 	SET r.status = 'RUNNING', r.attempt = v.attempt, r.started_at = v.started_at, r.trace_id = v.trace_id,
-		r.deliveries = r.deliveries + 1, r.updated_at = v.started_at
+		r.deliveries = r.deliveries + 1, r.updated_at = v.started_at, ` + sqlrow.StartClears("r.") + `
 	WHERE r.fence = v.fence AND r.status = 'SCHEDULED'`
 }
 
@@ -556,7 +556,7 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 	if !c.DueAt.IsZero() {
 		due = sql.NullInt64{Int64: sqlrow.Micros(c.DueAt), Valid: true}
 	}
-	msg, result := text(c.Error), jsonText(c.Result)
+	msg, result, note := text(c.Error), jsonText(c.Result), text(c.Message)
 	var out *sundial.Run
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		r, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "")
@@ -578,13 +578,13 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 		if c.Retry {
 			_, err = tx.ExecContext(ctx, `UPDATE runs
 				SET status = 'SCHEDULED', node_id = '', due_at = COALESCE(?, due_at), error = ?, result_json = ?,
-					finished_at = NULL, updated_at = COALESCE(?, `+nowSQL+`)
-				WHERE id = ?`, due, msg, result, finished, r.ID)
+					message = ?, finished_at = NULL, updated_at = COALESCE(?, `+nowSQL+`)
+				WHERE id = ?`, due, msg, result, note, finished, r.ID)
 		} else {
 			_, err = tx.ExecContext(ctx, `UPDATE runs
 				SET status = ?, finished_at = COALESCE(?, `+nowSQL+`), error = ?, result_json = ?,
-					updated_at = COALESCE(?, `+nowSQL+`)
-				WHERE id = ?`, string(c.Status), finished, msg, result, finished, r.ID)
+					message = ?, updated_at = COALESCE(?, `+nowSQL+`)
+				WHERE id = ?`, string(c.Status), finished, msg, result, note, finished, r.ID)
 		}
 		if err != nil {
 			return err

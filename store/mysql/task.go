@@ -461,6 +461,15 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 				return err
 			}
 		}
+		if t.Status != sundial.TaskEnabled {
+			// A disabled task sends nothing more: its queued runs are
+			// skipped, recorded.
+			_, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
+				SET status = 'SKIPPED', skip_reason = ?, error = ?, finished_at = ?, updated_at = ?
+				WHERE task_id = ? AND status = 'QUEUED'`,
+				string(sundial.SkipDisabled), sundial.DisabledQueuedError, at, at, t.ID)
+			return err
+		}
 		return nil
 	})
 	if err != nil {

@@ -89,10 +89,10 @@ var (
 
 // The admission writes are guarded by the run's fence and status as read:
 // RunStart, RunCancel and RunRelease change runs without the task lock.
-const (
+var (
 	admitRunningSQL = `UPDATE runs
 		SET status = 'RUNNING', attempt = $1, started_at = $2, deliveries = deliveries + 1,
-			trace_id = $3, updated_at = $2
+			trace_id = $3, updated_at = $2, ` + sqlrow.StartClears("") + `
 		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + sqlrow.RunCols
 	admitQueuedSQL = `UPDATE runs SET status = 'QUEUED', attempt = $1, updated_at = $2
 		WHERE id = $3 AND fence = $4 AND status = $5 RETURNING ` + sqlrow.RunCols

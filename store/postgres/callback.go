@@ -37,16 +37,16 @@ const runCompleteAttemptSQL = `INSERT INTO run_attempts (run_id, delivery, node_
 const runCompleteLatestSQL = `UPDATE run_attempts SET status = $2, error = $3, finished_at = $4
 	WHERE id = (SELECT id FROM run_attempts WHERE run_id = $1 ORDER BY id DESC LIMIT 1)`
 
-// runCompleteSQL ends run $1 with status $2 at $3 (error $4, result $5),
-// or, with $6 (retry), sends it back to SCHEDULED, held by no node, due at
-// $7 (NULL: due_at kept), unfinished. The fence stays: the next claim bumps
+// runCompleteSQL ends run $1 with status $2 at $3 (error $4, result $5,
+// message $8), or, with $6 (retry), sends it back to SCHEDULED, held by no
+// node, due at $7 (NULL: due_at kept), unfinished. The fence stays: the next claim bumps
 // it.
 const runCompleteSQL = `UPDATE runs SET
 		status = CASE WHEN $6::boolean THEN 'SCHEDULED' ELSE $2::text END,
 		node_id = CASE WHEN $6 THEN '' ELSE node_id END,
 		due_at = CASE WHEN $6 THEN COALESCE($7::bigint, due_at) ELSE due_at END,
 		finished_at = CASE WHEN $6 THEN NULL ELSE $3::bigint END,
-		error = $4, result_json = $5, updated_at = $3
+		error = $4, result_json = $5, message = $8, updated_at = $3
 	WHERE id = $1
 	RETURNING ` + sqlrow.RunCols
 
@@ -103,7 +103,8 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 		} else {
 			wb.Queue(runCompleteLatestSQL, c.ID, string(c.Status), errText, finished)
 		}
-		wb.Queue(runCompleteSQL, c.ID, string(c.Status), finished, errText, nullJSON(c.Result), c.Retry, due).
+		wb.Queue(runCompleteSQL, c.ID, string(c.Status), finished, errText, nullJSON(c.Result), c.Retry, due,
+			cleanText(c.Message)).
 			QueryRow(func(row pgx.Row) error {
 				var err error
 				out, err = scanRun(row)

@@ -50,17 +50,24 @@ func qualified(alias, cols string) string {
 // at or after $6), which its row sub-SELECT decides once per run, from the
 // row it updates: RUNNING, attempt at least 1, started at the later of its
 // due time and now, a new trace ID (32 lowercase hex digits: a random
-// UUID's), one more delivery. Each claimed task comes once, with the first
-// of its runs; its other runs have NULL in the task's columns. $1 node, $2
-// until, $3 limit, $4 now, $5 ClaimStart.By, $6 ClaimStart.FreshAfter.
+// UUID's), one more delivery, and what the previous delivery left
+// (answer, error, callback message: sqlrow.StartClears) emptied. Each
+// claimed task comes once, with the first of its runs; its other runs have
+// NULL in the task's columns. $1 node, $2 until, $3 limit, $4 now, $5
+// ClaimStart.By, $6 ClaimStart.FreshAfter.
 var claimDueSQL = `WITH claimed AS (
 		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4,
-			(status, attempt, started_at, trace_id, deliveries) = (SELECT
+			(status, attempt, started_at, trace_id, deliveries,
+				http_status, response_body, error, message) = (SELECT
 				CASE WHEN st.s THEN 'RUNNING' ELSE runs.status END,
 				CASE WHEN st.s THEN GREATEST(runs.attempt, 1) ELSE runs.attempt END,
 				CASE WHEN st.s THEN GREATEST(runs.due_at, $4) ELSE runs.started_at END,
 				CASE WHEN st.s THEN replace(gen_random_uuid()::text, '-', '') ELSE runs.trace_id END,
-				CASE WHEN st.s THEN runs.deliveries + 1 ELSE runs.deliveries END
+				CASE WHEN st.s THEN runs.deliveries + 1 ELSE runs.deliveries END,
+				CASE WHEN st.s THEN 0 ELSE runs.http_status END,
+				CASE WHEN st.s THEN ''::bytea ELSE runs.response_body END,
+				CASE WHEN st.s THEN '' ELSE runs.error END,
+				CASE WHEN st.s THEN '' ELSE runs.message END
 				FROM (SELECT runs.due_at <= $5 AND (runs.deliveries > 0
 					OR (runs.start_ahead AND runs.scheduled_at >= $6)) AS s) AS st)
 		WHERE id = ANY (ARRAY(
@@ -283,6 +290,90 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 	}
 	err := retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
 	return sqlrow.Wrap(badTextOr(err), "unplan runs of node %s", nodeID)
+}
+
+// missedPickSQL reads the planned fires due before $1 that no node holds
+// (through runs_unclaimed, in its order) and those a node holds (few:
+// claimed a moment before their instant), up to $2 of each.
+var missedPickSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs
+		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at < $1 AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, priority DESC, id LIMIT $2)
+	UNION ALL
+	(SELECT ` + sqlrow.RunCols + ` FROM runs
+		WHERE status = 'SCHEDULED' AND node_id <> '' AND due_at < $1 AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, id LIMIT $2)`
+
+// missedDeleteSQL deletes the runs $1 that are still planned fires never
+// delivered, whoever holds them, and rewinds each task's next_fire_at to
+// the earliest of its deleted runs when that is earlier (as runUnplanSQL).
+const missedDeleteSQL = `WITH gone AS (
+		DELETE FROM runs
+		WHERE id = ANY($1) AND status = 'SCHEDULED' AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		RETURNING task_id, scheduled_at
+	), rewound AS (
+		UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
+		FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
+		WHERE tasks.id = e.task_id
+	)
+	SELECT count(*) FROM gone`
+
+// RunUnplanMissed deletes the planned fires that missed reports too late
+// to start, whoever holds them, and rewinds their tasks. Their tasks are
+// locked first, in ID order, as every writer of a task's runs does.
+func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
+	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = retry(ctx, func() error {
+		looked, deleted = 0, 0
+		var runs []*sundial.Run
+		b := beginBatch()
+		b.Queue(customPlans)
+		b.Queue(missedPickSQL, sqlrow.Micros(before), limit).Query(func(rows pgx.Rows) error {
+			var err error
+			runs, err = scanRuns(rows)
+			return err
+		})
+		return s.inTx(ctx, b, func(tx pgx.Tx) error {
+			if len(runs) == 0 {
+				return nil
+			}
+			sqlrow.SortByDue(runs)
+			runs = runs[:min(len(runs), limit)]
+			looked = len(runs)
+			taskIDs := make([]int64, 0, len(runs))
+			for _, r := range runs {
+				taskIDs = append(taskIDs, r.TaskID)
+			}
+			rows, err := tx.Query(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ANY($1) ORDER BY id FOR UPDATE`, taskIDs)
+			if err != nil {
+				return err
+			}
+			ts, err := scanTasks(rows)
+			if err != nil {
+				return err
+			}
+			tasks := make(map[int64]*sundial.Task, len(ts))
+			for _, t := range ts {
+				tasks[t.ID] = t
+			}
+			var gone []int64
+			for _, r := range runs {
+				if missed(r, tasks[r.TaskID]) {
+					gone = append(gone, r.ID)
+				}
+			}
+			if len(gone) == 0 {
+				return nil
+			}
+			return tx.QueryRow(ctx, missedDeleteSQL, gone).Scan(&deleted)
+		})
+	})
+	if err != nil {
+		return 0, 0, sqlrow.Wrap(badTextOr(err), "unplan missed fires")
+	}
+	return looked, deleted, nil
 }
 
 // redeliverPickSQL picks the oldest INTERRUPTED runs (by scheduled time,

@@ -27,16 +27,18 @@ func scanRun(row pgx.Row) (*sundial.Run, error) {
 		body                    []byte
 		due                     int64
 		result, progress, chk   *string
+		params                  *string
 	)
 	err := row.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &r.CancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &r.StartAhead)
+		&due, &result, &progress, &chk, &r.Priority, &r.StartAhead, &params, &r.Message)
 	if err != nil {
 		return nil, err
 	}
 	r.DueAt = sqlrow.FromMicros(due)
 	r.Result, r.Progress, r.Checkpoint = jsonOf(result), jsonOf(progress), jsonOf(chk)
+	r.Params = jsonOf(params)
 	r.Trigger = sundial.Trigger(trigger)
 	r.Status = sundial.RunStatus(status)
 	r.SkipReason = sundial.SkipReason(reason)
@@ -95,7 +97,7 @@ const runUnnest = `unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5
 	$7::integer[], $8::integer[], $9::integer[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
 	$14::integer[], $15::bytea[], $16::text[], $17::text[], $18::text[], $19::boolean[], $20::bigint[],
 	$21::bigint[], $22::bigint[], $23::text[], $24::text[], $25::text[], $26::integer[],
-	$27::boolean[])`
+	$27::boolean[], $28::text[], $29::text[])`
 
 // runsInsertSQL inserts the runs of runArrays in one statement, leaving
 // alone every (task, fire key) that exists, and returns those it inserted.
@@ -109,9 +111,9 @@ const runsInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 // a concurrent TaskDelete waits for it (and then deletes the run if it is
 // SCHEDULED) or goes first (and the insert finds no task). It returns the
 // task's priority, NULL if the task is not live, and the new run's ID, NULL
-// if the fire key is taken. $28 is the task's ID.
+// if the fire key is taken. $30 is the task's ID.
 var runInsertSQL = `WITH task AS (
-		SELECT priority FROM tasks WHERE id = $28 AND NOT deleted FOR SHARE
+		SELECT priority FROM tasks WHERE id = $30 AND NOT deleted FOR SHARE
 	), ins AS (
 		INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 		SELECT ` + runInsertCols + `
@@ -148,6 +150,8 @@ type runArrays struct {
 	result, progress, checkpoint               []*string
 	priority                                   []int32
 	startAhead                                 []bool
+	params                                     []*string
+	message                                    []string
 }
 
 func (a *runArrays) add(r *sundial.Run) {
@@ -178,13 +182,15 @@ func (a *runArrays) add(r *sundial.Run) {
 	a.checkpoint = append(a.checkpoint, nullJSON(r.Checkpoint))
 	a.priority = append(a.priority, int32(r.Priority))
 	a.startAhead = append(a.startAhead, r.StartAhead)
+	a.params = append(a.params, nullJSON(r.Params))
+	a.message = append(a.message, cleanText(r.Message))
 }
 
 func (a *runArrays) args() []any {
 	return []any{a.taskID, a.fireKey, a.trigger, a.scheduled, a.status, a.skipReason, a.missed,
 		a.attempt, a.deliveries, a.nodeID, a.fence, a.started, a.finished, a.httpStatus, a.body,
 		a.errText, a.traceID, a.idemKey, a.cancel, a.created, a.updated, a.due, a.result, a.progress,
-		a.checkpoint, a.priority, a.startAhead}
+		a.checkpoint, a.priority, a.startAhead, a.params, a.message}
 }
 
 // nullJSON is raw JSON as a nullable text column holds it, nil for NULL:
@@ -319,9 +325,9 @@ func applied(ok []bool, ids []int64, round []int) func(pgx.Rows) error {
 // that read every SCHEDULED run through runs_status_node, or rescanned the
 // batch's arrays once per run, for each batch (TestPlansStaleStatistics).
 // status is NOT NULL: the coalesce changes no result.
-const runStartSQL = `UPDATE runs
+var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = u.attempt, started_at = u.started_at, trace_id = u.trace_id,
-		deliveries = runs.deliveries + 1, updated_at = u.started_at
+		deliveries = runs.deliveries + 1, updated_at = u.started_at, ` + sqlrow.StartClears("") + `
 	FROM unnest($1::bigint[], $2::bigint[], $3::integer[], $4::bigint[], $5::text[])
 		AS u (id, fence, attempt, started_at, trace_id)
 	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence AND coalesce(runs.status = 'SCHEDULED', false)

@@ -216,6 +216,13 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	b.Queue(`UPDATE runs SET node_id = '', fence = fence + 1, updated_at = $2
 		WHERE task_id = $1 AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, t.ID, sqlrow.Micros(now))
 	b.Queue(taskRunsPrioritySQL, t.Priority, t.ID)
+	if t.Status != sundial.TaskEnabled {
+		// A disabled task sends nothing more: its queued runs are skipped,
+		// recorded.
+		b.Queue(`UPDATE runs SET status = 'SKIPPED', skip_reason = $2, error = $3, finished_at = $4, updated_at = $4
+			WHERE task_id = $1 AND status = 'QUEUED'`,
+			t.ID, string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now))
+	}
 	err = s.inTx(ctx, b, nil)
 	if errors.Is(err, errStaleOrGone) {
 		// Why nothing matched: the task is gone, or at another version.

@@ -54,10 +54,10 @@ var admitLastSQL = func() string {
 		ORDER BY scheduled_at DESC, id DESC LIMIT 1`
 }()
 
-const (
+var (
 	admitRunningSQL = `UPDATE runs
 		SET status = 'RUNNING', attempt = ?1, started_at = ?2, deliveries = deliveries + 1,
-			trace_id = ?3, updated_at = ?2
+			trace_id = ?3, updated_at = ?2, ` + sqlrow.StartClears("") + `
 		WHERE id = ?4 RETURNING ` + sqlrow.RunCols
 	admitQueuedSQL = `UPDATE runs SET status = 'QUEUED', attempt = ?1, updated_at = ?2
 		WHERE id = ?3 RETURNING ` + sqlrow.RunCols

@@ -86,14 +86,14 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (*sund
 			}
 			out, err = sqlrow.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs
 				SET status = 'SCHEDULED', node_id = '', due_at = COALESCE(?1, due_at), error = ?2,
-					result_json = ?3, finished_at = NULL, updated_at = ?4
+					result_json = ?3, message = ?6, finished_at = NULL, updated_at = ?4
 				WHERE id = ?5 RETURNING `+sqlrow.RunCols,
-				sqlrow.NullMicros(due), c.Error, sqlrow.NullJSON(c.Result), fin, r.ID))
+				sqlrow.NullMicros(due), c.Error, sqlrow.NullJSON(c.Result), fin, r.ID, c.Message))
 		} else {
 			out, err = sqlrow.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs
-				SET status = ?1, finished_at = ?2, error = ?3, result_json = ?4, updated_at = ?2
+				SET status = ?1, finished_at = ?2, error = ?3, result_json = ?4, message = ?6, updated_at = ?2
 				WHERE id = ?5 RETURNING `+sqlrow.RunCols,
-				string(c.Status), fin, c.Error, sqlrow.NullJSON(c.Result), r.ID))
+				string(c.Status), fin, c.Error, sqlrow.NullJSON(c.Result), r.ID, c.Message))
 		}
 		if err != nil {
 			return err

@@ -23,7 +23,7 @@ import (
 // copied onto the run) among runs due at the same instant. runs_unclaimed
 // is in that order, so a claim is a range scan that stops at its limit
 // whatever the backlog or the lookahead: no sort.
-const (
+var (
 	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
 	// claimDueSQL gives node ?1 the runs due by ?3, up to ?4 of them, at
@@ -34,7 +34,7 @@ const (
 			attempt = CASE WHEN c.starts THEN max(attempt, 1) ELSE attempt END,
 			started_at = CASE WHEN c.starts THEN max(due_at, ?2) ELSE started_at END,
 			trace_id = CASE WHEN c.starts THEN lower(hex(randomblob(16))) ELSE trace_id END,
-			deliveries = deliveries + c.starts
+			deliveries = deliveries + c.starts, ` + sqlrow.StartClearsIf("c.starts") + `
 		FROM (SELECT id AS cid, due_at <= ?5 AND (deliveries > 0 OR (start_ahead AND scheduled_at >= ?6)) AS starts
 			FROM runs INDEXED BY runs_unclaimed
 			WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ?3
@@ -71,14 +71,12 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 		if err != nil || len(runs) == 0 {
 			return err
 		}
-		return nil
+		// The tasks are read in the claim's transaction: a failure to read
+		// them undoes the claim, so no run is left claimed (or started)
+		// by a node that never learnt of it.
+		tasks, err = tasksOf(ctx, tx, runs)
+		return err
 	})
-	if err == nil && len(runs) > 0 {
-		// The tasks are read off the writer, which the claim has freed: a
-		// task changed since is read as it is now, which is what the
-		// fence checks downstream expect anyway.
-		tasks, err = tasksOf(ctx, s.r, runs)
-	}
 	if err != nil {
 		return nil, nil, sqlrow.Wrap(err, "claim due runs for node %s", nodeID)
 	}
@@ -159,6 +157,69 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		return nil
 	})
 	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
+}
+
+// missedSQL reads the planned fires due before ?1 that no node holds
+// (through runs_unclaimed, in its order) and those a node holds (few:
+// claimed a moment before their instant), up to ?2 of each.
+const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY runs_unclaimed
+		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at < ?1
+			AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, priority DESC, id LIMIT ?2)
+	UNION ALL
+	SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs
+		WHERE status = 'SCHEDULED' AND node_id <> '' AND due_at < ?1
+			AND deliveries = 0 AND trigger_type = 'SCHEDULE'
+		ORDER BY due_at, id LIMIT ?2)`
+
+// RunUnplanMissed deletes the planned fires that missed reports too late
+// to start, whoever holds them, and rewinds their tasks.
+func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
+	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
+	if limit <= 0 {
+		return 0, 0, nil
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		looked, deleted = 0, 0
+		runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, missedSQL, sqlrow.Micros(before), limit))
+		if err != nil || len(runs) == 0 {
+			return err
+		}
+		sqlrow.SortByDue(runs)
+		if len(runs) > limit {
+			runs = runs[:limit]
+		}
+		looked = len(runs)
+		tasks, err := tasksOf(ctx, tx, runs)
+		if err != nil {
+			return err
+		}
+		earliest := map[int64]int64{}
+		for _, r := range runs {
+			if !missed(r, tasks[r.TaskID]) {
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, r.ID); err != nil {
+				return err
+			}
+			deleted++
+			at := sqlrow.Micros(r.ScheduledTime)
+			if cur, ok := earliest[r.TaskID]; !ok || at < cur {
+				earliest[r.TaskID] = at
+			}
+		}
+		for task, at := range earliest {
+			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET next_fire_at = min(COALESCE(next_fire_at, ?1), ?1)
+				WHERE id = ?2`, at, task); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, 0, sqlrow.Wrap(err, "unplan missed fires")
+	}
+	return looked, deleted, nil
 }
 
 // RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those

@@ -88,9 +88,9 @@ func runListSQL(f sundial.RunFilter) (string, []any) {
 	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ?`, append(args, sqlrow.ClampLimit(f.Limit))
 }
 
-const runStartSQL = `UPDATE runs
+var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = ?1, started_at = ?2, trace_id = ?3,
-		deliveries = deliveries + 1, updated_at = ?2
+		deliveries = deliveries + 1, updated_at = ?2, ` + sqlrow.StartClears("") + `
 	WHERE id = ?4 AND fence = ?5 AND status = 'SCHEDULED'`
 
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence

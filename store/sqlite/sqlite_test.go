@@ -128,6 +128,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunClaimDue probe", claimProbeSQL, []any{1}},
 		{"RunClaimDue", claimDueSQL, []any{"n", 1, 2, 3, 4, 5}},
 		{"tasks of runs", tasksOfSQL, []any{"[1,2]"}},
+		{"RunUnplanMissed", missedSQL, []any{1, 2}},
 		{"attempts of runs", attemptFromRunSQL, []any{"[1,2]"}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},
 		{"RunUpcoming", runUpcomingSQL, []any{1, 2}},

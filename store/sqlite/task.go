@@ -305,6 +305,15 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 				return err
 			}
 		}
+		if t.Status != sundial.TaskEnabled {
+			// A disabled task sends nothing more: its queued runs are
+			// skipped, recorded.
+			_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SKIPPED', skip_reason = ?1, error = ?2,
+					finished_at = ?3, updated_at = ?3
+				WHERE task_id = ?4 AND status = 'QUEUED'`,
+				string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now), t.ID)
+			return err
+		}
 		return nil
 	})
 	if err != nil {

@@ -45,6 +45,7 @@ func Run(t *testing.T, open Opener) {
 		{"ClaimStart", testClaimStart},
 		{"RunClaim", testRunClaim},
 		{"RunUnplan", testRunUnplan},
+		{"RunUnplanMissed", testRunUnplanMissed},
 		{"RunRedeliver", testRunRedeliver},
 		{"RunFindStuck", testRunFindStuck},
 		{"RunCancelRequested", testRunCancelRequested},
@@ -67,6 +68,9 @@ func Run(t *testing.T, open Opener) {
 		{"SettingEnsure", testSettingEnsure},
 		{"TaskChangeTakesBack", testTaskChangeTakesBack},
 		{"RunCheckSend", testRunCheckSend},
+		{"RunParams", testRunParams},
+		{"RunMessage", testRunMessage},
+		{"DeliveryStart", testDeliveryStart},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -114,6 +118,8 @@ func newTask(name string, mods ...func(*sundial.Task)) *sundial.Task {
 		BodyTemplate: `{"fire":"{{.FireKey}}"}`,
 		RetryPolicy:  json.RawMessage(`{"max_attempts":3}`),
 		Priority:     0,
+		// Not a default, so that every round trip of a task checks it.
+		StartingDeadline: 90,
 	}
 	for _, m := range mods {
 		m(tk)
@@ -300,6 +306,7 @@ func normRun(r *sundial.Run) sundial.Run {
 	c.DueAt = normTime(c.DueAt)
 	c.StartedAt, c.FinishedAt = normTimePtr(c.StartedAt), normTimePtr(c.FinishedAt)
 	c.Result, c.Progress, c.Checkpoint = compactJSON(c.Result), compactJSON(c.Progress), compactJSON(c.Checkpoint)
+	c.Params = compactJSON(c.Params)
 	return c
 }
 

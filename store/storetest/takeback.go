@@ -72,6 +72,8 @@ func testTaskChangeTakesBack(t *testing.T, open Opener) {
 			held := f.heldRetry(tk.ID, at(-40), at(40))               // a retry claimed, not committed
 			manualRun := f.committed(tk.ID, at(50), manual)           // a manual run committed ahead
 			untouched := f.committed(other.ID, past)                  // another task's
+			queued := f.run(tk.ID, at(-2), sundial.RunQueued)         // waiting for a slot
+			queuedManual := f.run(tk.ID, at(-1), sundial.RunQueued, manual, withKey("manual-queued"))
 
 			switch change {
 			case "update", "disable":
@@ -90,6 +92,26 @@ func testTaskChangeTakesBack(t *testing.T, open Opener) {
 			}
 
 			f.gone("a first delivery committed past the cutoff", ahead.ID)
+			// A disabled or deleted task sends nothing more: its queued runs
+			// are taken back (delete cancels them, disable records them
+			// skipped); an edit leaves them queued.
+			for _, r := range []*sundial.Run{queued, queuedManual} {
+				got := f.get(r.ID)
+				var ok bool
+				switch change {
+				case "update":
+					ok = got.Status == sundial.RunQueued && got.FinishedAt == nil
+				case "disable":
+					ok = got.Status == sundial.RunSkipped && got.SkipReason == sundial.SkipDisabled &&
+						got.Error == sundial.DisabledQueuedError && got.FinishedAt != nil
+				case "delete":
+					ok = got.Status == sundial.RunCanceled && got.FinishedAt != nil
+				}
+				if !ok {
+					t.Errorf("queued run %d after %s: %s (%s) error %q finished %v", r.ID, change,
+						got.Status, got.SkipReason, got.Error, got.FinishedAt)
+				}
+			}
 			for _, r := range []*sundial.Run{sending, sent, untouched} {
 				if got := f.get(r.ID); got.Status != sundial.RunRunning || got.Fence != r.Fence || got.Deliveries != r.Deliveries {
 					t.Errorf("run %d: %s fence %d deliveries %d, want it left RUNNING at fence %d, %d deliveries",

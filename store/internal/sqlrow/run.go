@@ -1,7 +1,10 @@
 package sqlrow
 
 import (
+	"cmp"
 	"database/sql"
+	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -12,13 +15,13 @@ import (
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message`
 
 // RunWriteCols are the columns a new run is inserted with: RunCols but id.
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message`
 
 // RunWriteArgs are the values of RunWriteCols for r, as database/sql
 // drivers take them.
@@ -28,7 +31,7 @@ func RunWriteArgs(r *sundial.Run) []any {
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, Micros(r.CreatedAt), Micros(r.UpdatedAt),
 		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint), r.Priority,
-		r.StartAhead}
+		r.StartAhead, NullJSON(r.Params), r.Message}
 }
 
 // ScanRun reads a row of RunCols from a database/sql driver, which gives
@@ -42,11 +45,12 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		cancelRequested, due    int64
 		startAhead              int64
 		result, progress, chk   sql.NullString
+		params                  sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &startAhead)
+		&due, &result, &progress, &chk, &r.Priority, &startAhead, &params, &r.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +66,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.UpdatedAt = FromMicros(upd)
 	r.DueAt = FromMicros(due)
 	r.Result, r.Progress, r.Checkpoint = JSONOf(result), JSONOf(progress), JSONOf(chk)
+	r.Params = JSONOf(params)
 	return &r, nil
 }
 
@@ -202,4 +207,46 @@ func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) 
 		}
 	}
 	return rows.Err()
+}
+
+// SortByDue orders runs by due time, then ID: the order in which fires
+// are handled.
+func SortByDue(runs []*sundial.Run) {
+	slices.SortFunc(runs, func(a, b *sundial.Run) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
+	})
+}
+
+// startClears are the columns of a run that the end of a delivery writes
+// (its answer, its error, its callback's message), with their empty
+// values. Every write that starts a delivery (makes a run RUNNING) empties
+// them: what the previous delivery left belongs to its attempt, not to the
+// delivery under way.
+var startClears = [][2]string{{"http_status", "0"}, {"response_body", "''"}, {"error", "''"}, {"message", "''"}}
+
+// StartClears returns the SET assignments that empty what the previous
+// delivery left on a run (each column to 0 or the empty string), each
+// column prefixed by prefix ("r." in a multi-table UPDATE).
+func StartClears(prefix string) string {
+	var b strings.Builder
+	for i, c := range startClears {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(prefix + c[0] + " = " + c[1])
+	}
+	return b.String()
+}
+
+// StartClearsIf is StartClears for the rows where the SQL condition cond
+// holds (the runs a claim starts), the others keeping their values.
+func StartClearsIf(cond string) string {
+	var b strings.Builder
+	for i, c := range startClears {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(c[0] + " = CASE WHEN " + cond + " THEN " + c[1] + " ELSE " + c[0] + " END")
+	}
+	return b.String()
 }

@@ -12,15 +12,15 @@ import (
 const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_method, target_url,
 	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
 	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-	callback_method, callback_timeout_sec, priority, status, version, created_at, updated_at,
-	next_fire_at, run_at, request_id, request_hash, biz_id, params_json`
+	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, status, version,
+	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, params_json`
 
 // TaskWriteCols are the columns TaskCreate and TaskUpdate write, in the
 // order of TaskArgs.
 var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "exec_type", "http_method",
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
-	"callback_method", "callback_timeout_sec", "priority", "status", "next_fire_at",
+	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority", "status", "next_fire_at",
 	"run_at", "request_id", "request_hash", "biz_id", "params_json"}
 
 // ScanTask reads a row of TaskCols.
@@ -38,7 +38,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
 		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
 		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
-		&t.CallbackMethod, &t.CallbackTimeout, &t.Priority, &status, &t.Version, &created, &updated,
+		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &params)
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
 		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
-		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.Priority,
+		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		string(t.Status), NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, NullJSON(t.Params)}, nil
 }

@@ -1,0 +1,7 @@
+package scheduler
+
+// WithAdmitLaneCap returns cfg with admission lanes of n runs each.
+func WithAdmitLaneCap(cfg Config, n int) Config {
+	cfg.admitLaneCap = n
+	return cfg
+}

@@ -1,0 +1,64 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/sundialhq/sundial"
+)
+
+// testRunUnplanMissed: the planned fires found too late to start are
+// deleted whoever holds them, and their tasks rewound, so that the planner
+// counts them with the fires it never planned; nothing else is touched.
+func testRunUnplanMissed(t *testing.T, open Opener) {
+	f := setup(t, open)
+	tk := f.task("late", withNext(at(100)))
+	early := f.task("rewound-already", withNext(at(-60)))
+
+	unheld := f.run(tk.ID, at(-30), sundial.RunScheduled, withNode(""))
+	held := f.run(tk.ID, at(-20), sundial.RunScheduled, withNode("node-b"))
+	spared := f.run(tk.ID, at(-10), sundial.RunScheduled, withNode("")) // missed says no
+	recent := f.run(tk.ID, at(-2), sundial.RunScheduled, withNode(""))  // due after before
+	retry := f.retrying(tk.ID, at(-40), at(-35))                        // delivered before
+	manualRun := f.run(tk.ID, at(-31), sundial.RunScheduled, manual, withKey("m"))
+	catchUp := f.run(tk.ID, at(-32), sundial.RunScheduled, withKey("c"), func(r *sundial.Run) { r.Trigger = sundial.TriggerCatchUp })
+	started := f.run(tk.ID, at(-33), sundial.RunRunning, withKey("started"))
+	otherTask := f.run(early.ID, at(-25), sundial.RunScheduled, withNode(""))
+
+	var asked []int64
+	looked, deleted, err := f.s.RunUnplanMissed(f.ctx, at(-5), 100, func(r *sundial.Run, task *sundial.Task) bool {
+		asked = append(asked, r.ID)
+		if task == nil || task.ID != r.TaskID {
+			t.Errorf("run %d asked about with task %v", r.ID, task)
+		}
+		return r.ID != spared.ID
+	})
+	if err != nil {
+		t.Fatalf("RunUnplanMissed: %v", err)
+	}
+	eqIDs(t, "runs asked about, oldest due first", asked, []int64{unheld.ID, otherTask.ID, held.ID, spared.ID})
+	if looked != 4 || deleted != 3 {
+		t.Errorf("RunUnplanMissed = %d looked at, %d deleted; want 4, 3", looked, deleted)
+	}
+	for _, r := range []*sundial.Run{unheld, held, otherTask} {
+		f.gone("a missed planned fire", r.ID)
+	}
+	for _, r := range []*sundial.Run{spared, recent, retry, manualRun, catchUp, started} {
+		if got := f.get(r.ID); got.Status != r.Status || got.Fence != r.Fence {
+			t.Errorf("run %d (%s %s) became %s fence %d", r.ID, r.Trigger, r.Status, got.Status, got.Fence)
+		}
+	}
+	eqTime(t, "rewound next fire", f.getTask(tk.ID).NextFireTime, at(-30))
+	eqTime(t, "next fire already earlier", f.getTask(early.ID).NextFireTime, at(-60))
+
+	// The limit bounds the runs looked at, oldest first.
+	a := f.run(tk.ID, at(-50), sundial.RunScheduled, withNode(""), withKey("a"))
+	b := f.run(tk.ID, at(-49), sundial.RunScheduled, withNode("node-c"), withKey("b"))
+	looked, deleted, err = f.s.RunUnplanMissed(f.ctx, at(-5), 1, func(*sundial.Run, *sundial.Task) bool { return true })
+	if err != nil || looked != 1 || deleted != 1 {
+		t.Fatalf("RunUnplanMissed with limit 1 = %d, %d, %v; want 1, 1", looked, deleted, err)
+	}
+	f.gone("the oldest missed fire", a.ID)
+	if got := f.get(b.ID); got.Status != sundial.RunScheduled {
+		t.Errorf("run %d past the limit became %s", b.ID, got.Status)
+	}
+}
