@@ -43,16 +43,29 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := newLogger(cfg.Log, stderr)
 
+	// Bind before touching the database: a busy port fails at once,
+	// without having created or migrated anything.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	var pprofAddr net.Addr
+	if cfg.Debug.PprofListen != "" {
+		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+		pprofAddr = addr
+	}
+
 	store, err := openStore(ctx, cfg.DB, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	node := newNode(ln.Addr().String())
 	secret, err := callbackSecret(ctx, store, cfg.Callback.Secret)
 	if err != nil {
@@ -103,16 +116,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-
-	var pprofAddr net.Addr
-	if cfg.Debug.PprofListen != "" {
-		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-		pprofAddr = addr
 	}
 
 	schedDone := make(chan error, 1)

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -414,5 +417,25 @@ func TestServePprof(t *testing.T) {
 	if _, _, err := servePprof("127.0.0.1:bad", slog.New(slog.DiscardHandler)); err == nil ||
 		!strings.Contains(err.Error(), "debug.pprof_listen") {
 		t.Errorf("a bad address: %v, want an error naming debug.pprof_listen", err)
+	}
+}
+
+// TestServeBusyPort: serve on a port already taken fails naming the
+// address, before it creates or migrates the database.
+func TestServeBusyPort(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	db := filepath.Join(t.TempDir(), "sundial.db")
+	res := runArgs(t, "serve", "--listen", addr, "--db", "sqlite:"+db)
+	if res.err == nil || !strings.Contains(res.err.Error(), addr) {
+		t.Fatalf("serve on a busy port: %v, want an error naming %s", res.err, addr)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database %s exists after the failed start (stat: %v): it was created before binding", db, err)
 	}
 }
