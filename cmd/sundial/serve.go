@@ -256,14 +256,25 @@ func newNode(addr string) sundial.Node {
 	}
 }
 
+// newLogger returns the process's logger: text or JSON lines on w, at the
+// configured level, with durations written as Go duration strings.
 func newLogger(c logConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationText writes a duration as a Go duration string ("1.5s"), as
+// the text format does, instead of the JSON format's integer nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // redact hides the password of a database URL.

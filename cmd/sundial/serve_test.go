@@ -439,3 +439,42 @@ func TestServeBusyPort(t *testing.T) {
 		t.Errorf("the database %s exists after the failed start (stat: %v): it was created before binding", db, err)
 	}
 }
+
+// TestServeJSONLogDurations: in the JSON log format durations are Go
+// duration strings, as in the text format, not integer nanoseconds.
+func TestServeJSONLogDurations(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--log.format", "json", "--log.level", "info",
+		"--scheduler.drain_timeout", "1.5s")
+	n.stop(t)
+	want := map[string]map[string]any{
+		"scheduler started": {"poll_interval": "1s", "lookahead": "10s"},
+		"stopping: no new fires; draining calls in flight": {"drain_timeout": "1.5s"},
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(n.out.String()) {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		msg, _ := rec["msg"].(string)
+		attrs, ok := want[msg]
+		if !ok {
+			continue
+		}
+		seen[msg] = true
+		for k, v := range attrs {
+			if rec[k] != v {
+				t.Errorf("%q: %s = %#v, want %#v", msg, k, rec[k], v)
+			}
+		}
+	}
+	for msg := range want {
+		if !seen[msg] {
+			t.Errorf("no %q line in the log:\n%s", msg, n.out)
+		}
+	}
+}
