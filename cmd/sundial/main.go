@@ -29,7 +29,7 @@ import (
 )
 
 // version is the release, set with -ldflags "-X main.version=v1.2.3"; when
-// unset it comes from the module's build information.
+// unset it comes from the module's build information (see versionLine).
 var version = ""
 
 const usage = `Sundial is a distributed second-precise job scheduler.
@@ -44,7 +44,7 @@ Usage:
   sundial bench throughput [flags]      measure how fast such nodes deliver one-off tasks all due at once
   sundial bench scale [flags]           measure start-up, memory and idle CPU with a million tasks stored
   sundial bench failover [flags]        kill cluster nodes at random and count lost and repeated fires
-  sundial version                       print the version
+  sundial version                       print the version, VCS revision and Go version
   sundial help                          print this help
 
 Quote EXPR so that it is one argument: sundial cron next "*/15 * * * * *".
@@ -106,7 +106,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version":
-		_, err := fmt.Fprintln(stdout, "sundial "+buildVersion())
+		bi, _ := debug.ReadBuildInfo()
+		_, err := fmt.Fprintln(stdout, versionLine(version, bi))
 		return err
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(stdout, usage)
@@ -116,13 +117,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 }
 
-// buildVersion returns the release this binary was built from.
-func buildVersion() string {
-	if version != "" {
-		return version
+// versionLine describes the build: the release (the -ldflags version, else
+// the module's version, else "devel"), then what the build information
+// says of its source: the VCS revision (short), its commit time, whether
+// the tree had changes, and the Go version.
+//
+//	sundial v1.2.0 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, modified, go1.26.1)
+func versionLine(ldflags string, bi *debug.BuildInfo) string {
+	v := ldflags
+	if v == "" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	if v == "" {
+		v = "devel"
 	}
-	return "(devel)"
+	if bi == nil {
+		return "sundial " + v
+	}
+	var details []string
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev := s.Value
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			details = append(details, "revision "+rev)
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.time" {
+			details = append(details, s.Value)
+		}
+	}
+	if modified {
+		details = append(details, "modified")
+	}
+	if bi.GoVersion != "" {
+		details = append(details, bi.GoVersion)
+	}
+	if len(details) == 0 {
+		return "sundial " + v
+	}
+	return "sundial " + v + " (" + strings.Join(details, ", ") + ")"
 }
