@@ -36,6 +36,7 @@ type Config struct {
 	HeartbeatInterval time.Duration // [1s]
 	DeadAfter         time.Duration // a node silent this long is dead [3s]
 	Retention         time.Duration // finished runs older than this are purged [7 days]
+	NodeRetention     time.Duration // nodes gone (LEFT or DEAD) longer than this are deleted [24h]
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
 	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
 	ClaimBatch        int           // runs claimed per transaction [250]
@@ -83,6 +84,7 @@ func (c *Config) setDefaults() {
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.DeadAfter, 3*time.Second)
 	def(&c.Retention, 7*24*time.Hour)
+	def(&c.NodeRetention, 24*time.Hour)
 	def(&c.DrainTimeout, 30*time.Second)
 	def(&c.CallbackTimeout, 10*time.Minute)
 	def(&c.CallbackSweep, time.Second)
@@ -598,10 +600,11 @@ func (s *Scheduler) cancelLoop(ctx context.Context) {
 	}
 }
 
-// purgeLoop deletes run history older than the retention period in small
-// batches, so it never holds the database for long.
+// purgeLoop is the housekeeping: every minute it deletes run history older
+// than the retention period, in small batches so that it never holds the
+// database for long, and the nodes gone (LEFT or DEAD) for longer than the
+// node retention.
 func (s *Scheduler) purgeLoop(ctx context.Context) {
-	const batch = 500
 	ticker := time.NewTicker(time.Minute)
 	defer ticker.Stop()
 	for {
@@ -610,19 +613,42 @@ func (s *Scheduler) purgeLoop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		for ctx.Err() == nil {
-			n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Error("purge run history", "err", err)
-				}
-				break
+		s.purgeRuns(ctx)
+		s.pruneNodes(ctx)
+	}
+}
+
+// purgeRuns deletes finished runs older than the retention period.
+func (s *Scheduler) purgeRuns(ctx context.Context) {
+	const batch = 500
+	for ctx.Err() == nil {
+		n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("purge run history", "component", "housekeeping", "err", err)
 			}
-			s.m.purged.Add(float64(n))
-			if n < batch {
-				break
-			}
+			return
 		}
+		s.m.purged.Add(float64(n))
+		if n < batch {
+			return
+		}
+	}
+}
+
+// pruneNodes deletes the nodes whose last heartbeat is older than the node
+// retention and that are no longer members, so that GET /api/v1/nodes
+// does not list every process that ever ran.
+func (s *Scheduler) pruneNodes(ctx context.Context) {
+	n, err := s.store.NodePrune(ctx, time.Now().Add(-s.cfg.NodeRetention))
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Error("prune departed nodes", "component", "housekeeping", "err", err)
+		}
+	case n > 0:
+		s.log.Info("pruned departed nodes", "component", "housekeeping", "nodes", n,
+			"node_retention", s.cfg.NodeRetention)
 	}
 }
 

@@ -900,3 +900,65 @@ func TestStartingDeadline(t *testing.T) {
 		}
 	})
 }
+
+// TestNodeRetention: the housekeeping deletes nodes gone (LEFT or DEAD)
+// for longer than the node retention, and keeps live nodes and nodes gone
+// more recently.
+func TestNodeRetention(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{NodeRetention: 2 * time.Minute, ClaimInterval: time.Second,
+			PollInterval: 10 * time.Second, CallbackSweep: time.Minute})
+		ctx := context.Background()
+		register := func(id string) {
+			t.Helper()
+			if err := b.store.NodeRegister(ctx, &sundial.Node{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		nodeIDs := func() []string {
+			t.Helper()
+			nodes, err := b.store.NodeList(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, n := range nodes {
+				ids = append(ids, n.ID)
+			}
+			slices.Sort(ids)
+			return ids
+		}
+		// Two nodes gone at the start: one left, one declared dead.
+		register("old-left")
+		register("old-dead")
+		if err := b.store.NodeLeave(ctx, "old-left"); err != nil {
+			t.Fatal(err)
+		}
+		if dead, err := b.store.NodeReap(ctx, -time.Hour, time.Now()); err != nil || len(dead) != 1 {
+			t.Fatalf("NodeReap = %v, %v", dead, err)
+		}
+		start := time.Now()
+		b.start()
+		defer b.stop(t)
+
+		// The housekeeping runs every minute: at 2 min the old nodes have
+		// been gone for 2 min, not longer.
+		waitUntil(start.Add(2*time.Minute + 30*time.Second))
+		if got, want := nodeIDs(), []string{"node-a", "old-dead", "old-left"}; !slices.Equal(got, want) {
+			t.Fatalf("nodes at 2m30s = %v, want %v", got, want)
+		}
+		register("recent-left")
+		if err := b.store.NodeLeave(ctx, "recent-left"); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(start.Add(3*time.Minute + 30*time.Second))
+		if got, want := nodeIDs(), []string{"node-a", "recent-left"}; !slices.Equal(got, want) {
+			t.Fatalf("nodes at 3m30s = %v, want %v: the old nodes pruned, this one and the recent one kept", got, want)
+		}
+		waitUntil(start.Add(5*time.Minute + 30*time.Second))
+		if got, want := nodeIDs(), []string{"node-a"}; !slices.Equal(got, want) {
+			t.Fatalf("nodes at 5m30s = %v, want %v", got, want)
+		}
+	})
+}

@@ -34,6 +34,7 @@ type config struct {
 		DeadAfter         time.Duration `yaml:"dead_after"`
 		DrainTimeout      time.Duration `yaml:"drain_timeout"`
 		Retention         time.Duration `yaml:"retention"`
+		NodeRetention     time.Duration `yaml:"node_retention"`
 		ClaimInterval     time.Duration `yaml:"claim_interval"`
 		MaxDeliveries     int           `yaml:"max_deliveries"`
 	} `yaml:"scheduler"`
@@ -77,6 +78,7 @@ func defaultConfig() *config {
 	c.Scheduler.DeadAfter = 3 * time.Second
 	c.Scheduler.DrainTimeout = 30 * time.Second
 	c.Scheduler.Retention = 7 * 24 * time.Hour
+	c.Scheduler.NodeRetention = 24 * time.Hour
 	c.Scheduler.ClaimInterval = 50 * time.Millisecond
 	c.Scheduler.MaxDeliveries = 3
 	c.Compensator.BaseInterval = 10 * time.Second
@@ -112,6 +114,7 @@ func (c *config) settings() []setting {
 		{"scheduler.dead_after", "a node silent this long is dead and its runs are taken over", &c.Scheduler.DeadAfter},
 		{"scheduler.drain_timeout", "on SIGTERM, how long calls in flight may finish", &c.Scheduler.DrainTimeout},
 		{"scheduler.retention", "finished runs older than this are purged", &c.Scheduler.Retention},
+		{"scheduler.node_retention", "nodes gone (LEFT or DEAD) for longer than this are deleted from the node list", &c.Scheduler.NodeRetention},
 		{"scheduler.claim_interval", "how often this node claims its share of the runs coming due", &c.Scheduler.ClaimInterval},
 		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
 		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
@@ -393,6 +396,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.drain_timeout: %s: must not be negative", sc.DrainTimeout)
 	case sc.Retention < time.Minute:
 		return fmt.Errorf("scheduler.retention: %s: want at least 1m", sc.Retention)
+	case sc.NodeRetention < time.Minute:
+		return fmt.Errorf("scheduler.node_retention: %s: want at least 1m", sc.NodeRetention)
 	case sc.ClaimInterval < 5*time.Millisecond || sc.ClaimInterval > time.Second:
 		return fmt.Errorf("scheduler.claim_interval: %s: want from 5ms to 1s", sc.ClaimInterval)
 	case sc.MaxDeliveries < 1 || sc.MaxDeliveries > 100:

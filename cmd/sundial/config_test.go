@@ -57,7 +57,8 @@ func TestConfigPrecedence(t *testing.T) {
 	if c.Scheduler.Lookahead != 30*time.Second {
 		t.Errorf("lookahead %s, want the file's 30s", c.Scheduler.Lookahead)
 	}
-	if c.Scheduler.PollInterval != time.Second || c.Listen != "127.0.0.1:8080" || c.DB != "sqlite:./sundial.db" {
+	if c.Scheduler.PollInterval != time.Second || c.Listen != "127.0.0.1:8080" || c.DB != "sqlite:./sundial.db" ||
+		c.Scheduler.NodeRetention != 24*time.Hour {
 		t.Errorf("defaults lost: %+v", c)
 	}
 	if got := c.Executor.StartIntervals; len(got) != 2 || got["a.example"] != 5*time.Second || got["b.example:8080"] != time.Second {
@@ -83,6 +84,7 @@ func TestConfigErrors(t *testing.T) {
 		{"pool size zero", "", []string{"--executor.worker_pool_size", "0"}, nil, "executor.worker_pool_size: 0"},
 		{"lookahead below two polls", "", []string{"--scheduler.lookahead", "1s"}, nil, "scheduler.lookahead"},
 		{"dead_after below two heartbeats", "", []string{"--scheduler.dead_after", "1s"}, nil, "scheduler.dead_after"},
+		{"node retention too short", "", []string{"--scheduler.node_retention", "30s"}, nil, "scheduler.node_retention: 30s: want at least 1m"},
 		{"bad database", "", []string{"--db", "oracle://x"}, nil, `db: "oracle://x"`},
 		{"bad start interval", "", []string{"--executor.start_intervals", "host"}, nil, "want host=duration pairs"},
 		{"unexpected argument", "", []string{"extra"}, nil, `unexpected argument "extra"`},

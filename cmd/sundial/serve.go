@@ -91,6 +91,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		HeartbeatInterval: cfg.Scheduler.HeartbeatInterval,
 		DeadAfter:         cfg.Scheduler.DeadAfter,
 		Retention:         cfg.Scheduler.Retention,
+		NodeRetention:     cfg.Scheduler.NodeRetention,
 		DrainTimeout:      cfg.Scheduler.DrainTimeout,
 		StartIntervals:    cfg.Executor.StartIntervals,
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,

@@ -475,6 +475,7 @@ func TestQueryPlans(t *testing.T) {
 			WHERE live_name IN ('a', 'b')`, nil},
 		{"TaskList by biz_id", `SELECT id FROM tasks WHERE deleted = 0 AND id > 0 AND biz_id = 'b' ORDER BY id LIMIT 10`, nil},
 		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
+		{"NodePrune", `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < 5`, nil},
 		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
 			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
 		{"RunsOwned", `SELECT id FROM runs WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = 'node-1'`, nil},
