@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 )
 
@@ -52,13 +53,61 @@ Run "sundial <command> -h" for the flags of a command.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// A third signal kills the process: after the second, the default
+	// handling is back.
+	ctx, stop := stopOnSignals(context.Background(), sigs, func() { signal.Reset(os.Interrupt, syscall.SIGTERM) })
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sundial: "+oneLine(err.Error()))
 		os.Exit(exitCode(err))
 	}
+}
+
+// stopOnSignals returns a context cancelled by the first signal on sigs
+// (SIGINT or SIGTERM: stop gracefully) that carries a second stop (see
+// secondStop), closed by the next signal: stop at once. onSecond, if not
+// nil, is called after the second signal. stop cancels the context and
+// ends the watch.
+func stopOnSignals(parent context.Context, sigs <-chan os.Signal, onSecond func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	again, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-quit:
+			return
+		}
+		select {
+		case <-sigs:
+			close(again)
+			if onSecond != nil {
+				onSecond()
+			}
+		case <-quit:
+		}
+	}()
+	var once sync.Once
+	return withSecondStop(ctx, again), func() { cancel(); once.Do(func() { close(quit) }) }
+}
+
+type secondStopKey struct{}
+
+// withSecondStop returns ctx carrying a second stop: a channel closed when
+// the process is asked to stop again while it is stopping, so that it
+// stops at once (see runServe).
+func withSecondStop(ctx context.Context, second <-chan struct{}) context.Context {
+	return context.WithValue(ctx, secondStopKey{}, second)
+}
+
+// secondStop returns the second stop ctx carries; nil (never closed) when
+// it carries none.
+func secondStop(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(secondStopKey{}).(<-chan struct{})
+	return ch
 }
 
 // exitError carries the exit status of a failure: 2 for a usage mistake or

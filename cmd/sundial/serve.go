@@ -32,7 +32,9 @@ import (
 
 // runServe runs a scheduler node and the REST API until ctx is cancelled
 // (SIGINT or SIGTERM), then stops gracefully: no new fires, calls in flight
-// get the drain timeout, what is cut off is recorded, and it exits 0.
+// get the drain timeout, what is cut off is recorded, and it exits 0. The
+// second stop ctx carries (a second signal) cuts the drain short: calls
+// still in flight are cut off and recorded at once, and it exits 0 too.
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig("serve", args, getenv, stderr)
 	if err != nil {
@@ -147,10 +149,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return errors.New("scheduler stopped unexpectedly")
 	}
 	// Stop the scheduler first, keeping the API up meanwhile so that the
-	// drain can be watched; then the API.
+	// drain can be watched; then the API. A second signal ends the drain
+	// at once, as its timeout would.
 	stopSched()
-	if err := <-schedDone; err != nil {
-		log.Error("scheduler stop", "err", err)
+	var err2 error
+	select {
+	case err2 = <-schedDone:
+	case <-secondStop(ctx):
+		log.Warn("stopping at once: second signal while draining")
+		sched.EndDrain()
+		err2 = <-schedDone
+		_ = httpSrv.Close()
+	}
+	if err2 != nil {
+		log.Error("scheduler stop", "err", err2)
 	}
 	shutdownHTTP(httpSrv)
 	fmt.Fprintln(stdout, "Sundial stopped")
