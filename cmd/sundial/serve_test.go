@@ -483,7 +483,7 @@ func TestServeJSONLogDurations(t *testing.T) {
 	}
 }
 
-// watchBuffer collects output and tells when it first contains a string.
+// watchBuffer collects output and tells when it first meets a condition.
 type watchBuffer struct {
 	mu    sync.Mutex
 	b     bytes.Buffer
@@ -491,7 +491,7 @@ type watchBuffer struct {
 }
 
 type watch struct {
-	s  string
+	ok func(string) bool
 	ch chan struct{}
 }
 
@@ -506,7 +506,7 @@ func (w *watchBuffer) Write(p []byte) (int, error) {
 func (w *watchBuffer) check() {
 	left := w.waits[:0]
 	for _, wt := range w.waits {
-		if strings.Contains(w.b.String(), wt.s) {
+		if wt.ok(w.b.String()) {
 			close(wt.ch)
 		} else {
 			left = append(left, wt)
@@ -515,14 +515,29 @@ func (w *watchBuffer) check() {
 	w.waits = left
 }
 
-// when returns a channel closed once the output contains s.
-func (w *watchBuffer) when(s string) <-chan struct{} {
+// whenFunc returns a channel closed once ok holds for the whole output.
+func (w *watchBuffer) whenFunc(ok func(string) bool) <-chan struct{} {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ch := make(chan struct{})
-	w.waits = append(w.waits, watch{s, ch})
+	w.waits = append(w.waits, watch{ok, ch})
 	w.check()
 	return ch
+}
+
+// when returns a channel closed once the output contains s.
+func (w *watchBuffer) when(s string) <-chan struct{} {
+	return w.whenFunc(func(out string) bool { return strings.Contains(out, s) })
+}
+
+// whenCount returns a channel closed once the output contains s n times.
+func (w *watchBuffer) whenCount(s string, n int) <-chan struct{} {
+	return w.whenFunc(func(out string) bool { return strings.Count(out, s) >= n })
+}
+
+// count counts s in the output.
+func (w *watchBuffer) count(s string) int {
+	return strings.Count(w.String(), s)
 }
 
 func (w *watchBuffer) String() string {
