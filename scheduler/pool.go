@@ -62,7 +62,7 @@ type pool struct {
 	// held are the runs submitted and not yet written back: waiting for
 	// their host's turn or a worker, in flight, or in the writer's hands.
 	held   map[int64]struct{}
-	cutOff atomic.Bool // the drain timeout expired: start nothing more
+	cutOff atomic.Bool // the drain was cut short (timeout or stop at once): start nothing more
 }
 
 type flight struct {
