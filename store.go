@@ -238,6 +238,10 @@ type Store interface {
 	// deadAfter by the database's clock, releases their runs as RunRelease
 	// does, and returns their IDs.
 	NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error)
+	// NodePrune deletes the nodes that are gone (LEFT or DEAD) and whose
+	// last heartbeat is before before, and reports how many it deleted.
+	// ALIVE nodes are never deleted, however old their heartbeat.
+	NodePrune(ctx context.Context, before time.Time) (int, error)
 }
 
 // Node states.

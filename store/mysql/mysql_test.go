@@ -495,6 +495,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunList of a task", taskRuns, taskRunsArgs},
 		{"RunList page of a task", taskRunsPage, taskRunsPageArgs},
 		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
+		{"NodePrune", `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < 5`, nil},
 		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
 			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
 		{"RunsOwned", `SELECT id FROM runs WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = 'node-1'`, nil},
