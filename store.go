@@ -42,6 +42,10 @@ type Store interface {
 	TaskCreateMany(ctx context.Context, ts []*Task, now time.Time) (existed []bool, err error)
 	// TaskGet returns a live task, or ENotFound.
 	TaskGet(ctx context.Context, id int64) (*Task, error)
+	// TaskExists reports whether a task, live or deleted, has the ID id.
+	// Deleting a task only marks it deleted, so false means that no task
+	// ever had it.
+	TaskExists(ctx context.Context, id int64) (bool, error)
 	// TaskList returns live tasks ordered by ID.
 	TaskList(ctx context.Context, f TaskFilter) ([]*Task, error)
 	// TaskUpdate replaces the task whose ID and Version match t, bumping
@@ -79,7 +83,8 @@ type Store interface {
 	RunInsert(ctx context.Context, r *Run) error
 	// RunGet returns a run, or ENotFound.
 	RunGet(ctx context.Context, id int64) (*Run, error)
-	// RunList returns runs newest first (by ID).
+	// RunList returns runs newest first: by scheduled time, then (among
+	// runs scheduled at the same instant) by ID, both descending.
 	RunList(ctx context.Context, f RunFilter) ([]*Run, error)
 	// RunAdmit decides, in one transaction holding the task's lock, what the
 	// SCHEDULED or QUEUED run id (with the given fence) becomes, by calling
@@ -240,6 +245,10 @@ type Store interface {
 	// deadAfter by the database's clock, releases their runs as RunRelease
 	// does, and returns their IDs.
 	NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) ([]string, error)
+	// NodePrune deletes the nodes that are gone (LEFT or DEAD) and whose
+	// last heartbeat is before before, and reports how many it deleted.
+	// ALIVE nodes are never deleted, however old their heartbeat.
+	NodePrune(ctx context.Context, before time.Time) (int, error)
 }
 
 // Node states.
@@ -260,22 +269,35 @@ type Node struct {
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 }
 
-// TaskFilter selects tasks for TaskList.
+// TaskFilter selects tasks for TaskList: those that match every condition
+// set.
 type TaskFilter struct {
-	Status     TaskStatus // empty: any
-	NamePrefix string
-	BizID      string // empty: any
-	AfterID    int64  // paging: IDs greater than this
+	Status     []TaskStatus // any of these; empty: any
+	Name       string       // exactly this name; empty: any
+	NamePrefix string       // names starting with this (case-sensitive); empty: any
+	RequestID  string       // exactly this request_id; empty: any
+	BizID      string       // exactly this biz_id; empty: any
+	AfterID    int64        // paging: IDs greater than this
 	Limit      int
 }
 
-// RunFilter selects runs for RunList.
+// RunFilter selects runs for RunList: those that match every condition
+// set.
 type RunFilter struct {
-	TaskID   int64     // 0: any
-	Status   RunStatus // empty: any
-	From, To time.Time // scheduled time in [From, To); zero: open
-	BeforeID int64     // paging: IDs smaller than this; 0: from the newest
-	Limit    int
+	TaskID   int64       // 0: any
+	Status   []RunStatus // any of these; empty: any
+	From, To time.Time   // scheduled time in [From, To); zero: open
+	// ExcludePlannedAfter, when set, leaves out the runs planned ahead of
+	// it: SCHEDULED, never delivered, and scheduled after it (the fires
+	// the planner made ahead of their time). A run waiting for a retry
+	// (delivered before) and a fire that is due stay.
+	ExcludePlannedAfter time.Time
+	// BeforeTime and BeforeID page: when BeforeID is set, only the runs
+	// after (BeforeTime, BeforeID) in RunList's order, that is scheduled
+	// before BeforeTime, or at it with an ID smaller than BeforeID.
+	BeforeTime time.Time
+	BeforeID   int64
+	Limit      int
 }
 
 // PlanFunc decides the runs of one due task: called by PlanDue.

@@ -1,7 +1,8 @@
 // Package api serves Sundial's REST API under /api/v1: the [Server] that owns
 // the route table, the mapping of Sundial's domain errors to HTTP statuses
-// and JSON error bodies, strict JSON request decoding, and the endpoints
-// themselves (one file per resource: cron.go for /api/v1/cron, and so on).
+// and JSON error bodies, strict JSON request decoding, the check of each
+// route's query parameters (query.go), and the endpoints themselves (one
+// file per resource: cron.go for /api/v1/cron, and so on).
 //
 // Every error a client sees has the same shape:
 //
@@ -88,41 +89,48 @@ func NewServer(cfg Config) *Server {
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
 	}
-	s.Handle("GET /healthz", http.HandlerFunc(s.handleHealthz))
-	s.Handle("GET /api/v1/cron/next", http.HandlerFunc(s.handleCronNext))
+	// Each built-in route lists the query parameters it reads; it refuses
+	// any other (see route).
+	s.route("GET /healthz", s.handleHealthz)
+	s.route("GET /api/v1/cron/next", s.handleCronNext, "expr", "tz", "from", "count")
 	if s.store == nil {
 		return s
 	}
-	s.Handle("GET /readyz", http.HandlerFunc(s.handleReadyz))
+	s.route("GET /readyz", s.handleReadyz)
 
-	s.Handle("POST /api/v1/tasks", http.HandlerFunc(s.handleTaskCreate))
-	s.Handle("POST /api/v1/tasks:batch", http.HandlerFunc(s.handleTaskBatch))
-	s.Handle("GET /api/v1/tasks", http.HandlerFunc(s.handleTaskList))
-	s.Handle("GET /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskGet))
-	s.Handle("PUT /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskReplace))
-	s.Handle("DELETE /api/v1/tasks/{id}", http.HandlerFunc(s.handleTaskDelete))
-	s.Handle("POST /api/v1/tasks/{id}/enable", s.handleTaskSetStatus(sundial.TaskEnabled))
-	s.Handle("POST /api/v1/tasks/{id}/disable", s.handleTaskSetStatus(sundial.TaskDisabled))
-	s.Handle("POST /api/v1/tasks/{id}/trigger", http.HandlerFunc(s.handleTaskTrigger))
-	s.Handle("GET /api/v1/tasks/{id}/runs", http.HandlerFunc(s.handleTaskRuns))
-	s.Handle("GET /api/v1/tasks/{id}/upcoming", http.HandlerFunc(s.handleTaskUpcoming))
+	s.route("POST /api/v1/tasks", s.handleTaskCreate)
+	s.route("POST /api/v1/tasks:batch", s.handleTaskBatch)
+	s.route("GET /api/v1/tasks", s.handleTaskList,
+		"status", "name", "name_prefix", "request_id", "biz_id", "limit", "cursor")
+	s.route("GET /api/v1/tasks/{id}", s.handleTaskGet)
+	s.route("PUT /api/v1/tasks/{id}", s.handleTaskReplace)
+	s.route("DELETE /api/v1/tasks/{id}", s.handleTaskDelete)
+	s.route("POST /api/v1/tasks/{id}/enable", s.handleTaskSetStatus(sundial.TaskEnabled))
+	s.route("POST /api/v1/tasks/{id}/disable", s.handleTaskSetStatus(sundial.TaskDisabled))
+	s.route("POST /api/v1/tasks/{id}/trigger", s.handleTaskTrigger)
+	s.route("GET /api/v1/tasks/{id}/runs", s.handleTaskRuns, "status", "from", "to", "planned", "limit", "cursor")
+	s.route("GET /api/v1/tasks/{id}/upcoming", s.handleTaskUpcoming, "limit")
 
-	s.Handle("GET /api/v1/runs", http.HandlerFunc(s.handleRunList))
-	s.Handle("GET /api/v1/runs/{id}", http.HandlerFunc(s.handleRunGet))
-	s.Handle("POST /api/v1/runs/{id}/cancel", http.HandlerFunc(s.handleRunCancel))
+	s.route("GET /api/v1/runs", s.handleRunList, "task_id", "status", "from", "to", "planned", "limit", "cursor")
+	s.route("GET /api/v1/runs/{id}", s.handleRunGet)
+	s.route("POST /api/v1/runs/{id}/cancel", s.handleRunCancel)
 	// Any method: the task's callback_method decides which one is right.
-	s.Handle("/api/v1/runs/{id}/callback", http.HandlerFunc(s.handleRunCallback))
-	s.Handle("POST /api/v1/runs/{id}/progress", http.HandlerFunc(s.handleRunProgress))
+	// With GET (and only then) the outcome comes in the query.
+	s.route("GET /api/v1/runs/{id}/callback", s.handleRunCallback, "status", "message")
+	s.route("/api/v1/runs/{id}/callback", s.handleRunCallback)
+	s.route("POST /api/v1/runs/{id}/progress", s.handleRunProgress)
 
-	s.Handle("GET /api/v1/nodes", http.HandlerFunc(s.handleNodeList))
-	s.Handle("GET /api/v1/admin/compensation", http.HandlerFunc(s.handleCompensation))
-	s.Handle("POST /api/v1/admin/compensation/trigger", http.HandlerFunc(s.handleCompensationTrigger))
+	s.route("GET /api/v1/nodes", s.handleNodeList)
+	s.route("GET /api/v1/admin/compensation", s.handleCompensation)
+	s.route("POST /api/v1/admin/compensation/trigger", s.handleCompensationTrigger)
 	return s
 }
 
 // Handle registers h for pattern, a Go 1.22 ServeMux pattern such as
 // "GET /api/v1/cron/next". It panics, as ServeMux does, on a pattern that
-// is malformed or conflicts with one already registered.
+// is malformed or conflicts with one already registered. The query string
+// is h's to check: only the built-in routes refuse parameters they do not
+// read.
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, h)
 }

@@ -5,15 +5,17 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
 )
 
-// handleRunList serves GET /api/v1/runs?task_id=&status=&from=&to=&limit=&cursor=:
-// runs newest first.
+// handleRunList serves
+// GET /api/v1/runs?task_id=&status=&from=&to=&planned=&limit=&cursor=: runs
+// newest first by scheduled time.
 func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
-	f, limit, err := runFilter(r.URL.Query(), 0)
+	f, limit, err := runFilter(r.URL.Query(), 0, s.now())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -22,20 +24,28 @@ func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTaskRuns serves GET /api/v1/tasks/{id}/runs: GET /api/v1/runs with
-// the task from the path.
+// the task from the path. A deleted task's runs are served as a live
+// task's are, as GET /api/v1/runs?task_id= serves them (they are kept until
+// the retention purges them); the answer is 404 only for an ID no task ever
+// had.
 func (s *Server) handleTaskRuns(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	f, limit, err := runFilter(r.URL.Query(), id)
+	f, limit, err := runFilter(r.URL.Query(), id, s.now())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	if _, err := s.store.TaskGet(r.Context(), id); err != nil {
+	ok, err := s.store.TaskExists(r.Context(), id)
+	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	if !ok {
+		s.writeError(w, r, sundial.Errorf(sundial.ENotFound, "", "task %d not found", id))
 		return
 	}
 	s.listRuns(w, r, f, limit)
@@ -48,7 +58,7 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunF
 		s.writeError(w, r, err)
 		return
 	}
-	runs, next := page(runs, limit, func(run *sundial.Run) int64 { return run.ID })
+	runs, next := page(runs, limit, encodeRunCursor)
 	for _, run := range runs {
 		utcRun(run)
 	}
@@ -56,14 +66,11 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunF
 }
 
 // runFilter reads the query of a run list. taskID is the task the path
-// names, or 0; with one, a task_id parameter is refused.
-func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
+// names, or 0 (the route of a task takes no task_id parameter). Without
+// planned=true, the runs planned ahead of now are left out.
+func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunFilter, int, error) {
 	f := sundial.RunFilter{TaskID: taskID}
 	if v := q.Get("task_id"); v != "" {
-		if taskID != 0 {
-			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,
-				Message: "task_id is taken from the path here; use GET /api/v1/runs to filter by it"}
-		}
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {
 			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,
@@ -71,14 +78,14 @@ func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
 		}
 		f.TaskID = id
 	}
-	if v := q.Get("status"); v != "" {
-		if !sundial.ValidRunStatus(v) {
-			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
-				Message: "must be one of SCHEDULED, QUEUED, RUNNING, WAITING_CALLBACK, SUCCESS, " +
-					"FAILED, TIMEOUT, FAILED_TIMEOUT, CANCELED, SKIPPED, INTERRUPTED"}
-		}
-		f.Status = sundial.RunStatus(v)
+	statuses, err := enumList(q, "status", []sundial.RunStatus{
+		sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
+		sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
+		sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted})
+	if err != nil {
+		return f, 0, err
 	}
+	f.Status = statuses
 	for _, p := range []struct {
 		name string
 		dst  *time.Time
@@ -98,11 +105,23 @@ func runFilter(q url.Values, taskID int64) (sundial.RunFilter, int, error) {
 		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
 			Message: "to must be after from: runs are selected by scheduled time in [from, to)"}
 	}
-	limit, cursor, err := parsePage(q)
+	switch v := strings.ToLower(q.Get("planned")); v {
+	case "true":
+	case "", "false":
+		f.ExcludePlannedAfter = now
+	default:
+		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "planned", Token: q.Get("planned"),
+			Message: "planned must be true (list the fires planned ahead too) or false"}
+	}
+	limit, err := parseLimit(q)
 	if err != nil {
 		return f, 0, err
 	}
-	f.BeforeID = cursor
+	if v := q.Get("cursor"); v != "" {
+		if f.BeforeTime, f.BeforeID, err = decodeRunCursor(v); err != nil {
+			return f, 0, err
+		}
+	}
 	return f, limit, nil
 }
 

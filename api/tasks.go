@@ -3,13 +3,11 @@ package api
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -248,33 +246,41 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, taskView(t, now))
 }
 
-// handleTaskList serves GET /api/v1/tasks?status=&name_prefix=&limit=&cursor=.
+// handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=.
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sundial.TaskFilter{NamePrefix: q.Get("name_prefix"), BizID: q.Get("biz_id")}
-	if v := q.Get("status"); v != "" {
-		switch st := sundial.TaskStatus(v); st {
-		case sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed:
-			f.Status = st
-		default:
-			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "status", Token: v,
-				Message: "must be one of ENABLED, DISABLED, COMPLETED, FAILED"})
-			return
-		}
+	f := sundial.TaskFilter{
+		Name:       q.Get("name"),
+		NamePrefix: q.Get("name_prefix"),
+		RequestID:  q.Get("request_id"),
+		BizID:      q.Get("biz_id"),
 	}
-	limit, after, err := parsePage(q)
+	statuses, err := enumList(q, "status", []sundial.TaskStatus{
+		sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	f.AfterID, f.Limit = after, limit+1
+	f.Status = statuses
+	limit, err := parseLimit(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if v := q.Get("cursor"); v != "" {
+		if f.AfterID, err = decodeTaskCursor(v); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	f.Limit = limit + 1
 
 	tasks, err := s.store.TaskList(r.Context(), f)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	tasks, next := page(tasks, limit, func(t *sundial.Task) int64 { return t.ID })
+	tasks, next := page(tasks, limit, func(t *sundial.Task) string { return encodeTaskCursor(t.ID) })
 	now := s.now()
 	for _, t := range tasks {
 		taskView(t, now)
@@ -343,7 +349,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 // no fire of the old definition starts after the change is answered.
 func (s *Server) awaitSending(ctx context.Context, id int64) {
 	limit := time.Now().Add(sundial.SendMargin)
-	runs, err := s.store.RunList(ctx, sundial.RunFilter{TaskID: id, Status: sundial.RunRunning, Limit: 1000})
+	runs, err := s.store.RunList(ctx, sundial.RunFilter{TaskID: id, Status: []sundial.RunStatus{sundial.RunRunning}, Limit: 1000})
 	if err != nil {
 		return // the change is made; only the wait is lost
 	}
@@ -382,7 +388,7 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTaskSetStatus serves POST /api/v1/tasks/{id}/enable and /disable.
-func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.Handler {
+func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
 		if err != nil {
@@ -532,67 +538,4 @@ func pathID(r *http.Request) (int64, error) {
 			Message: "id must be a positive integer"}
 	}
 	return id, nil
-}
-
-// listResponse is the body of a paged list: one page of items, and the
-// cursor of the next page, "" on the last.
-type listResponse[T any] struct {
-	Items      []T    `json:"items"`
-	NextCursor string `json:"next_cursor"`
-}
-
-// parsePage reads limit (1 to maxPageLimit, default defaultPageLimit) and
-// cursor (the ID the previous page ended at; 0 without one).
-func parsePage(q url.Values) (limit int, cursor int64, err error) {
-	limit = defaultPageLimit
-	if v := q.Get("limit"); v != "" {
-		limit, err = strconv.Atoi(v)
-		if err != nil || limit < 1 || limit > maxPageLimit {
-			return 0, 0, &sundial.Error{Code: sundial.EInvalid, Field: "limit", Token: v,
-				Message: "limit must be an integer from 1 to " + strconv.Itoa(maxPageLimit)}
-		}
-	}
-	if v := q.Get("cursor"); v != "" {
-		cursor, err = decodeCursor(v)
-		if err != nil {
-			return 0, 0, err
-		}
-	}
-	return limit, cursor, nil
-}
-
-// A cursor is the base64url (unpadded) of the decimal ID the page ended at.
-// Clients treat it as opaque.
-
-func encodeCursor(id int64) string {
-	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(id, 10)))
-}
-
-func decodeCursor(s string) (int64, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	var id int64
-	if err == nil {
-		id, err = strconv.ParseInt(string(b), 10, 64)
-	}
-	if err != nil || id < 1 {
-		return 0, &sundial.Error{Code: sundial.EInvalid, Field: "cursor", Token: s,
-			Message: "not a cursor this server gave out; pass next_cursor from the previous page unchanged"}
-	}
-	return id, nil
-}
-
-// page trims items, fetched with a limit of limit+1, to limit, and returns
-// the cursor of the next page: "" when there is none. A store may cap what
-// it returns at maxPageLimit; a full page of that size then gets a cursor,
-// and the page after it may be empty.
-func page[T any](items []T, limit int, id func(T) int64) ([]T, string) {
-	if items == nil {
-		items = []T{}
-	}
-	if len(items) > limit {
-		items = items[:limit]
-	} else if len(items) < limit || limit < maxPageLimit {
-		return items, ""
-	}
-	return items, encodeCursor(id(items[len(items)-1]))
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -638,8 +639,9 @@ func TestTaskGetAndList(t *testing.T) {
 	for _, tt := range []struct {
 		query, field, token string
 	}{
-		{"?status=enabled", "status", "enabled"},
 		{"?status=PAUSED", "status", "PAUSED"},
+		{"?status=ENABLED,PAUSED", "status", "PAUSED"},
+		{"?status=ENABLED,", "status", ""},
 		{"?limit=0", "limit", "0"},
 		{"?limit=1001", "limit", "1001"},
 		{"?limit=ten", "limit", "ten"},
@@ -665,6 +667,61 @@ func TestTaskGetAndList(t *testing.T) {
 	} {
 		wantError(t, b.do(t, http.MethodGet, tt.path, nil), tt.status, tt.err)
 	}
+}
+
+// TestTaskListFilters: name and request_id match exactly, status takes a
+// comma-separated list in any case, and the filters combine.
+func TestTaskListFilters(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	hello := b.create(t, task("hello", map[string]any{"request_id": "req-7"}))
+	helloWorld := b.create(t, task("hello-world", map[string]any{"status": "DISABLED", "request_id": "req-77"}))
+	other := b.create(t, task("Hello", nil))
+	oneOff := b.create(t, oneOffBody(map[string]any{"name": "once", "request_id": "req-8"}))
+	// The one-off task ends.
+	got, err := b.store.TaskGet(t.Context(), oneOff.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status = sundial.TaskCompleted
+	if err := b.store.TaskUpdate(t.Context(), got, b.now()); err != nil {
+		t.Fatal(err)
+	}
+	list := func(query string) string {
+		t.Helper()
+		var resp listResponse[*sundial.Task]
+		want(t, b.do(t, http.MethodGet, "/api/v1/tasks"+query, nil), http.StatusOK, &resp)
+		var ids []int64
+		for _, tk := range resp.Items {
+			ids = append(ids, tk.ID)
+		}
+		return fmt.Sprint(ids)
+	}
+	ids := func(ids ...int64) string { return fmt.Sprint(ids) }
+	for _, tc := range []struct{ query, want string }{
+		{"?name=hello", ids(hello.ID)},
+		{"?name=Hello", ids(other.ID)},
+		{"?name=hell", ids()},
+		{"?name=hello-world&name_prefix=hello", ids(helloWorld.ID)},
+		{"?request_id=req-7", ids(hello.ID)},
+		{"?request_id=req", ids()},
+		{"?request_id=req-77&status=DISABLED", ids(helloWorld.ID)},
+		{"?request_id=req-77&status=ENABLED", ids()},
+		{"?status=enabled", ids(hello.ID, other.ID)},
+		{"?status=ENABLED,DISABLED", ids(hello.ID, helloWorld.ID, other.ID)},
+		{"?status=" + url.QueryEscape("Disabled, completed"), ids(helloWorld.ID, oneOff.ID)},
+		{"?status=completed,failed", ids(oneOff.ID)},
+		{"?status=failed", ids()},
+		{"?status=", ids(hello.ID, helloWorld.ID, other.ID, oneOff.ID)},
+		{"?name_prefix=hello&status=disabled,enabled&limit=1000", ids(hello.ID, helloWorld.ID)},
+	} {
+		if got := list(tc.query); got != tc.want {
+			t.Errorf("GET /api/v1/tasks%s = %s, want %s", tc.query, got, tc.want)
+		}
+	}
+	wantError(t, b.do(t, http.MethodGet, "/api/v1/tasks?status=ENABLED,PAUSED", nil), http.StatusBadRequest,
+		errorDetail{Code: sundial.EInvalid, Field: "status", Token: "PAUSED",
+			Message: "must be one of ENABLED, DISABLED, COMPLETED, FAILED, or several of them separated by commas"})
 }
 
 // encodeCursorText makes a cursor-shaped string of any text.

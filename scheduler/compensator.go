@@ -67,7 +67,7 @@ type compensator struct {
 
 func newCompensator(cfg CompensatorConfig, log *slog.Logger) *compensator {
 	cfg.setDefaults()
-	return &compensator{cfg: cfg, log: log, multiplier: 1, wake: make(chan struct{}, 1), lastPoll: time.Now()}
+	return &compensator{cfg: cfg, log: log.With("component", "compensator"), multiplier: 1, wake: make(chan struct{}, 1), lastPoll: time.Now()}
 }
 
 // interval is seed 000's formula: Base + (multiplier-1) * Increment, at
@@ -144,13 +144,21 @@ func (c *compensator) Run(ctx context.Context) {
 	}
 }
 
-// logStatus writes seed 000's monitoring line.
+// logStatus writes seed 000's monitoring line, its numbers as attributes:
+// durations as durations, the last poll as a time (RFC 3339 in UTC).
 func (c *compensator) logStatus() {
 	c.mu.Lock()
 	st := c.statusLocked(time.Now())
 	c.mu.Unlock()
-	c.log.Info(fmt.Sprintf("Task compensation polling status: interval=%dms, multiplier=%d, queueSize=%d, lastPoll=%d, nextPollIn=%dms",
-		st.IntervalMS, st.Multiplier, st.QueueSize, st.LastPoll.UnixMilli(), st.NextPollInMS))
+	c.log.LogAttrs(context.Background(), slog.LevelInfo, "Task compensation polling status",
+		slog.Duration("interval", time.Duration(st.IntervalMS)*time.Millisecond),
+		slog.Int("multiplier", st.Multiplier),
+		slog.Int("queue_size", st.QueueSize),
+		slog.Time("last_poll", st.LastPoll.UTC()),
+		slog.Duration("next_poll_in", time.Duration(st.NextPollInMS)*time.Millisecond),
+		slog.Int64("rounds", st.Rounds),
+		slog.Int64("skipped_rounds", st.Skipped),
+		slog.Int64("compensated_runs", st.Compensated))
 }
 
 // round is one poll: skip if the local start queue has work, else look for

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
-	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +23,7 @@ type compHarness struct {
 	stuck  [][]*sundial.Run // answers of find, in order; then none
 	starts int
 	logs   *lockedLog
+	recs   recorder
 	t0     time.Time
 }
 
@@ -45,8 +46,9 @@ func (l *lockedLog) String() string {
 }
 
 func newCompHarness(cfg CompensatorConfig) *compHarness {
-	h := &compHarness{logs: &lockedLog{}, t0: time.Now()}
-	h.c = newCompensator(cfg, slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	h := &compHarness{logs: &lockedLog{}, recs: newRecorder(), t0: time.Now()}
+	h.c = newCompensator(cfg, slog.New(slog.NewMultiHandler(
+		slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}), h.recs)))
 	h.c.queueSize = func() int { h.mu.Lock(); defer h.mu.Unlock(); return h.queue }
 	h.c.find = func(ctx context.Context, dueBefore time.Time) ([]*sundial.Run, error) {
 		h.mu.Lock()
@@ -187,21 +189,94 @@ func TestCompensatorTrigger(t *testing.T) {
 	})
 }
 
-// TestCompensatorMonitorLine: every Monitor period the seed's status line.
-// At 45 s the rounds at 10 and 30 s have run: the state is the seed's own
-// example (interval 30000ms, multiplier 3, next poll in 15000ms).
+// TestCompensatorMonitorLine: every Monitor period the seed's status line,
+// with its numbers as attributes. At 45 s the rounds at 10 and 30 s have
+// run: the state is the seed's own example (interval 30 s, multiplier 3,
+// next poll in 15 s).
 func TestCompensatorMonitorLine(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		h := newCompHarness(CompensatorConfig{Monitor: 45 * time.Second})
 		h.run(t)
 		time.Sleep(45*time.Second + time.Millisecond)
-		want := "Task compensation polling status: interval=30000ms, multiplier=3, queueSize=0, lastPoll=" +
-			itoa(h.t0.Add(30*time.Second).UnixMilli()) + ", nextPollIn=15000ms"
-		if !strings.Contains(h.logs.String(), want) {
-			t.Errorf("logs lack %q:\n%s", want, h.logs)
+		var got map[string]slog.Value
+		for _, r := range h.recs.all() {
+			if r.Message == "Task compensation polling status" {
+				got = r.attrs
+			}
+		}
+		if got == nil {
+			t.Fatalf("no status line in the log:\n%s", h.logs)
+		}
+		want := map[string]slog.Value{
+			"component":        slog.StringValue("compensator"),
+			"interval":         slog.DurationValue(30 * time.Second),
+			"multiplier":       slog.IntValue(3),
+			"queue_size":       slog.IntValue(0),
+			"last_poll":        slog.TimeValue(h.t0.Add(30 * time.Second).UTC()),
+			"next_poll_in":     slog.DurationValue(15 * time.Second),
+			"rounds":           slog.Int64Value(2),
+			"skipped_rounds":   slog.Int64Value(0),
+			"compensated_runs": slog.Int64Value(0),
+		}
+		for k, v := range want {
+			if g, ok := got[k]; !ok || !g.Equal(v) {
+				t.Errorf("status line %s = %v, want %v", k, g, v)
+			}
+		}
+		if len(got) != len(want) {
+			t.Errorf("status line has %d attributes, want %d: %v", len(got), len(want), got)
+		}
+		// The text form: durations and an RFC 3339 time, not milliseconds.
+		line := "last_poll=" + h.t0.Add(30*time.Second).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		if !strings.Contains(h.logs.String(), "interval=30s") || !strings.Contains(h.logs.String(), line) {
+			t.Errorf("text log lacks interval=30s and %s:\n%s", line, h.logs)
 		}
 	})
 }
 
-func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+// record is one log record: its message and attributes, those of the
+// logger included.
+type record struct {
+	Message string
+	attrs   map[string]slog.Value
+}
+
+// recorder is a slog.Handler that keeps every record.
+type recorder struct {
+	mu    *sync.Mutex
+	recs  *[]record
+	attrs []slog.Attr
+}
+
+func newRecorder() recorder { return recorder{mu: new(sync.Mutex), recs: new([]record)} }
+
+func (r recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r recorder) Handle(_ context.Context, rec slog.Record) error {
+	out := record{Message: rec.Message, attrs: map[string]slog.Value{}}
+	for _, a := range r.attrs {
+		out.attrs[a.Key] = a.Value.Resolve()
+	}
+	rec.Attrs(func(a slog.Attr) bool {
+		out.attrs[a.Key] = a.Value.Resolve()
+		return true
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.recs = append(*r.recs, out)
+	return nil
+}
+
+func (r recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	r.attrs = append(slices.Clone(r.attrs), as...)
+	return r
+}
+
+func (r recorder) WithGroup(string) slog.Handler { return r }
+
+func (r recorder) all() []record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(*r.recs)
+}

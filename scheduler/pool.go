@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ var (
 	errCanceled       = errors.New("canceled by request")
 	errCancelPrev     = errors.New("canceled by a newer fire (overlap_action CANCEL_PREV)")
 	errShutdown       = errors.New("cut off: the node stopped and the drain timeout expired")
+	errStopNow        = errors.New("cut off: the node was told to stop at once while draining")
 	errMembershipLost = errors.New("cut off: the node lost its cluster membership")
 	errLost           = errors.New("lost: its node held it RUNNING with no call in flight")
 )
@@ -60,11 +62,12 @@ type pool struct {
 	// held are the runs submitted and not yet written back: waiting for
 	// their host's turn or a worker, in flight, or in the writer's hands.
 	held   map[int64]struct{}
-	cutOff atomic.Bool // the drain timeout expired: start nothing more
+	cutOff atomic.Bool // the drain was cut short (timeout or stop at once): start nothing more
 }
 
 type flight struct {
 	cancel context.CancelCauseFunc
+	taskID int64
 }
 
 func newPool(s *Scheduler) *pool {
@@ -120,7 +123,7 @@ func (p *pool) deliver(j job) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	p.mu.Lock()
-	p.inflight[j.run.ID] = &flight{cancel: cancel}
+	p.inflight[j.run.ID] = &flight{cancel: cancel, taskID: j.task.ID}
 	p.mu.Unlock()
 	p.s.m.inFlight.Inc()
 
@@ -170,7 +173,7 @@ func (p *pool) deliver(j job) {
 	status := sundial.RunStatus(out.Status)
 	if status == sundial.RunCanceled {
 		switch cause := context.Cause(ctx); cause {
-		case errShutdown, errMembershipLost:
+		case errShutdown, errStopNow, errMembershipLost:
 			status = sundial.RunInterrupted
 			out.Error = cause.Error()
 		case nil:
@@ -242,9 +245,10 @@ func (p *pool) cancelAll(cause error) {
 	}
 }
 
-// drain stops taking jobs, lets queued and in-flight deliveries finish for
-// up to timeout, then cuts off the rest.
-func (p *pool) drain(timeout time.Duration) {
+// drain stops taking jobs and lets queued and in-flight deliveries finish
+// for up to timeout, logging every report what is still in flight. When
+// timeout expires, or end is closed (stop at once), it cuts off the rest.
+func (p *pool) drain(timeout, report time.Duration, end <-chan struct{}) {
 	p.limit.stop()
 	p.open.Lock()
 	p.closed = true
@@ -252,14 +256,26 @@ func (p *pool) drain(timeout time.Duration) {
 	p.open.Unlock()
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
+	deadline := time.Now().Add(timeout)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	select {
-	case <-done:
-		return
-	case <-timer.C:
+	ticker := time.NewTicker(report)
+	defer ticker.Stop()
+	cause := error(nil)
+	for cause == nil {
+		select {
+		case <-done:
+			return
+		case <-ticker.C:
+			p.logDraining(time.Until(deadline))
+		case <-timer.C:
+			p.s.log.Warn("drain timeout expired; cutting off calls in flight", "timeout", timeout)
+			cause = errShutdown
+		case <-end:
+			p.s.log.Warn("stopping at once; cutting off calls in flight", "in_flight", p.inFlight())
+			cause = errStopNow
+		}
 	}
-	p.s.log.Warn("drain timeout expired; cutting off calls in flight", "timeout", timeout)
 	p.cutOff.Store(true)
 	// Jobs still queued are not started: their runs stay RUNNING and
 	// RunRelease records them INTERRUPTED. Calls in flight are cancelled.
@@ -269,11 +285,41 @@ func (p *pool) drain(timeout time.Duration) {
 			return
 		default:
 		}
-		p.cancelAll(errShutdown)
+		p.cancelAll(cause)
 		select {
 		case <-done:
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
+}
+
+// drainListed is how many calls in flight a drain progress line names.
+const drainListed = 10
+
+// logDraining writes what the drain still waits for: how many calls are in
+// flight and queued, and the run and task IDs of the first few calls.
+func (p *pool) logDraining(left time.Duration) {
+	p.mu.Lock()
+	ids := make([]int64, 0, len(p.inflight))
+	for id := range p.inflight {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	n := len(ids)
+	ids = ids[:min(n, drainListed)]
+	tasks := make([]int64, len(ids))
+	for i, id := range ids {
+		tasks[i] = p.inflight[id].taskID
+	}
+	p.mu.Unlock()
+	p.s.log.Info("draining: calls still in flight", "component", "pool", "in_flight", n, "queued", len(p.jobs),
+		"run_ids", ids, "task_ids", tasks, "time_left", max(left, 0).Round(time.Second))
+}
+
+// inFlight counts the calls in flight.
+func (p *pool) inFlight() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.inflight)
 }

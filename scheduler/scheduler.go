@@ -36,7 +36,9 @@ type Config struct {
 	HeartbeatInterval time.Duration // [1s]
 	DeadAfter         time.Duration // a node silent this long is dead [3s]
 	Retention         time.Duration // finished runs older than this are purged [7 days]
+	NodeRetention     time.Duration // nodes gone (LEFT or DEAD) longer than this are deleted [24h]
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
+	DrainReport       time.Duration // while draining, how often what is still in flight is logged [5s]
 	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
 	ClaimBatch        int           // runs claimed per transaction [250]
 	// MaxDeliveries bounds the deliveries of one fire when nodes die or
@@ -83,7 +85,9 @@ func (c *Config) setDefaults() {
 	def(&c.HeartbeatInterval, time.Second)
 	def(&c.DeadAfter, 3*time.Second)
 	def(&c.Retention, 7*24*time.Hour)
+	def(&c.NodeRetention, 24*time.Hour)
 	def(&c.DrainTimeout, 30*time.Second)
+	def(&c.DrainReport, 5*time.Second)
 	def(&c.CallbackTimeout, 10*time.Minute)
 	def(&c.CallbackSweep, time.Second)
 	if c.CallbackURL == "" {
@@ -128,6 +132,9 @@ type Scheduler struct {
 	// sweepWanted asks the next planner pass to unplan missed fires first:
 	// a claim found some.
 	sweepWanted atomic.Bool
+
+	endDrain     chan struct{} // closed by EndDrain
+	endDrainOnce sync.Once
 }
 
 // New returns a scheduler; Run starts it.
@@ -146,6 +153,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 		log:         log,
 		m:           newMetrics(reg),
 		pokePlanner: make(chan struct{}, 1),
+		endDrain:    make(chan struct{}),
 	}
 	s.writer = newWriter(s)
 	s.pool = newPool(s)
@@ -261,6 +269,15 @@ func (s *Scheduler) startQueued(ctx context.Context, t *sundial.Task) {
 	s.disp.addAdmitted(q, t)
 }
 
+// EndDrain ends the drain of a stopping Run at once, as the drain timeout
+// would: calls still in flight are cancelled and recorded INTERRUPTED
+// (delivered again by a live node), then Run hands back its planned fires
+// and leaves. Called before Run's context is done, it takes effect when the
+// drain begins. It is safe to call more than once.
+func (s *Scheduler) EndDrain() {
+	s.endDrainOnce.Do(func() { close(s.endDrain) })
+}
+
 // CompensationStatus returns the state of seed 000's compensator.
 func (s *Scheduler) CompensationStatus() sundial.CompensationStatus { return s.comp.Status() }
 
@@ -284,7 +301,8 @@ func (s *Scheduler) Poke() {
 
 // Run registers the node and runs the planner, dispatcher, delivery pool
 // and housekeeping until ctx is cancelled. Then it stops taking fires, gives
-// in-flight calls up to the drain timeout, records what was cut off as
+// in-flight calls up to the drain timeout (or until EndDrain), logging what
+// is still in flight every DrainReport, records what was cut off as
 // INTERRUPTED, hands its planned fires back and leaves the cluster.
 func (s *Scheduler) Run(ctx context.Context) error {
 	node := s.cfg.Node
@@ -310,7 +328,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	<-ctx.Done()
 	s.running.Store(false)
 	wg.Wait() // planner, dispatcher (after sending what it had committed), housekeeping
-	s.pool.drain(s.cfg.DrainTimeout)
+	s.pool.drain(s.cfg.DrainTimeout, s.cfg.DrainReport, s.endDrain)
 	s.writer.close()
 	<-writerDone
 
@@ -598,10 +616,11 @@ func (s *Scheduler) cancelLoop(ctx context.Context) {
 	}
 }
 
-// purgeLoop deletes run history older than the retention period in small
-// batches, so it never holds the database for long.
+// purgeLoop is the housekeeping: every minute it deletes run history older
+// than the retention period, in small batches so that it never holds the
+// database for long, and the nodes gone (LEFT or DEAD) for longer than the
+// node retention.
 func (s *Scheduler) purgeLoop(ctx context.Context) {
-	const batch = 500
 	ticker := time.NewTicker(time.Minute)
 	defer ticker.Stop()
 	for {
@@ -610,19 +629,42 @@ func (s *Scheduler) purgeLoop(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		for ctx.Err() == nil {
-			n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Error("purge run history", "err", err)
-				}
-				break
+		s.purgeRuns(ctx)
+		s.pruneNodes(ctx)
+	}
+}
+
+// purgeRuns deletes finished runs older than the retention period.
+func (s *Scheduler) purgeRuns(ctx context.Context) {
+	const batch = 500
+	for ctx.Err() == nil {
+		n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.Error("purge run history", "component", "housekeeping", "err", err)
 			}
-			s.m.purged.Add(float64(n))
-			if n < batch {
-				break
-			}
+			return
 		}
+		s.m.purged.Add(float64(n))
+		if n < batch {
+			return
+		}
+	}
+}
+
+// pruneNodes deletes the nodes whose last heartbeat is older than the node
+// retention and that are no longer members, so that GET /api/v1/nodes
+// does not list every process that ever ran.
+func (s *Scheduler) pruneNodes(ctx context.Context) {
+	n, err := s.store.NodePrune(ctx, time.Now().Add(-s.cfg.NodeRetention))
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			s.log.Error("prune departed nodes", "component", "housekeeping", "err", err)
+		}
+	case n > 0:
+		s.log.Info("pruned departed nodes", "component", "housekeeping", "nodes", n,
+			"node_retention", s.cfg.NodeRetention)
 	}
 }
 

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -81,6 +82,7 @@ type bundle struct {
 	store  *sqlite.Store
 	target *target
 	sched  *scheduler.Scheduler
+	logs   *syncLog // the scheduler's log, JSON lines
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -100,7 +102,7 @@ func setupWith(t *testing.T, cfg scheduler.Config, wrap func(sundial.Store) sund
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	b := &bundle{store: st, target: &target{}}
+	b := &bundle{store: st, target: &target{}, logs: &syncLog{}}
 	if cfg.Node.ID == "" {
 		cfg.Node = sundial.Node{ID: "node-a", Host: "test", PID: 1}
 	}
@@ -108,7 +110,8 @@ func setupWith(t *testing.T, cfg scheduler.Config, wrap func(sundial.Store) sund
 	if wrap != nil {
 		store = wrap(st)
 	}
-	b.sched, err = scheduler.New(cfg, store, b.target, nil, nil)
+	log := slog.New(slog.NewJSONHandler(b.logs, nil))
+	b.sched, err = scheduler.New(cfg, store, b.target, log, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +153,14 @@ func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *su
 	return tk
 }
 
-// runs returns a task's runs, oldest first.
+// runs returns a task's runs in the order they were written (by ID).
 func (b *bundle) runs(t *testing.T, taskID int64) []*sundial.Run {
 	t.Helper()
 	rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: taskID, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	slices.Reverse(rs)
+	slices.SortFunc(rs, func(x, y *sundial.Run) int { return cmp.Compare(x.ID, y.ID) })
 	return rs
 }
 
@@ -897,6 +900,163 @@ func TestStartingDeadline(t *testing.T) {
 				t.Errorf("lenient task: run of +%s is %s (%s), want every fire SUCCESS",
 					r.ScheduledTime.Sub(start), r.Status, r.SkipReason)
 			}
+		}
+	})
+}
+
+// TestNodeRetention: the housekeeping deletes nodes gone (LEFT or DEAD)
+// for longer than the node retention, and keeps live nodes and nodes gone
+// more recently.
+func TestNodeRetention(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{NodeRetention: 2 * time.Minute, ClaimInterval: time.Second,
+			PollInterval: 10 * time.Second, CallbackSweep: time.Minute})
+		ctx := context.Background()
+		register := func(id string) {
+			t.Helper()
+			if err := b.store.NodeRegister(ctx, &sundial.Node{ID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		nodeIDs := func() []string {
+			t.Helper()
+			nodes, err := b.store.NodeList(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ids []string
+			for _, n := range nodes {
+				ids = append(ids, n.ID)
+			}
+			slices.Sort(ids)
+			return ids
+		}
+		// Two nodes gone at the start: one left, one declared dead.
+		register("old-left")
+		register("old-dead")
+		if err := b.store.NodeLeave(ctx, "old-left"); err != nil {
+			t.Fatal(err)
+		}
+		if dead, err := b.store.NodeReap(ctx, -time.Hour, time.Now()); err != nil || len(dead) != 1 {
+			t.Fatalf("NodeReap = %v, %v", dead, err)
+		}
+		start := time.Now()
+		b.start()
+		defer b.stop(t)
+
+		// The housekeeping runs every minute: at 2 min the old nodes have
+		// been gone for 2 min, not longer.
+		waitUntil(start.Add(2*time.Minute + 30*time.Second))
+		if got, want := nodeIDs(), []string{"node-a", "old-dead", "old-left"}; !slices.Equal(got, want) {
+			t.Fatalf("nodes at 2m30s = %v, want %v", got, want)
+		}
+		register("recent-left")
+		if err := b.store.NodeLeave(ctx, "recent-left"); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(start.Add(3*time.Minute + 30*time.Second))
+		if got, want := nodeIDs(), []string{"node-a", "recent-left"}; !slices.Equal(got, want) {
+			t.Fatalf("nodes at 3m30s = %v, want %v: the old nodes pruned, this one and the recent one kept", got, want)
+		}
+		waitUntil(start.Add(5*time.Minute + 30*time.Second))
+		if got, want := nodeIDs(), []string{"node-a"}; !slices.Equal(got, want) {
+			t.Fatalf("nodes at 5m30s = %v, want %v", got, want)
+		}
+	})
+}
+
+// records returns the log records with message msg, decoded.
+func (b *bundle) records(t *testing.T, msg string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for line := range strings.Lines(b.logs.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		if rec["msg"] == msg {
+			out = append(out, rec)
+		}
+	}
+	return out
+}
+
+// TestEndDrain: a stop begins the drain, which logs what is still in
+// flight every DrainReport; EndDrain (a second stop signal) then ends it at
+// once, as the drain timeout would: the call is cancelled and its run
+// recorded INTERRUPTED with its attempt, and the node leaves.
+func TestEndDrain(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{DrainTimeout: time.Hour})
+		b.target.hold = 24 * time.Hour
+		b.start()
+		returned := false
+		t.Cleanup(func() { // a failed test ends the drain too
+			if !returned {
+				b.sched.EndDrain()
+				b.cancel()
+				<-b.done
+			}
+		})
+		start := time.Now()
+		tk := b.addTask(t, "*/10 * * * * *", func(tk *sundial.Task) {
+			tk.OverlapAction = sundial.OverlapParallel
+			tk.TimeoutSeconds = 86400
+		})
+		waitUntil(start.Add(10*time.Second + 500*time.Millisecond)) // the fire at 10 s is in flight
+		b.cancel()
+		stopAt := time.Now()
+		waitUntil(stopAt.Add(12 * time.Second)) // two progress lines, at 5 and 10 s
+		progress := b.records(t, "draining: calls still in flight")
+		if len(progress) != 2 {
+			t.Fatalf("%d drain progress lines after 12 s, want 2 (every 5 s):\n%s", len(progress), b.logs)
+		}
+		rs := b.runs(t, tk.ID)
+		if len(rs) == 0 || rs[0].Status != sundial.RunRunning {
+			t.Fatalf("runs while draining = %v, want the first RUNNING", summarize(rs))
+		}
+		p := progress[1]
+		if p["in_flight"] != 1.0 || p["queued"] != 0.0 || fmt.Sprint(p["run_ids"]) != fmt.Sprintf("[%d]", rs[0].ID) ||
+			fmt.Sprint(p["task_ids"]) != fmt.Sprintf("[%d]", tk.ID) || p["component"] != "pool" {
+			t.Errorf("progress line %v, want one call in flight: run %d of task %d", p, rs[0].ID, tk.ID)
+		}
+		select {
+		case err := <-b.done:
+			returned = true
+			t.Fatalf("Run returned (%v) while a call was in flight and the drain timeout is an hour", err)
+		default:
+		}
+
+		b.sched.EndDrain()
+		err := <-b.done
+		returned = true
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if took := time.Since(stopAt); took > 13*time.Second {
+			t.Errorf("Run returned %s after the stop, want at once after EndDrain (12 s)", took)
+		}
+		rs = b.runs(t, tk.ID)
+		if rs[0].Status != sundial.RunInterrupted || !strings.Contains(rs[0].Error, "stop at once") {
+			t.Fatalf("cut-off run = %+v, want INTERRUPTED saying it was stopped at once", rs[0])
+		}
+		attempts, err := b.store.RunAttempts(context.Background(), rs[0].ID)
+		if err != nil || len(attempts) != 1 || attempts[0].Status != sundial.RunInterrupted || attempts[0].NodeID != "node-a" {
+			t.Fatalf("attempts of the cut-off run = %+v, %v; want one INTERRUPTED attempt of node-a", attempts, err)
+		}
+		for _, r := range rs[1:] {
+			if r.NodeID != "" || r.Status != sundial.RunScheduled {
+				t.Errorf("run %+v after the stop, want planned fires held by no node", r)
+			}
+		}
+		if len(b.records(t, "stopping at once; cutting off calls in flight")) != 1 {
+			t.Errorf("no line saying the drain was cut short:\n%s", b.logs)
+		}
+		nodes, err := b.store.NodeList(context.Background())
+		if err != nil || len(nodes) != 1 || nodes[0].State != sundial.NodeLeft {
+			t.Errorf("nodes after stop = %+v, %v; want this node LEFT", nodes, err)
 		}
 	})
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +34,7 @@ type config struct {
 		DeadAfter         time.Duration `yaml:"dead_after"`
 		DrainTimeout      time.Duration `yaml:"drain_timeout"`
 		Retention         time.Duration `yaml:"retention"`
+		NodeRetention     time.Duration `yaml:"node_retention"`
 		ClaimInterval     time.Duration `yaml:"claim_interval"`
 		MaxDeliveries     int           `yaml:"max_deliveries"`
 	} `yaml:"scheduler"`
@@ -76,6 +78,7 @@ func defaultConfig() *config {
 	c.Scheduler.DeadAfter = 3 * time.Second
 	c.Scheduler.DrainTimeout = 30 * time.Second
 	c.Scheduler.Retention = 7 * 24 * time.Hour
+	c.Scheduler.NodeRetention = 24 * time.Hour
 	c.Scheduler.ClaimInterval = 50 * time.Millisecond
 	c.Scheduler.MaxDeliveries = 3
 	c.Compensator.BaseInterval = 10 * time.Second
@@ -93,9 +96,11 @@ func defaultConfig() *config {
 type setting struct {
 	key  string
 	help string
-	ptr  any // *string, *int or *time.Duration inside a config
+	ptr  any // *string, *int, *time.Duration or *map[string]time.Duration inside a config
 }
 
+// settings lists every setting in the order of the help and of the
+// README's table: the ones everybody sets first, then section by section.
 func (c *config) settings() []setting {
 	return []setting{
 		{"listen", "address of the REST API", &c.Listen},
@@ -103,12 +108,13 @@ func (c *config) settings() []setting {
 		{"log.level", "debug, info, warn or error", &c.Log.Level},
 		{"log.format", "text or json", &c.Log.Format},
 		{"scheduler.poll_interval", "how often the planner claims due tasks", &c.Scheduler.PollInterval},
-		{"scheduler.lookahead", "how far ahead fires are planned (at least 2 poll intervals)", &c.Scheduler.Lookahead},
+		{"scheduler.lookahead", "how far ahead fires are planned, from 2 poll intervals to 24h", &c.Scheduler.Lookahead},
 		{"scheduler.misfire_threshold", "a fire later than this was missed and follows the task's catch_up_mode", &c.Scheduler.MisfireThreshold},
 		{"scheduler.heartbeat_interval", "how often this node renews its membership", &c.Scheduler.HeartbeatInterval},
 		{"scheduler.dead_after", "a node silent this long is dead and its runs are taken over", &c.Scheduler.DeadAfter},
 		{"scheduler.drain_timeout", "on SIGTERM, how long calls in flight may finish", &c.Scheduler.DrainTimeout},
 		{"scheduler.retention", "finished runs older than this are purged", &c.Scheduler.Retention},
+		{"scheduler.node_retention", "nodes gone (LEFT or DEAD) for longer than this are deleted from the node list", &c.Scheduler.NodeRetention},
 		{"scheduler.claim_interval", "how often this node claims its share of the runs coming due", &c.Scheduler.ClaimInterval},
 		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
 		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
@@ -124,6 +130,119 @@ func (c *config) settings() []setting {
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
+}
+
+// migrateKeys are the settings "sundial migrate" takes: it only opens the
+// database.
+var migrateKeys = []string{"db", "log.level", "log.format"}
+
+// commandSettings returns the settings the command takes, in help order.
+func (c *config) commandSettings(name string) []setting {
+	all := c.settings()
+	if name != "migrate" {
+		return all
+	}
+	var out []setting
+	for _, s := range all {
+		if slices.Contains(migrateKeys, s.key) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// commandSummaries is the first line of each command's help.
+var commandSummaries = map[string]string{
+	"serve":   "Run a scheduler node and the REST API until SIGINT or SIGTERM.",
+	"migrate": "Create or upgrade the database schema, then exit (serve also does it on start).",
+}
+
+// sectionTitles names the groups of settings in the help, by key prefix.
+var sectionTitles = map[string]string{
+	"scheduler":   "Scheduler",
+	"compensator": "Start compensator (seed 000)",
+	"callback":    "Callbacks of ASYNC tasks",
+	"executor":    "Executor (HTTP deliveries)",
+	"debug":       "Debugging",
+}
+
+// writeHelp prints the help of "sundial NAME": a one-line description, how
+// flags, environment and file combine, then every flag with the type of
+// its value and its default, the common ones first and the rest grouped by
+// section.
+func writeHelp(w io.Writer, name string, settings []setting) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Usage: sundial %s [flags]\n\n%s\n\n", name, commandSummaries[name])
+	b.WriteString("Every flag is also an environment variable, SUNDIAL_ and the name in upper case\n" +
+		"with dots as underscores (--log.level is SUNDIAL_LOG_LEVEL), and a key of the\n" +
+		"YAML file given with --config. A flag beats the environment, which beats the\n" +
+		"file, which beats the default.\n\n")
+	flagHelp(&b, "config", "string", "YAML configuration file (env SUNDIAL_CONFIG)", "")
+	section := ""
+	for _, s := range settings {
+		if sec, _, ok := strings.Cut(s.key, "."); ok && sec != "log" && sec != section {
+			section = sec
+			fmt.Fprintf(&b, "\n%s:\n", sectionTitles[sec])
+		}
+		flagHelp(&b, s.key, s.typeName(), s.help, s.text())
+	}
+	io.WriteString(w, b.String())
+}
+
+func flagHelp(b *strings.Builder, key, typ, help, def string) {
+	fmt.Fprintf(b, "  --%s %s\n        %s", key, typ, help)
+	if def != "" {
+		fmt.Fprintf(b, " (default %s)", def)
+	}
+	b.WriteString("\n")
+}
+
+// typeName is the placeholder of the setting's value in the help.
+func (s setting) typeName() string {
+	switch s.ptr.(type) {
+	case *int:
+		return "int"
+	case *time.Duration:
+		return "duration"
+	case *map[string]time.Duration:
+		return "host=duration,..."
+	default:
+		return "string"
+	}
+}
+
+// text returns the setting's current value as it would be written on the
+// command line; empty when it has none.
+func (s setting) text() string {
+	switch p := s.ptr.(type) {
+	case *string:
+		return *p
+	case *int:
+		return strconv.Itoa(*p)
+	case *time.Duration:
+		return shortDuration(*p)
+	case *map[string]time.Duration:
+		pairs := make([]string, 0, len(*p))
+		for host, d := range *p {
+			pairs = append(pairs, host+"="+shortDuration(d))
+		}
+		slices.Sort(pairs)
+		return strings.Join(pairs, ",")
+	}
+	return ""
+}
+
+// shortDuration writes d as time.Duration does, without the zero units it
+// ends with: 1m rather than 1m0s, 168h rather than 168h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func envName(key string) string {
@@ -170,21 +289,24 @@ func (s setting) set(text string) error {
 // environment and the YAML file named by --config (or SUNDIAL_CONFIG).
 func loadConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
 	c := defaultConfig()
+	settings := c.commandSettings(name)
 	fs := flag.NewFlagSet("sundial "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "", "YAML configuration file (env SUNDIAL_CONFIG)")
+	fs.SetOutput(io.Discard) // errors are returned; -h prints writeHelp
+	fs.Usage = func() {}
+	configPath := fs.String("config", "", "")
 	given := map[string]string{}
-	for _, s := range c.settings() {
-		fs.Func(s.key, fmt.Sprintf("%s (env %s)", s.help, envName(s.key)), func(v string) error {
+	for _, s := range settings {
+		fs.Func(s.key, s.help, func(v string) error {
 			given[s.key] = v
 			return nil
 		})
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			writeHelp(stderr, name, settings)
 			return nil, err
 		}
-		return nil, usageErrorf("%s: %v", name, err)
+		return nil, usageErrorf("%s: %v; run 'sundial %s -h' for the flags", name, err, name)
 	}
 	if fs.NArg() > 0 {
 		return nil, usageErrorf("%s: unexpected argument %q", name, fs.Arg(0))
@@ -199,14 +321,14 @@ func loadConfig(name string, args []string, getenv func(string) string, stderr i
 			return nil, usageErrorf("config %s: %v", path, err)
 		}
 	}
-	for _, s := range c.settings() {
+	for _, s := range settings {
 		if v := getenv(envName(s.key)); v != "" {
 			if err := s.set(v); err != nil {
 				return nil, usageErrorf("%s: %v", envName(s.key), err)
 			}
 		}
 	}
-	for _, s := range c.settings() {
+	for _, s := range settings {
 		if v, ok := given[s.key]; ok {
 			if err := s.set(v); err != nil {
 				return nil, usageErrorf("--%s: %v", s.key, err)
@@ -274,6 +396,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.drain_timeout: %s: must not be negative", sc.DrainTimeout)
 	case sc.Retention < time.Minute:
 		return fmt.Errorf("scheduler.retention: %s: want at least 1m", sc.Retention)
+	case sc.NodeRetention < time.Minute:
+		return fmt.Errorf("scheduler.node_retention: %s: want at least 1m", sc.NodeRetention)
 	case sc.ClaimInterval < 5*time.Millisecond || sc.ClaimInterval > time.Second:
 		return fmt.Errorf("scheduler.claim_interval: %s: want from 5ms to 1s", sc.ClaimInterval)
 	case sc.MaxDeliveries < 1 || sc.MaxDeliveries > 100:

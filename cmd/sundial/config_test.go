@@ -57,7 +57,8 @@ func TestConfigPrecedence(t *testing.T) {
 	if c.Scheduler.Lookahead != 30*time.Second {
 		t.Errorf("lookahead %s, want the file's 30s", c.Scheduler.Lookahead)
 	}
-	if c.Scheduler.PollInterval != time.Second || c.Listen != "127.0.0.1:8080" || c.DB != "sqlite:./sundial.db" {
+	if c.Scheduler.PollInterval != time.Second || c.Listen != "127.0.0.1:8080" || c.DB != "sqlite:./sundial.db" ||
+		c.Scheduler.NodeRetention != 24*time.Hour {
 		t.Errorf("defaults lost: %+v", c)
 	}
 	if got := c.Executor.StartIntervals; len(got) != 2 || got["a.example"] != 5*time.Second || got["b.example:8080"] != time.Second {
@@ -83,6 +84,7 @@ func TestConfigErrors(t *testing.T) {
 		{"pool size zero", "", []string{"--executor.worker_pool_size", "0"}, nil, "executor.worker_pool_size: 0"},
 		{"lookahead below two polls", "", []string{"--scheduler.lookahead", "1s"}, nil, "scheduler.lookahead"},
 		{"dead_after below two heartbeats", "", []string{"--scheduler.dead_after", "1s"}, nil, "scheduler.dead_after"},
+		{"node retention too short", "", []string{"--scheduler.node_retention", "30s"}, nil, "scheduler.node_retention: 30s: want at least 1m"},
 		{"bad database", "", []string{"--db", "oracle://x"}, nil, `db: "oracle://x"`},
 		{"bad start interval", "", []string{"--executor.start_intervals", "host"}, nil, "want host=duration pairs"},
 		{"unexpected argument", "", []string{"extra"}, nil, `unexpected argument "extra"`},
@@ -121,5 +123,89 @@ func TestMySQLDSN(t *testing.T) {
 	}
 	if got := redact("postgres://app:secret@db:5432/x"); got != "postgres://app:***@db:5432/x" {
 		t.Errorf("redact = %q", got)
+	}
+}
+
+// TestServeHelp: serve -h starts with what the command does, lists the
+// flags people need first and the rest in the README's order, each with
+// the type of its value and its default.
+func TestServeHelp(t *testing.T) {
+	t.Parallel()
+	res := runArgs(t, "serve", "-h")
+	if res.err != nil || res.stdout != "" {
+		t.Fatalf("serve -h: %v, stdout %q; want the help on stderr", res.err, res.stdout)
+	}
+	help := res.stderr
+	if !strings.HasPrefix(help, "Usage: sundial serve [flags]\n\nRun a scheduler node and the REST API") {
+		t.Errorf("help does not start with the usage and a one-line description:\n%s", help)
+	}
+	// Every flag, in this order, with its placeholder and default.
+	want := []string{"--config string\n", "--listen string\n", "--db string\n", "--log.level string\n", "--log.format string\n"}
+	for _, s := range defaultConfig().settings()[4:] {
+		want = append(want, "--"+s.key+" ")
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(help[at:], w)
+		if i < 0 {
+			t.Fatalf("help lacks %q after position %d (or has it out of order):\n%s", w, at, help)
+		}
+		at += i + len(w)
+	}
+	for _, line := range []string{
+		"  --listen string\n        address of the REST API (default 127.0.0.1:8080)\n",
+		"(default sqlite:./sundial.db)\n",
+		"  --log.level string\n        debug, info, warn or error (default info)\n",
+		"  --scheduler.poll_interval duration\n",
+		"(default 1s)\n",
+		"  --scheduler.retention duration\n        finished runs older than this are purged (default 168h)\n",
+		"  --compensator.max_interval duration\n        the compensator's interval never grows past this (default 5m)\n",
+		"  --executor.worker_pool_size int\n        concurrent HTTP deliveries (default 16)\n",
+		"  --executor.start_intervals host=duration,...\n",
+		"\nScheduler:\n", "\nExecutor (HTTP deliveries):\n",
+	} {
+		if !strings.Contains(help, line) {
+			t.Errorf("help lacks %q:\n%s", line, help)
+		}
+	}
+	if strings.Contains(help, " value\n") {
+		t.Errorf("help has a bare 'value' placeholder:\n%s", help)
+	}
+}
+
+// TestMigrateHelp: migrate takes only the database, the log and the
+// config file.
+func TestMigrateHelp(t *testing.T) {
+	t.Parallel()
+	res := runArgs(t, "migrate", "-h")
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	help := res.stderr
+	for _, flag := range []string{"--config string", "--db string", "--log.level string", "--log.format string"} {
+		if !strings.Contains(help, flag) {
+			t.Errorf("migrate help lacks %s:\n%s", flag, help)
+		}
+	}
+	for _, other := range []string{"--listen", "scheduler.", "compensator.", "callback.", "executor.", "debug."} {
+		if strings.Contains(help, other) {
+			t.Errorf("migrate help lists %s, which migrate does not use:\n%s", other, help)
+		}
+	}
+	res = runArgs(t, "migrate", "--db", "sqlite:"+filepath.Join(t.TempDir(), "sundial.db"), "--scheduler.poll_interval", "1s")
+	if res.err == nil || !strings.Contains(res.err.Error(), "flag provided but not defined: -scheduler.poll_interval") {
+		t.Errorf("migrate with a scheduler flag: %v, want it refused", res.err)
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	t.Parallel()
+	for d, want := range map[time.Duration]string{
+		50 * time.Millisecond: "50ms", time.Second: "1s", time.Minute: "1m", 90 * time.Second: "1m30s",
+		168 * time.Hour: "168h", 90 * time.Minute: "1h30m", time.Hour + time.Second: "1h0m1s",
+	} {
+		if got := shortDuration(d); got != want {
+			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
+		}
 	}
 }

@@ -4,6 +4,7 @@
 //
 //	sundial serve            run a scheduler node and the REST API
 //	sundial migrate          create or upgrade the database schema
+//	sundial target           an HTTP target that prints what it receives
 //	sundial cron next EXPR   print the next fire times of a cron expression
 //	sundial cron explain EXPR
 //	sundial bench precision [flags]
@@ -25,11 +26,12 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 )
 
 // version is the release, set with -ldflags "-X main.version=v1.2.3"; when
-// unset it comes from the module's build information.
+// unset it comes from the module's build information (see versionLine).
 var version = ""
 
 const usage = `Sundial is a distributed second-precise job scheduler.
@@ -37,6 +39,8 @@ const usage = `Sundial is a distributed second-precise job scheduler.
 Usage:
   sundial serve [flags]                 run a scheduler node and the REST API
   sundial migrate [flags]               create or upgrade the database schema
+  sundial target [--listen ADDR]        run an HTTP target that prints every call it receives
+                                        (default 127.0.0.1:9000; ?status=503&delay=2s to fail or wait)
   sundial cron next [--tz ZONE] [--from RFC3339] [--count N] [--] EXPR
                                         print the next fire times of EXPR
   sundial cron explain EXPR             describe EXPR in plain English
@@ -44,7 +48,7 @@ Usage:
   sundial bench throughput [flags]      measure how fast such nodes deliver one-off tasks all due at once
   sundial bench scale [flags]           measure start-up, memory and idle CPU with a million tasks stored
   sundial bench failover [flags]        kill cluster nodes at random and count lost and repeated fires
-  sundial version                       print the version
+  sundial version                       print the version, VCS revision and Go version
   sundial help                          print this help
 
 Quote EXPR so that it is one argument: sundial cron next "*/15 * * * * *".
@@ -52,13 +56,61 @@ Run "sundial <command> -h" for the flags of a command.
 `
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	// A third signal kills the process: after the second, the default
+	// handling is back.
+	ctx, stop := stopOnSignals(context.Background(), sigs, func() { signal.Reset(os.Interrupt, syscall.SIGTERM) })
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sundial: "+oneLine(err.Error()))
 		os.Exit(exitCode(err))
 	}
+}
+
+// stopOnSignals returns a context cancelled by the first signal on sigs
+// (SIGINT or SIGTERM: stop gracefully) that carries a second stop (see
+// secondStop), closed by the next signal: stop at once. onSecond, if not
+// nil, is called after the second signal. stop cancels the context and
+// ends the watch.
+func stopOnSignals(parent context.Context, sigs <-chan os.Signal, onSecond func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	again, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			cancel()
+		case <-quit:
+			return
+		}
+		select {
+		case <-sigs:
+			close(again)
+			if onSecond != nil {
+				onSecond()
+			}
+		case <-quit:
+		}
+	}()
+	var once sync.Once
+	return withSecondStop(ctx, again), func() { cancel(); once.Do(func() { close(quit) }) }
+}
+
+type secondStopKey struct{}
+
+// withSecondStop returns ctx carrying a second stop: a channel closed when
+// the process is asked to stop again while it is stopping, so that it
+// stops at once (see runServe).
+func withSecondStop(ctx context.Context, second <-chan struct{}) context.Context {
+	return context.WithValue(ctx, secondStopKey{}, second)
+}
+
+// secondStop returns the second stop ctx carries; nil (never closed) when
+// it carries none.
+func secondStop(ctx context.Context) <-chan struct{} {
+	ch, _ := ctx.Value(secondStopKey{}).(<-chan struct{})
+	return ch
 }
 
 // exitError carries the exit status of a failure: 2 for a usage mistake or
@@ -101,12 +153,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "target":
+		return runTarget(ctx, rest, stdout, stderr)
 	case "cron":
 		return runCron(rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
 	case "version", "--version":
-		_, err := fmt.Fprintln(stdout, "sundial "+buildVersion())
+		bi, _ := debug.ReadBuildInfo()
+		_, err := fmt.Fprintln(stdout, versionLine(version, bi))
 		return err
 	case "help", "-h", "-help", "--help":
 		_, err := io.WriteString(stdout, usage)
@@ -116,13 +171,50 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 }
 
-// buildVersion returns the release this binary was built from.
-func buildVersion() string {
-	if version != "" {
-		return version
+// versionLine describes the build: the release (the -ldflags version, else
+// the module's version, else "devel"), then what the build information
+// says of its source: the VCS revision (short), its commit time, whether
+// the tree had changes, and the Go version.
+//
+//	sundial v1.2.0 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, modified, go1.26.1)
+func versionLine(ldflags string, bi *debug.BuildInfo) string {
+	v := ldflags
+	if v == "" && bi != nil && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		v = bi.Main.Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	if v == "" {
+		v = "devel"
 	}
-	return "(devel)"
+	if bi == nil {
+		return "sundial " + v
+	}
+	var details []string
+	var modified bool
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev := s.Value
+			if len(rev) > 12 {
+				rev = rev[:12]
+			}
+			details = append(details, "revision "+rev)
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.time" {
+			details = append(details, s.Value)
+		}
+	}
+	if modified {
+		details = append(details, "modified")
+	}
+	if bi.GoVersion != "" {
+		details = append(details, bi.GoVersion)
+	}
+	if len(details) == 0 {
+		return "sundial " + v
+	}
+	return "sundial " + v + " (" + strings.Join(details, ", ") + ")"
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os/exec"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -113,7 +114,7 @@ func TestRunOK(t *testing.T) {
 
 func TestRunUsageText(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"serve", "migrate", "cron next", "cron explain", "version", "help"} {
+	for _, cmd := range []string{"serve", "migrate", "target", "cron next", "cron explain", "version", "help"} {
 		if !strings.Contains(usage, "sundial "+cmd) {
 			t.Errorf("usage does not list %q", cmd)
 		}
@@ -323,5 +324,44 @@ func TestBinary(t *testing.T) {
 				t.Errorf("stderr = %q, want %q", stderr.String(), tt.stderr)
 			}
 		})
+	}
+}
+
+// TestVersionLine: the version says which source the binary was built
+// from, read from the build information; -ldflags wins for the release.
+func TestVersionLine(t *testing.T) {
+	t.Parallel()
+	vcs := []debug.BuildSetting{
+		{Key: "-buildmode", Value: "exe"},
+		{Key: "vcs", Value: "git"},
+		{Key: "vcs.revision", Value: "1a2b3c4d5e6f7a8b9c0d1e2f3a4b5c6d7e8f9a0b"},
+		{Key: "vcs.time", Value: "2026-05-04T10:00:00Z"},
+		{Key: "vcs.modified", Value: "true"},
+	}
+	tests := []struct {
+		name    string
+		ldflags string
+		bi      *debug.BuildInfo
+		want    string
+	}{
+		{"devel with VCS", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "(devel)"}, Settings: vcs},
+			"sundial devel (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, modified, go1.26.1)"},
+		{"module version, clean tree", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v1.2.0"},
+			Settings: []debug.BuildSetting{vcs[2], vcs[3], {Key: "vcs.modified", Value: "false"}}},
+			"sundial v1.2.0 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, go1.26.1)"},
+		{"ldflags wins", "v9.9.9", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v1.2.0"}, Settings: vcs},
+			"sundial v9.9.9 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, modified, go1.26.1)"},
+		{"no VCS information", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "(devel)"}},
+			"sundial devel (go1.26.1)"},
+		{"no build information", "", nil, "sundial devel"},
+	}
+	for _, tt := range tests {
+		if got := versionLine(tt.ldflags, tt.bi); got != tt.want {
+			t.Errorf("%s: versionLine = %q\nwant %q", tt.name, got, tt.want)
+		}
+	}
+	res := runArgs(t, "version")
+	if res.err != nil || !strings.HasPrefix(res.stdout, "sundial ") || strings.Contains(res.stdout, "(devel)") {
+		t.Errorf("version printed %q, %v", res.stdout, res.err)
 	}
 }

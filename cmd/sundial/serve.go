@@ -32,7 +32,9 @@ import (
 
 // runServe runs a scheduler node and the REST API until ctx is cancelled
 // (SIGINT or SIGTERM), then stops gracefully: no new fires, calls in flight
-// get the drain timeout, what is cut off is recorded, and it exits 0.
+// get the drain timeout, what is cut off is recorded, and it exits 0. The
+// second stop ctx carries (a second signal) cuts the drain short: calls
+// still in flight are cut off and recorded at once, and it exits 0 too.
 func runServe(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	cfg, err := loadConfig("serve", args, getenv, stderr)
 	if err != nil {
@@ -43,16 +45,29 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	log := newLogger(cfg.Log, stderr)
 
+	// Bind before touching the database: a busy port fails at once,
+	// without having created or migrated anything.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	defer ln.Close()
+	var pprofAddr net.Addr
+	if cfg.Debug.PprofListen != "" {
+		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+		pprofAddr = addr
+	}
+
 	store, err := openStore(ctx, cfg.DB, log)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
 	node := newNode(ln.Addr().String())
 	secret, err := callbackSecret(ctx, store, cfg.Callback.Secret)
 	if err != nil {
@@ -78,6 +93,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		HeartbeatInterval: cfg.Scheduler.HeartbeatInterval,
 		DeadAfter:         cfg.Scheduler.DeadAfter,
 		Retention:         cfg.Scheduler.Retention,
+		NodeRetention:     cfg.Scheduler.NodeRetention,
 		DrainTimeout:      cfg.Scheduler.DrainTimeout,
 		StartIntervals:    cfg.Executor.StartIntervals,
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,
@@ -103,16 +119,6 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-
-	var pprofAddr net.Addr
-	if cfg.Debug.PprofListen != "" {
-		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, log)
-		if err != nil {
-			return err
-		}
-		defer stopPprof()
-		pprofAddr = addr
 	}
 
 	schedDone := make(chan error, 1)
@@ -143,10 +149,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return errors.New("scheduler stopped unexpectedly")
 	}
 	// Stop the scheduler first, keeping the API up meanwhile so that the
-	// drain can be watched; then the API.
+	// drain can be watched; then the API. A second signal ends the drain
+	// at once, as its timeout would.
 	stopSched()
-	if err := <-schedDone; err != nil {
-		log.Error("scheduler stop", "err", err)
+	var err2 error
+	select {
+	case err2 = <-schedDone:
+	case <-secondStop(ctx):
+		log.Warn("stopping at once: second signal while draining")
+		sched.EndDrain()
+		err2 = <-schedDone
+		_ = httpSrv.Close()
+	}
+	if err2 != nil {
+		log.Error("scheduler stop", "err", err2)
 	}
 	shutdownHTTP(httpSrv)
 	fmt.Fprintln(stdout, "Sundial stopped")
@@ -253,14 +269,25 @@ func newNode(addr string) sundial.Node {
 	}
 }
 
+// newLogger returns the process's logger: text or JSON lines on w, at the
+// configured level, with durations written as Go duration strings.
 func newLogger(c logConfig, w io.Writer) *slog.Logger {
 	var level slog.Level
 	_ = level.UnmarshalText([]byte(c.Level))
-	opts := &slog.HandlerOptions{Level: level}
+	opts := &slog.HandlerOptions{Level: level, ReplaceAttr: durationText}
 	if c.Format == "json" {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// durationText writes a duration as a Go duration string ("1.5s"), as
+// the text format does, instead of the JSON format's integer nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
 }
 
 // redact hides the password of a database URL.

@@ -4,16 +4,23 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/sqlite"
 )
 
 // hook is a loopback HTTP target that records every request and signals
@@ -414,5 +421,244 @@ func TestServePprof(t *testing.T) {
 	if _, _, err := servePprof("127.0.0.1:bad", slog.New(slog.DiscardHandler)); err == nil ||
 		!strings.Contains(err.Error(), "debug.pprof_listen") {
 		t.Errorf("a bad address: %v, want an error naming debug.pprof_listen", err)
+	}
+}
+
+// TestServeBusyPort: serve on a port already taken fails naming the
+// address, before it creates or migrates the database.
+func TestServeBusyPort(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	addr := ln.Addr().String()
+	db := filepath.Join(t.TempDir(), "sundial.db")
+	res := runArgs(t, "serve", "--listen", addr, "--db", "sqlite:"+db)
+	if res.err == nil || !strings.Contains(res.err.Error(), addr) {
+		t.Fatalf("serve on a busy port: %v, want an error naming %s", res.err, addr)
+	}
+	if _, err := os.Stat(db); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the database %s exists after the failed start (stat: %v): it was created before binding", db, err)
+	}
+}
+
+// TestServeJSONLogDurations: in the JSON log format durations are Go
+// duration strings, as in the text format, not integer nanoseconds.
+func TestServeJSONLogDurations(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--log.format", "json", "--log.level", "info",
+		"--scheduler.drain_timeout", "1.5s")
+	n.stop(t)
+	want := map[string]map[string]any{
+		"scheduler started": {"poll_interval": "1s", "lookahead": "10s"},
+		"stopping: no new fires; draining calls in flight": {"drain_timeout": "1.5s"},
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(n.out.String()) {
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", line, err)
+		}
+		msg, _ := rec["msg"].(string)
+		attrs, ok := want[msg]
+		if !ok {
+			continue
+		}
+		seen[msg] = true
+		for k, v := range attrs {
+			if rec[k] != v {
+				t.Errorf("%q: %s = %#v, want %#v", msg, k, rec[k], v)
+			}
+		}
+	}
+	for msg := range want {
+		if !seen[msg] {
+			t.Errorf("no %q line in the log:\n%s", msg, n.out)
+		}
+	}
+}
+
+// watchBuffer collects output and tells when it first meets a condition.
+type watchBuffer struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	waits []watch
+}
+
+type watch struct {
+	ok func(string) bool
+	ch chan struct{}
+}
+
+func (w *watchBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, err := w.b.Write(p)
+	w.check()
+	return n, err
+}
+
+func (w *watchBuffer) check() {
+	left := w.waits[:0]
+	for _, wt := range w.waits {
+		if wt.ok(w.b.String()) {
+			close(wt.ch)
+		} else {
+			left = append(left, wt)
+		}
+	}
+	w.waits = left
+}
+
+// whenFunc returns a channel closed once ok holds for the whole output.
+func (w *watchBuffer) whenFunc(ok func(string) bool) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	ch := make(chan struct{})
+	w.waits = append(w.waits, watch{ok, ch})
+	w.check()
+	return ch
+}
+
+// when returns a channel closed once the output contains s.
+func (w *watchBuffer) when(s string) <-chan struct{} {
+	return w.whenFunc(func(out string) bool { return strings.Contains(out, s) })
+}
+
+// whenCount returns a channel closed once the output contains s n times.
+func (w *watchBuffer) whenCount(s string, n int) <-chan struct{} {
+	return w.whenFunc(func(out string) bool { return strings.Count(out, s) >= n })
+}
+
+// count counts s in the output.
+func (w *watchBuffer) count(s string) int {
+	return strings.Count(w.String(), s)
+}
+
+func (w *watchBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// await waits for ch, failing with what the output says after timeout.
+func await(t *testing.T, ch <-chan struct{}, timeout time.Duration, what string, out fmt.Stringer) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(timeout):
+		t.Fatalf("%s: not within %s; output:\n%s", what, timeout, out)
+	}
+}
+
+// TestServeSecondStop: a stop begins the drain and waits for the call in
+// flight (the drain timeout is an hour); a second stop ends the drain at
+// once: the call is cut off, its run recorded INTERRUPTED with its attempt,
+// the node leaves, and serve returns without an error.
+func TestServeSecondStop(t *testing.T) {
+	t.Parallel()
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		select { // answer only when Sundial gives up the call
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hook.Close()
+	defer close(release)
+
+	db := filepath.Join(t.TempDir(), "sundial.db")
+	out := &watchBuffer{}
+	listening, stopping := out.when("Sundial listening on"), out.when("stopping: no new fires")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	again := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- run(withSecondStop(ctx, again), []string{"serve", "--listen", "127.0.0.1:0", "--db", "sqlite:" + db,
+			"--scheduler.drain_timeout", "1h"}, func(string) string { return "" }, strings.NewReader(""), out, out)
+	}()
+	await(t, listening, 20*time.Second, "serve listening", out)
+	n := &node{url: listenLine.FindStringSubmatch(out.String())[1]}
+	var task taskJSON
+	n.do(t, "POST", "/api/v1/tasks", fmt.Sprintf(`{"name":"slow","delay_seconds":0,"target_url":%q,"timeout_seconds":3600}`,
+		hook.URL), 201, &task)
+	await(t, arrived, 20*time.Second, "the call reaching the target", out)
+
+	cancel() // the first SIGINT or SIGTERM
+	await(t, stopping, 10*time.Second, "the drain beginning", out)
+	close(again) // the second
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve returned %v after the second stop, want nil", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve still draining 30 s after the second stop; output:\n%s", out)
+	}
+	if !strings.Contains(out.String(), "Sundial stopped") {
+		t.Errorf("no clean stop in the output:\n%s", out)
+	}
+
+	st, err := sqlite.Open(t.Context(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs, err := st.RunList(t.Context(), sundial.RunFilter{TaskID: task.ID, Limit: 10})
+	if err != nil || len(runs) != 1 || runs[0].Status != sundial.RunInterrupted {
+		t.Fatalf("runs after the second stop = %+v, %v; want one INTERRUPTED", runs, err)
+	}
+	attempts, err := st.RunAttempts(t.Context(), runs[0].ID)
+	if err != nil || len(attempts) != 1 || attempts[0].Status != sundial.RunInterrupted {
+		t.Fatalf("attempts = %+v, %v; want the cut-off delivery recorded INTERRUPTED", attempts, err)
+	}
+	nodes, err := st.NodeList(t.Context())
+	if err != nil || len(nodes) != 1 || nodes[0].State != sundial.NodeLeft {
+		t.Errorf("nodes = %+v, %v; want the node LEFT", nodes, err)
+	}
+}
+
+// TestStopOnSignals: the first signal cancels the context, the second
+// closes its second stop.
+func TestStopOnSignals(t *testing.T) {
+	t.Parallel()
+	sigs := make(chan os.Signal, 2)
+	called := make(chan struct{})
+	ctx, stop := stopOnSignals(context.Background(), sigs, func() { close(called) })
+	defer stop()
+	second := secondStop(ctx)
+	if ctx.Err() != nil || second == nil {
+		t.Fatalf("before any signal: ctx.Err() = %v, second stop %v", ctx.Err(), second)
+	}
+	sigs <- syscall.SIGTERM
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first signal did not cancel the context")
+	}
+	select {
+	case <-second:
+		t.Fatal("the first signal closed the second stop")
+	default:
+	}
+	sigs <- os.Interrupt
+	select {
+	case <-second:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second signal did not close the second stop")
+	}
+	<-called
+	if secondStop(context.Background()) != nil {
+		t.Error("a context without a second stop has one")
 	}
 }

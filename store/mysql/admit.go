@@ -17,7 +17,7 @@ import (
 const MaxSkipsSinceLast = 10
 
 // The admission queries name their index: a task with a long history has
-// many runs under runs_task, few under each (task_id, status).
+// many runs under runs_task_scheduled, few under each (task_id, status).
 const (
 	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
 	// task, and the SCHEDULED ones before this run by (scheduled_at, id).

@@ -403,6 +403,9 @@ func TestQueryPlans(t *testing.T) {
 		if i%2 == 0 {
 			tk.NextFireTime = ptr(time.Unix(int64(i), 0))
 		}
+		if i == 3 {
+			tk.RequestID = "r"
+		}
 		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
 			t.Fatal(err)
 		}
@@ -449,6 +452,17 @@ func TestQueryPlans(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes, run_attempts`); err != nil {
 		t.Fatal(err)
 	}
+	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t3"})
+	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
+	// RunList as GET /runs asks for it: fires planned ahead of now left
+	// out, a page of 51, from the newest or after a cursor.
+	now, mark := time.Unix(burstAt, 0), time.Unix(1000, 0)
+	runList, runListArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 1000,
+		Limit: 51})
+	taskRuns, taskRunsArgs := runListSQL(sundial.RunFilter{TaskID: tasks[3], ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunFilter{TaskID: tasks[3], ExcludePlannedAfter: now,
+		BeforeTime: mark, BeforeID: 1000, Limit: 51})
 	lastArgs := make([]any, 2*len(lastStatuses))
 	for i := range lastArgs {
 		lastArgs[i] = 1
@@ -478,7 +492,14 @@ func TestQueryPlans(t *testing.T) {
 		{"TaskCreateMany names", `SELECT id, live_name FROM tasks FORCE INDEX (tasks_live_name)
 			WHERE live_name IN ('a', 'b')`, nil},
 		{"TaskList by biz_id", `SELECT id FROM tasks WHERE deleted = 0 AND id > 0 AND biz_id = 'b' ORDER BY id LIMIT 10`, nil},
+		{"TaskList by name", byName, byNameArgs},
+		{"TaskList by request_id", byRequest, byRequestArgs},
+		{"RunList", runList, runListArgs},
+		{"RunList page", runPage, runPageArgs},
+		{"RunList of a task", taskRuns, taskRunsArgs},
+		{"RunList page of a task", taskRunsPage, taskRunsPageArgs},
 		{"NodeReap", `SELECT id FROM nodes WHERE state = 'ALIVE' AND heartbeat_at < 5`, nil},
+		{"NodePrune", `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < 5`, nil},
 		{"RunQueuedNext", `SELECT id FROM runs FORCE INDEX (runs_task_status)
 			WHERE task_id = 1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, nil},
 		{"RunsOwned", `SELECT id FROM runs WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = 'node-1'`, nil},
@@ -559,6 +580,23 @@ func TestQueryPlans(t *testing.T) {
 			}
 			if tc.name == "TaskList by biz_id" && row["key"] != "tasks_biz" {
 				t.Errorf("%s reads tasks without tasks_biz: %v", tc.name, row)
+			}
+			// Runs newest first by scheduled time, read backwards from an
+			// index in that order: nothing sorted.
+			if strings.HasPrefix(tc.name, "RunList") {
+				key := "runs_scheduled"
+				if strings.HasSuffix(tc.name, "of a task") {
+					key = "runs_task_scheduled"
+				}
+				if row["key"] != key || strings.Contains(row["Extra"], "filesort") {
+					t.Errorf("%s reads runs without %s in order: %v", tc.name, key, row)
+				}
+			}
+			if tc.name == "TaskList by name" && row["key"] != "tasks_live_name" {
+				t.Errorf("%s reads tasks without tasks_live_name: %v", tc.name, row)
+			}
+			if tc.name == "TaskList by request_id" && row["key"] != "tasks_request_live" {
+				t.Errorf("%s reads tasks without tasks_request_live: %v", tc.name, row)
 			}
 		}
 		rows.Close()

@@ -132,3 +132,15 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 	}
 	return dead, nil
 }
+
+// NodePrune deletes the LEFT and DEAD nodes whose last heartbeat is before
+// before (an index range of nodes_state_heartbeat per state).
+func (s *Store) NodePrune(ctx context.Context, before time.Time) (_ int, err error) {
+	defer s.classify(&err)
+	res, err := s.pool.Exec(ctx, `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < $1`,
+		sqlrow.Micros(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune nodes: %w", err)
+	}
+	return int(res.RowsAffected()), nil
+}

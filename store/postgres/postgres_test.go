@@ -1042,10 +1042,22 @@ func TestQueryPlans(t *testing.T) {
 		noDue   []*int64
 		noEnd   []*string
 	)
+	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t7"})
+	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
+	// RunList as GET /runs asks for it: fires planned ahead of now left
+	// out, a page of 51, from the newest or after a cursor.
+	now, mark := time.UnixMicro(150_000), time.UnixMicro(120_000)
+	runList, runListArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 120_000,
+		Limit: 51})
+	taskRuns, taskRunsArgs := runListSQL(sundial.RunFilter{TaskID: 10, ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunFilter{TaskID: 10, ExcludePlannedAfter: now,
+		BeforeTime: mark, BeforeID: 120_000, Limit: 51})
 	// The statements whose index reads the rows in their order, stopping
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
-		"RunClaimDue idle": true, "RunClaimDue burst": true, "RunClaimDue": true}
+		"RunClaimDue idle": true, "RunClaimDue burst": true, "RunClaimDue": true,
+		"RunList": true, "RunList page": true}
 	for _, tc := range []struct {
 		name  string
 		sql   string
@@ -1099,6 +1111,17 @@ func TestQueryPlans(t *testing.T) {
 		{"RunCallbackExpired idle", callbackExpiredSQL, []any{300_000, 100}, "runs_waiting", "runs_status_node"},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{400_000, 100}, "runs_waiting", "runs_status_node"},
 		{"RunUpcoming", runUpcomingSQL, []any{10, 50}, "runs_task_status", "runs_status_node"},
+		// A client's lists, by the index of their filter.
+		{"TaskList by name", byName, byNameArgs, "tasks_name_live", ""},
+		{"TaskList by request_id", byRequest, byRequestArgs, "tasks_request_live", ""},
+		// Runs newest first by scheduled time, read backwards from an index
+		// in that order: nothing sorted. (A task's runs too, once it has
+		// more than a few pages of them; here each task has some 30, which
+		// the planner rightly fetches and sorts.)
+		{"RunList", runList, runListArgs, "runs_scheduled", ""},
+		{"RunList page", runPage, runPageArgs, "runs_scheduled", ""},
+		{"RunList of a task", taskRuns, taskRunsArgs, "runs_task_scheduled", ""},
+		{"RunList page of a task", taskRunsPage, taskRunsPageArgs, "runs_task_scheduled", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.
@@ -1302,15 +1325,15 @@ func explain(t *testing.T, s *Store, pre []string, q string, args ...any) []stri
 }
 
 // inIndexOrder reports whether plan (EXPLAIN's text) reads index by an
-// index scan right under a Limit, with nothing between them but the lock
-// of the rows: the scan yields the rows in the statement's order, sorts
-// nothing, and stops at the limit. (What the statement then does with the
-// rows it got may sort them.)
+// index scan (forwards or backwards) right under a Limit, with nothing
+// between them but the lock of the rows: the scan yields the rows in the
+// statement's order, sorts nothing, and stops at the limit. (What the
+// statement then does with the rows it got may sort them.)
 func inIndexOrder(plan, index string) bool {
 	lines := strings.Split(plan, "\n")
 	indent := func(l string) int { return len(l) - len(strings.TrimLeft(l, " ")) }
 	for i, l := range lines {
-		if !strings.Contains(l, "Index Scan using "+index+" ") {
+		if !strings.Contains(l, "Index Scan using "+index+" ") && !strings.Contains(l, "Index Scan Backward using "+index+" ") {
 			continue
 		}
 		depth := indent(l)

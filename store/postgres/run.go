@@ -248,16 +248,10 @@ func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error
 	return r, nil
 }
 
-// RunList returns runs newest first (by ID).
+// RunList returns runs newest first: by scheduled time, then ID.
 func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
-	where, args := sqlrow.RunFilter(f, func(n int) string { return "$" + strconv.Itoa(n) })
-	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
-	if where != "" {
-		q += ` WHERE ` + where
-	}
-	args = append(args, sqlrow.ClampLimit(f.Limit))
-	q += ` ORDER BY id DESC LIMIT $` + strconv.Itoa(len(args))
+	q, args := runListSQL(f)
 	rows, err := s.pool.Query(ctx, q, args...)
 	if err != nil {
 		return nil, sqlrow.Wrap(badTextOr(err), "list runs")
@@ -267,6 +261,17 @@ func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.
 		return nil, sqlrow.Wrap(badTextOr(err), "list runs")
 	}
 	return out, nil
+}
+
+// runListSQL returns RunList's statement for f, and its arguments.
+func runListSQL(f sundial.RunFilter) (string, []any) {
+	where, args := sqlrow.RunFilter(f, func(n int) string { return "$" + strconv.Itoa(n) })
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
+	if where != "" {
+		q += ` WHERE ` + where
+	}
+	args = append(args, sqlrow.ClampLimit(f.Limit))
+	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // rounds splits a batch by ID: round k holds the indexes of the k-th item

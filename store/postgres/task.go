@@ -106,14 +106,54 @@ func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err err
 	return t, nil
 }
 
+// TaskExists reports whether a task, live or deleted, has the ID id.
+func (s *Store) TaskExists(ctx context.Context, id int64) (_ bool, err error) {
+	defer s.classify(&err)
+	var one int
+	err = s.pool.QueryRow(ctx, `SELECT 1 FROM tasks WHERE id = $1`, id).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up task %d: %w", id, err)
+	}
+	return true, nil
+}
+
 // TaskList returns live tasks ordered by ID.
 func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundial.Task, err error) {
 	defer s.classify(&err)
+	q, args := taskListSQL(f)
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, sqlrow.Wrap(badTextOr(err), "list tasks")
+	}
+	out, err := scanTasks(rows)
+	if err != nil {
+		return nil, sqlrow.Wrap(badTextOr(err), "list tasks")
+	}
+	return out, nil
+}
+
+// taskListSQL returns TaskList's statement for f, and its arguments.
+func taskListSQL(f sundial.TaskFilter) (string, []any) {
 	where := []string{`NOT deleted`, `id > $1`}
 	args := []any{f.AfterID}
-	if f.Status != "" {
-		args = append(args, string(f.Status))
-		where = append(where, `status = $`+strconv.Itoa(len(args)))
+	if len(f.Status) > 0 {
+		where = append(where, `status IN (`+params(len(args)+1, len(args)+len(f.Status))+`)`)
+		for _, st := range f.Status {
+			args = append(args, string(st))
+		}
+	}
+	if f.Name != "" {
+		// tasks_name_live.
+		args = append(args, f.Name)
+		where = append(where, `name = $`+strconv.Itoa(len(args)))
+	}
+	if f.RequestID != "" {
+		// The literal term matches the partial index tasks_request_live.
+		args = append(args, f.RequestID)
+		where = append(where, `request_id = $`+strconv.Itoa(len(args))+` AND request_id <> ''`)
 	}
 	if f.NamePrefix != "" {
 		// Case-sensitive and free of LIKE's wildcards.
@@ -127,16 +167,8 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundia
 		where = append(where, `biz_id = $`+strconv.Itoa(len(args))+` AND biz_id <> ''`)
 	}
 	args = append(args, sqlrow.ClampLimit(f.Limit))
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.TaskCols+` FROM tasks WHERE `+strings.Join(where, ` AND `)+
-		` ORDER BY id LIMIT $`+strconv.Itoa(len(args)), args...)
-	if err != nil {
-		return nil, sqlrow.Wrap(badTextOr(err), "list tasks")
-	}
-	out, err := scanTasks(rows)
-	if err != nil {
-		return nil, sqlrow.Wrap(badTextOr(err), "list tasks")
-	}
-	return out, nil
+	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + strings.Join(where, ` AND `) +
+		` ORDER BY id LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // badTextOr returns badText(err) if err is about text PostgreSQL refuses,

@@ -131,3 +131,19 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 	}
 	return dead, nil
 }
+
+// NodePrune deletes the LEFT and DEAD nodes whose last heartbeat is before
+// before (an index range of nodes_state_heartbeat per state).
+func (s *Store) NodePrune(ctx context.Context, before time.Time) (_ int, err error) {
+	defer s.classify(&err)
+	res, err := s.w.ExecContext(ctx, `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < ?`,
+		sqlrow.Micros(before))
+	if err != nil {
+		return 0, fmt.Errorf("prune nodes: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("prune nodes: %w", err)
+	}
+	return int(n), nil
+}

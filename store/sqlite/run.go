@@ -70,21 +70,25 @@ func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error
 	return r, nil
 }
 
-// RunList returns runs newest first (by ID).
+// RunList returns runs newest first: by scheduled time, then ID.
 func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
-	where, args := sqlrow.RunFilter(f, sqlrow.Question)
-	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
-	if where != "" {
-		q += ` WHERE ` + where
-	}
-	q += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, sqlrow.ClampLimit(f.Limit))
+	q, args := runListSQL(f)
 	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, q, args...))
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
 	return out, nil
+}
+
+// runListSQL returns RunList's statement for f, and its arguments.
+func runListSQL(f sundial.RunFilter) (string, []any) {
+	where, args := sqlrow.RunFilter(f, sqlrow.Question)
+	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
+	if where != "" {
+		q += ` WHERE ` + where
+	}
+	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ?`, append(args, sqlrow.ClampLimit(f.Limit))
 }
 
 var runStartSQL = `UPDATE runs

@@ -159,6 +159,68 @@ func TestQueryPlans(t *testing.T) {
 	}
 }
 
+// TestListPlans: the list queries a client makes read the index of their
+// filter.
+func TestListPlans(t *testing.T) {
+	t.Parallel()
+	s := open(t)
+	type stmt struct {
+		sql  string
+		args []any
+	}
+	tasks := func(f sundial.TaskFilter) stmt { q, args := taskListSQL(f); return stmt{q, args} }
+	runs := func(f sundial.RunFilter) stmt { q, args := runListSQL(f); return stmt{q, args} }
+	now, at := time.Unix(1000, 0), time.Unix(900, 0)
+	for _, tc := range []struct {
+		name string
+		stmt stmt
+		use  string // the plan's line for the table
+	}{
+		// The runs in RunList's order straight from an index: no sort.
+		{"RunList", runs(sundial.RunFilter{}), "SCAN runs USING INDEX runs_scheduled"},
+		{"RunList page", runs(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5}),
+			"SEARCH runs USING INDEX runs_scheduled (scheduled_at<?)"},
+		{"RunList window", runs(sundial.RunFilter{From: at, To: now, ExcludePlannedAfter: now}),
+			"SEARCH runs USING INDEX runs_scheduled (scheduled_at>? AND scheduled_at<?)"},
+		{"RunList of a task", runs(sundial.RunFilter{TaskID: 3, ExcludePlannedAfter: now}),
+			"SEARCH runs USING INDEX runs_task_scheduled (task_id=?)"},
+		{"RunList page of a task", runs(sundial.RunFilter{TaskID: 3, ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5}),
+			"SEARCH runs USING INDEX runs_task_scheduled (task_id=? AND scheduled_at<?)"},
+		{"TaskList by name", tasks(sundial.TaskFilter{Name: "a"}), "SEARCH tasks USING INDEX tasks_name_live (name=?"},
+		{"TaskList by request_id", tasks(sundial.TaskFilter{RequestID: "r"}),
+			"SEARCH tasks USING INDEX tasks_request_live (request_id=?"},
+		{"TaskList by biz_id", tasks(sundial.TaskFilter{BizID: "b"}), "SEARCH tasks USING INDEX tasks_biz (biz_id=?"},
+	} {
+		plan := strings.Join(queryPlan(t, s, tc.stmt.sql, tc.stmt.args...), "\n")
+		if !strings.Contains(plan, tc.use) || strings.Contains(plan, "TEMP B-TREE") {
+			t.Errorf("%s: want %q and no sort in the plan:\n%s", tc.name, tc.use, plan)
+		}
+	}
+}
+
+// queryPlan returns the lines of EXPLAIN QUERY PLAN for q.
+func queryPlan(t *testing.T, s *Store, q string, args ...any) []string {
+	t.Helper()
+	rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, args...)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, q)
+	}
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var id, parent, unused int
+		var detail string
+		if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+			t.Fatal(err)
+		}
+		plan = append(plan, detail)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
 	storetest.BenchPlanDue(b, open(b))

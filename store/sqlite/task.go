@@ -191,21 +191,58 @@ func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err err
 	return t, nil
 }
 
+// TaskExists reports whether a task, live or deleted, has the ID id.
+func (s *Store) TaskExists(ctx context.Context, id int64) (_ bool, err error) {
+	defer s.classify(&err)
+	var one int
+	err = s.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("look up task %d: %w", id, err)
+	}
+	return true, nil
+}
+
 // TaskList returns live tasks ordered by ID.
 func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundial.Task, err error) {
 	defer s.classify(&err)
+	q, args := taskListSQL(f)
+	out, err := sqlrow.ScanTasks(s.r.QueryContext(ctx, q, args...))
+	if err != nil {
+		return nil, fmt.Errorf("list tasks: %w", err)
+	}
+	return out, nil
+}
+
+// taskListSQL returns TaskList's statement for f, and its arguments.
+func taskListSQL(f sundial.TaskFilter) (string, []any) {
 	var (
 		where strings.Builder
 		args  []any
 	)
 	where.WriteString(`deleted = 0 AND id > ?`)
 	args = append(args, f.AfterID)
-	if f.Status != "" {
-		where.WriteString(` AND status = ?`)
-		args = append(args, string(f.Status))
+	if len(f.Status) > 0 {
+		where.WriteString(` AND status IN (` + sqlrow.Markers(sqlrow.Question, 0, len(f.Status)) + `)`)
+		for _, st := range f.Status {
+			args = append(args, string(st))
+		}
+	}
+	if f.Name != "" {
+		// tasks_name_live.
+		where.WriteString(` AND name = ?`)
+		args = append(args, f.Name)
+	}
+	if f.RequestID != "" {
+		// The literal term lets tasks_request_live serve it.
+		where.WriteString(` AND request_id = ? AND request_id <> ''`)
+		args = append(args, f.RequestID)
 	}
 	if f.BizID != "" {
-		where.WriteString(` AND biz_id = ?`)
+		// The literal term lets tasks_biz serve it.
+		where.WriteString(` AND biz_id = ? AND biz_id <> ''`)
 		args = append(args, f.BizID)
 	}
 	if f.NamePrefix != "" {
@@ -214,12 +251,7 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundia
 		args = append(args, f.NamePrefix, f.NamePrefix)
 	}
 	args = append(args, sqlrow.ClampLimit(f.Limit))
-	out, err := sqlrow.ScanTasks(s.r.QueryContext(ctx,
-		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE `+where.String()+` ORDER BY id LIMIT ?`, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
+	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + where.String() + ` ORDER BY id LIMIT ?`, args
 }
 
 // TaskUpdate replaces the task whose ID and Version match t and deletes its

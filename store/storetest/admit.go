@@ -294,7 +294,7 @@ func testRunAdmit(t *testing.T, open Opener) {
 				t.Fatalf("RunAdmit: %v", err)
 			}
 		}
-		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: tk.ID, Status: sundial.RunRunning})
+		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: tk.ID, Status: []sundial.RunStatus{sundial.RunRunning}})
 		if err != nil || len(got) != 2 {
 			t.Fatalf("%d RUNNING runs (%v), want 2", len(got), err)
 		}

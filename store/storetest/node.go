@@ -132,4 +132,46 @@ func testNode(t *testing.T, open Opener) {
 			t.Fatalf("NodeHeartbeat after reviving: %v", err)
 		}
 	})
+
+	t.Run("Prune", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		for _, id := range []string{"gone-left", "gone-dead"} {
+			if err := f.s.NodeRegister(f.ctx, &sundial.Node{ID: id}); err != nil {
+				t.Fatalf("NodeRegister: %v", err)
+			}
+		}
+		if err := f.s.NodeLeave(f.ctx, "gone-left"); err != nil {
+			t.Fatalf("NodeLeave: %v", err)
+		}
+		if dead, err := f.s.NodeReap(f.ctx, overdue, t0); err != nil || len(dead) != 1 || dead[0] != "gone-dead" {
+			t.Fatalf("NodeReap = %v, %v; want [gone-dead]", dead, err)
+		}
+		if err := f.s.NodeRegister(f.ctx, &sundial.Node{ID: "alive"}); err != nil {
+			t.Fatalf("NodeRegister: %v", err)
+		}
+		// The heartbeats were just taken by the database's clock: an hour
+		// ago none was, an hour from now all were.
+		if n, err := f.s.NodePrune(f.ctx, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+			t.Fatalf("NodePrune(an hour ago) = %d, %v; want 0: every node was seen since", n, err)
+		}
+		n, err := f.s.NodePrune(f.ctx, time.Now().Add(time.Hour))
+		if err != nil || n != 2 {
+			t.Fatalf("NodePrune(in an hour) = %d, %v; want 2, the LEFT and the DEAD node", n, err)
+		}
+		nodes, err := f.s.NodeList(f.ctx)
+		if err != nil || len(nodes) != 1 || nodes[0].ID != "alive" || nodes[0].State != sundial.NodeAlive {
+			t.Fatalf("NodeList after pruning = %v, %v; want only the ALIVE node", nodes, err)
+		}
+		if n, err := f.s.NodePrune(f.ctx, time.Now().Add(time.Hour)); err != nil || n != 0 {
+			t.Fatalf("second NodePrune = %d, %v; want 0", n, err)
+		}
+		// A pruned node that comes back registers as new.
+		if err := f.s.NodeRegister(f.ctx, &sundial.Node{ID: "gone-dead"}); err != nil {
+			t.Fatalf("NodeRegister of a pruned node: %v", err)
+		}
+		if err := f.s.NodeHeartbeat(f.ctx, "gone-dead"); err != nil {
+			t.Fatalf("NodeHeartbeat of a pruned node registered again: %v", err)
+		}
+	})
 }

@@ -319,7 +319,7 @@ func testTaskListBizID(t *testing.T, open Opener) {
 		want []int64
 	}{
 		{"biz", sundial.TaskFilter{BizID: "order-1"}, []int64{a.ID, c.ID}},
-		{"biz and status", sundial.TaskFilter{BizID: "order-1", Status: sundial.TaskEnabled}, []int64{a.ID}},
+		{"biz and status", sundial.TaskFilter{BizID: "order-1", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{a.ID}},
 		{"biz and prefix", sundial.TaskFilter{BizID: "order-1", NamePrefix: "c"}, []int64{c.ID}},
 		{"biz after", sundial.TaskFilter{BizID: "order-1", AfterID: a.ID}, []int64{c.ID}},
 		{"biz limit", sundial.TaskFilter{BizID: "order-1", Limit: 1}, []int64{a.ID}},

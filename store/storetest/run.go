@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +74,8 @@ func testRun(t *testing.T, open Opener) {
 		wantErr(t, err, sundial.ENotFound, "")
 	})
 
+	// RunList orders by scheduled time, newest first, whatever order the
+	// runs were written in (b2 is written last, but is the oldest fire).
 	t.Run("List", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
@@ -87,15 +91,23 @@ func testRun(t *testing.T, open Opener) {
 			f    sundial.RunFilter
 			want []*sundial.Run
 		}{
-			{"all newest first", sundial.RunFilter{}, []*sundial.Run{b2, a3, a2, b1, a1}},
+			{"all newest first", sundial.RunFilter{}, []*sundial.Run{a3, a2, b1, a1, b2}},
 			{"task", sundial.RunFilter{TaskID: a.ID}, []*sundial.Run{a3, a2, a1}},
-			{"status", sundial.RunFilter{Status: sundial.RunSuccess}, []*sundial.Run{b2, a1}},
-			{"task and status", sundial.RunFilter{TaskID: b.ID, Status: sundial.RunScheduled}, []*sundial.Run{b1}},
+			{"status", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunSuccess}}, []*sundial.Run{a1, b2}},
+			{"task and status", sundial.RunFilter{TaskID: b.ID, Status: []sundial.RunStatus{sundial.RunScheduled}}, []*sundial.Run{b1}},
+			{"statuses", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunFailed, sundial.RunScheduled}},
+				[]*sundial.Run{a3, a2, b1}},
+			{"task and statuses", sundial.RunFilter{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunSuccess,
+				sundial.RunFailed, sundial.RunCanceled}}, []*sundial.Run{a2, a1}},
 			{"from", sundial.RunFilter{From: at(20)}, []*sundial.Run{a3, a2, b1}},
-			{"to is open", sundial.RunFilter{To: at(20)}, []*sundial.Run{b2, a1}},
+			{"to is open", sundial.RunFilter{To: at(20)}, []*sundial.Run{a1, b2}},
 			{"window", sundial.RunFilter{From: at(10), To: at(31)}, []*sundial.Run{a2, b1, a1}},
-			{"before", sundial.RunFilter{BeforeID: a2.ID}, []*sundial.Run{b1, a1}},
-			{"limit", sundial.RunFilter{Limit: 2}, []*sundial.Run{b2, a3}},
+			{"before", sundial.RunFilter{BeforeTime: a2.ScheduledTime, BeforeID: a2.ID}, []*sundial.Run{b1, a1, b2}},
+			{"before in a window", sundial.RunFilter{From: at(10), BeforeTime: a2.ScheduledTime, BeforeID: a2.ID},
+				[]*sundial.Run{b1, a1}},
+			{"before with a task", sundial.RunFilter{TaskID: a.ID, BeforeTime: a3.ScheduledTime, BeforeID: a3.ID},
+				[]*sundial.Run{a2, a1}},
+			{"limit", sundial.RunFilter{Limit: 2}, []*sundial.Run{a3, a2}},
 			{"none", sundial.RunFilter{TaskID: 9999}, nil},
 		} {
 			got, err := f.s.RunList(f.ctx, tc.f)
@@ -104,30 +116,134 @@ func testRun(t *testing.T, open Opener) {
 			}
 			eqIDs(t, tc.name, runIDs(got), runIDs(tc.want))
 		}
-		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: a.ID, Status: sundial.RunFailed})
+		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunFailed}})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("RunList: %d runs, %v", len(got), err)
 		}
 		eqRun(t, got[0], a2)
 	})
 
+	// Pages follow each other across runs scheduled at the same instant
+	// (ties by ID, newest first), with and without a task, and with the
+	// default limit.
 	t.Run("ListPaging", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
-		tk := f.task("a")
-		var want []int64
-		for i := range 57 {
-			want = append([]int64{f.run(tk.ID, at(i), sundial.RunScheduled).ID}, want...)
+		a := f.task("a")
+		b := f.task("b")
+		// 57 runs: for each of 19 instants (written newest instant first),
+		// a fire of a, a fire of b and a manual run of a.
+		type key struct {
+			at time.Time
+			id int64
+		}
+		var all, ofA []key
+		for i := range 19 {
+			when := at(100 - i)
+			for j, r := range []*sundial.Run{
+				f.run(a.ID, when, sundial.RunSuccess),
+				f.run(b.ID, when, sundial.RunScheduled),
+				f.run(a.ID, when, sundial.RunFailed, manual, withKey(fmt.Sprintf("m:%d", i))),
+			} {
+				all = append(all, key{when, r.ID})
+				if j != 1 {
+					ofA = append(ofA, key{when, r.ID})
+				}
+			}
+		}
+		newestFirst := func(keys []key) []int64 {
+			slices.SortFunc(keys, func(x, y key) int {
+				if c := y.at.Compare(x.at); c != 0 {
+					return c
+				}
+				return cmp.Compare(y.id, x.id)
+			})
+			ids := make([]int64, len(keys))
+			for i, k := range keys {
+				ids[i] = k.id
+			}
+			return ids
+		}
+		walk := func(f0 sundial.RunFilter) []int64 {
+			t.Helper()
+			var ids []int64
+			for range 100 {
+				page, err := f.s.RunList(f.ctx, f0)
+				if err != nil {
+					t.Fatalf("RunList: %v", err)
+				}
+				if len(page) == 0 {
+					return ids
+				}
+				ids = append(ids, runIDs(page)...)
+				last := page[len(page)-1]
+				f0.BeforeTime, f0.BeforeID = last.ScheduledTime, last.ID
+			}
+			t.Fatal("RunList: more than 100 pages")
+			return nil
+		}
+		for _, limit := range []int{1, 2, 3, 4, 7} {
+			eqIDs(t, fmt.Sprintf("pages of %d", limit), walk(sundial.RunFilter{Limit: limit}), newestFirst(all))
+			eqIDs(t, fmt.Sprintf("pages of %d of a", limit), walk(sundial.RunFilter{TaskID: a.ID, Limit: limit}),
+				newestFirst(ofA))
 		}
 		first, err := f.s.RunList(f.ctx, sundial.RunFilter{})
 		if err != nil || len(first) != 50 {
 			t.Fatalf("RunList with the default limit: %d runs, %v; want 50", len(first), err)
 		}
-		rest, err := f.s.RunList(f.ctx, sundial.RunFilter{BeforeID: first[len(first)-1].ID, Limit: 5000})
+		last := first[len(first)-1]
+		rest, err := f.s.RunList(f.ctx, sundial.RunFilter{BeforeTime: last.ScheduledTime, BeforeID: last.ID, Limit: 5000})
 		if err != nil {
 			t.Fatalf("RunList: %v", err)
 		}
-		eqIDs(t, "pages", append(runIDs(first), runIDs(rest)...), want)
+		eqIDs(t, "default pages", append(runIDs(first), runIDs(rest)...), newestFirst(all))
+	})
+
+	// ExcludePlannedAfter leaves out exactly the runs planned ahead:
+	// SCHEDULED, never delivered, scheduled after it.
+	t.Run("ListExcludePlanned", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		a := f.task("a")
+		b := f.task("b")
+		now := at(50)
+		planned := f.run(a.ID, at(60), sundial.RunScheduled)
+		plannedB := f.run(b.ID, at(51), sundial.RunScheduled)
+		plannedManual := f.run(a.ID, at(55), sundial.RunScheduled, manual, withKey("m:1"))
+		due := f.run(a.ID, now, sundial.RunScheduled)
+		late := f.run(b.ID, at(40), sundial.RunScheduled)
+		retry := f.retrying(a.ID, at(30), at(70))
+		ahead := f.run(b.ID, at(52), sundial.RunRunning) // committed RUNNING ahead of its instant
+		canceled := f.run(a.ID, at(65), sundial.RunCanceled)
+		queued := f.run(b.ID, at(20), sundial.RunQueued)
+		ended := f.run(a.ID, at(10), sundial.RunSuccess)
+		// A fire delivered before and handed back (a retry of a fire whose
+		// instant was moved past now): SCHEDULED, but not a plan.
+		redelivered := f.retrying(b.ID, at(80), at(90))
+		for _, tc := range []struct {
+			name string
+			f    sundial.RunFilter
+			want []*sundial.Run
+		}{
+			{"all", sundial.RunFilter{}, []*sundial.Run{redelivered, canceled, planned, plannedManual, ahead,
+				plannedB, due, late, retry, queued, ended}},
+			{"without planned", sundial.RunFilter{ExcludePlannedAfter: now}, []*sundial.Run{redelivered, canceled,
+				ahead, due, late, retry, queued, ended}},
+			{"task without planned", sundial.RunFilter{TaskID: a.ID, ExcludePlannedAfter: now},
+				[]*sundial.Run{canceled, due, retry, ended}},
+			{"SCHEDULED without planned", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunScheduled},
+				ExcludePlannedAfter: now}, []*sundial.Run{redelivered, due, late, retry}},
+			{"a page without planned", sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: ahead.ScheduledTime,
+				BeforeID: ahead.ID, Limit: 2}, []*sundial.Run{due, late}},
+			{"planned later", sundial.RunFilter{ExcludePlannedAfter: at(54)}, []*sundial.Run{redelivered, canceled,
+				ahead, plannedB, due, late, retry, queued, ended}},
+		} {
+			got, err := f.s.RunList(f.ctx, tc.f)
+			if err != nil {
+				t.Fatalf("%s: RunList: %v", tc.name, err)
+			}
+			eqIDs(t, tc.name, runIDs(got), runIDs(tc.want))
+		}
 	})
 }
 

@@ -39,6 +39,30 @@ func testTask(t *testing.T, open Opener) {
 		wantErr(t, err, sundial.ENotFound, "")
 	})
 
+	// TaskExists tells a deleted task (its runs are history) from an ID
+	// no task ever had.
+	t.Run("Exists", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		live := f.task("live")
+		gone := f.task("gone")
+		f.run(gone.ID, at(1), sundial.RunSuccess)
+		if err := f.s.TaskDelete(f.ctx, gone.ID, at(2)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		for _, tc := range []struct {
+			id   int64
+			want bool
+		}{{live.ID, true}, {gone.ID, true}, {gone.ID + 1000, false}, {0, false}, {-1, false}} {
+			got, err := f.s.TaskExists(f.ctx, tc.id)
+			if err != nil || got != tc.want {
+				t.Errorf("TaskExists(%d) = %v, %v; want %v", tc.id, got, err, tc.want)
+			}
+		}
+		_, err := f.s.TaskGet(f.ctx, gone.ID)
+		wantErr(t, err, sundial.ENotFound, "")
+	})
+
 	t.Run("NameUniqueAmongLive", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
@@ -240,10 +264,10 @@ func testTaskList(t *testing.T, open Opener) {
 			want []int64
 		}{
 			{"all", sundial.TaskFilter{}, []int64{jobA.ID, jobB.ID, jobs.ID, pct.ID, like.ID}},
-			{"enabled", sundial.TaskFilter{Status: sundial.TaskEnabled}, []int64{jobA.ID, jobs.ID, pct.ID, like.ID}},
-			{"disabled", sundial.TaskFilter{Status: sundial.TaskDisabled}, []int64{jobB.ID}},
+			{"enabled", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{jobA.ID, jobs.ID, pct.ID, like.ID}},
+			{"disabled", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskDisabled}}, []int64{jobB.ID}},
 			{"prefix", sundial.TaskFilter{NamePrefix: "job-"}, []int64{jobA.ID, jobB.ID}},
-			{"prefix and status", sundial.TaskFilter{NamePrefix: "job", Status: sundial.TaskEnabled}, []int64{jobA.ID, jobs.ID}},
+			{"prefix and status", sundial.TaskFilter{NamePrefix: "job", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{jobA.ID, jobs.ID}},
 			{"prefix is literal", sundial.TaskFilter{NamePrefix: "50%"}, []int64{pct.ID}},
 			{"underscore is literal", sundial.TaskFilter{NamePrefix: "50x_"}, []int64{like.ID}},
 			{"no match", sundial.TaskFilter{NamePrefix: "zzz"}, nil},
@@ -260,6 +284,48 @@ func testTaskList(t *testing.T, open Opener) {
 			t.Fatalf("TaskList job-a: %d tasks, %v", len(ts), err)
 		}
 		eqTask(t, ts[0], jobA)
+	})
+
+	// Name and RequestID match exactly, case and all, and only live tasks:
+	// a deleted task's name or request_id may be in use again.
+	t.Run("Exact", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		old := f.task("nightly", withRequest("req-1", "h1"))
+		if err := f.s.TaskDelete(f.ctx, old.ID, at(1)); err != nil {
+			t.Fatalf("TaskDelete: %v", err)
+		}
+		nightly := f.task("nightly", withRequest("req-1", "h2"))
+		nightlyX := f.task("nightly-x", withRequest("req-10", "h3"), disabled)
+		other := f.task("Nightly", withRequest("REQ-1", "h4"))
+		plain := f.task("plain")
+		enabled, off := sundial.TaskEnabled, sundial.TaskDisabled
+		for _, tc := range []struct {
+			name string
+			f    sundial.TaskFilter
+			want []int64
+		}{
+			{"name", sundial.TaskFilter{Name: "nightly"}, []int64{nightly.ID}},
+			{"name is not a prefix", sundial.TaskFilter{Name: "night"}, nil},
+			{"name is case-sensitive", sundial.TaskFilter{Name: "Nightly"}, []int64{other.ID}},
+			{"name and prefix", sundial.TaskFilter{Name: "nightly-x", NamePrefix: "nightly"}, []int64{nightlyX.ID}},
+			{"name and status", sundial.TaskFilter{Name: "nightly-x", Status: []sundial.TaskStatus{enabled}}, nil},
+			{"request_id", sundial.TaskFilter{RequestID: "req-1"}, []int64{nightly.ID}},
+			{"request_id is not a prefix", sundial.TaskFilter{RequestID: "req"}, nil},
+			{"request_id is case-sensitive", sundial.TaskFilter{RequestID: "REQ-1"}, []int64{other.ID}},
+			{"request_id and name", sundial.TaskFilter{RequestID: "req-10", Name: "nightly"}, nil},
+			{"statuses", sundial.TaskFilter{Status: []sundial.TaskStatus{off, enabled}},
+				[]int64{nightly.ID, nightlyX.ID, other.ID, plain.ID}},
+			{"statuses and prefix", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskCompleted, off},
+				NamePrefix: "n"}, []int64{nightlyX.ID}},
+			{"status none", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskFailed}}, nil},
+		} {
+			ts, err := f.s.TaskList(f.ctx, tc.f)
+			if err != nil {
+				t.Fatalf("%s: TaskList: %v", tc.name, err)
+			}
+			eqIDs(t, tc.name, taskIDs(ts), tc.want)
+		}
 	})
 }
 

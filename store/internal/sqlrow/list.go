@@ -13,6 +13,23 @@ type Placeholder func(n int) string
 // Question is SQLite's and MySQL's Placeholder: "?".
 func Question(int) string { return "?" }
 
+// Markers returns the markers of n arguments numbered from first,
+// comma-separated ("?, ?", "$3, $4"), for an IN list.
+func Markers(ph Placeholder, first, n int) string {
+	m := make([]string, n)
+	for i := range m {
+		m[i] = ph(first + i)
+	}
+	return strings.Join(m, ", ")
+}
+
+// RunListOrder is RunList's ORDER BY: newest first by scheduled time, then
+// by ID. The runs_scheduled and runs_task_scheduled indexes of each
+// dialect hold the runs in this order (without and with a task), so that
+// a page is a range of an index read backwards from the cursor, and stops
+// at its limit.
+const RunListOrder = `scheduled_at DESC, id DESC`
+
 // RunFilter returns the conditions of RunList for f, joined by AND (empty
 // for none), and their arguments, numbered from 1.
 func RunFilter(f sundial.RunFilter, ph Placeholder) (string, []any) {
@@ -20,24 +37,35 @@ func RunFilter(f sundial.RunFilter, ph Placeholder) (string, []any) {
 		where []string
 		args  []any
 	)
-	add := func(cond string, arg any) {
-		args = append(args, arg)
-		where = append(where, cond+" "+ph(len(args)))
+	arg := func(v any) string {
+		args = append(args, v)
+		return ph(len(args))
 	}
 	if f.TaskID != 0 {
-		add(`task_id =`, f.TaskID)
+		where = append(where, `task_id = `+arg(f.TaskID))
 	}
-	if f.Status != "" {
-		add(`status =`, string(f.Status))
+	if len(f.Status) > 0 {
+		in := make([]string, len(f.Status))
+		for i, st := range f.Status {
+			in[i] = arg(string(st))
+		}
+		where = append(where, `status IN (`+strings.Join(in, ", ")+`)`)
 	}
 	if !f.From.IsZero() {
-		add(`scheduled_at >=`, Micros(f.From))
+		where = append(where, `scheduled_at >= `+arg(Micros(f.From)))
 	}
 	if !f.To.IsZero() {
-		add(`scheduled_at <`, Micros(f.To))
+		where = append(where, `scheduled_at < `+arg(Micros(f.To)))
+	}
+	if !f.ExcludePlannedAfter.IsZero() {
+		where = append(where, `(status <> 'SCHEDULED' OR deliveries > 0 OR scheduled_at <= `+
+			arg(Micros(f.ExcludePlannedAfter))+`)`)
 	}
 	if f.BeforeID > 0 {
-		add(`id <`, f.BeforeID)
+		// The first term bounds the index range; the second leaves out
+		// the runs at its edge that the previous page had.
+		at := Micros(f.BeforeTime)
+		where = append(where, `scheduled_at <= `+arg(at)+` AND (scheduled_at < `+arg(at)+` OR id < `+arg(f.BeforeID)+`)`)
 	}
 	return strings.Join(where, ` AND `), args
 }
