@@ -454,21 +454,20 @@ func (s *Store) taskCreateMany(ctx context.Context, ts []*sundial.Task, rows [][
 	byRequest := map[string]*sundial.Task{}
 	taken := map[string]bool{}
 	b := beginBatch()
-	if len(reqIDs) > 0 {
-		// The literal term matches the partial index tasks_request_live.
-		b.Queue(`SELECT `+sqlrow.TaskCols+` FROM tasks
-			WHERE request_id = ANY($1) AND request_id <> '' AND NOT deleted`, reqIDs).Query(func(rows pgx.Rows) error {
-			found, err := scanTasks(rows)
-			for _, t := range found {
+	// One statement, so one snapshot: under READ COMMITTED two lookups
+	// could see a concurrent creation of the same request between them,
+	// its name taken but its request_id not yet there (a conflict instead
+	// of the task it created). The literal term matches the partial index
+	// tasks_request_live.
+	b.Queue(`SELECT `+sqlrow.TaskCols+` FROM tasks
+		WHERE NOT deleted AND (name = ANY($1) OR request_id = ANY($2) AND request_id <> '')`,
+		names, reqIDs).Query(func(rows pgx.Rows) error {
+		found, err := scanTasks(rows)
+		for _, t := range found {
+			taken[t.Name] = true
+			if t.RequestID != "" {
 				byRequest[t.RequestID] = t
 			}
-			return err
-		})
-	}
-	b.Queue(`SELECT name FROM tasks WHERE name = ANY($1) AND NOT deleted`, names).Query(func(rows pgx.Rows) error {
-		found, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		for _, n := range found {
-			taken[n] = true
 		}
 		return err
 	})
