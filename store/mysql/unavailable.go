@@ -3,12 +3,10 @@ package mysql
 import (
 	"database/sql/driver"
 	"errors"
-	"io"
-	"net"
 
 	"github.com/go-sql-driver/mysql"
 
-	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // classify turns *err into sundial.EUnavailable when it means the database
@@ -18,17 +16,7 @@ import (
 // Every other error, domain errors and real faults (a constraint, a
 // malformed statement) alike, stays as it is. Every exported method
 // defers it.
-func (s *Store) classify(err *error) {
-	if *err == nil {
-		return
-	}
-	if _, ok := errors.AsType[*sundial.Error](*err); ok {
-		return
-	}
-	if s.closed.Load() || unavailable(*err) {
-		*err = sundial.Unavailable(*err)
-	}
-}
+func (s *Store) classify(err *error) { sqlrow.Classify(err, s.closed.Load(), unavailable) }
 
 // MySQL and MariaDB error numbers that mean the server cannot be used now.
 var unavailableNumbers = map[uint16]bool{
@@ -51,8 +39,5 @@ func unavailable(err error) bool {
 	if errors.Is(err, driver.ErrBadConn) || errors.Is(err, mysql.ErrInvalidConn) {
 		return true // the connection broke, or the server has gone away
 	}
-	if _, ok := errors.AsType[net.Error](err); ok {
-		return true // refused, reset, timed out on the wire
-	}
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return sqlrow.Disconnected(err)
 }

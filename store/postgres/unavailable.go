@@ -2,13 +2,11 @@ package postgres
 
 import (
 	"errors"
-	"io"
-	"net"
 	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // classify turns *err into sundial.EUnavailable when it means the database
@@ -18,17 +16,7 @@ import (
 // it is a read-only standby. Every other error, domain errors and real
 // faults (a constraint, a malformed statement) alike, stays as it is.
 // Every exported method defers it.
-func (s *Store) classify(err *error) {
-	if *err == nil {
-		return
-	}
-	if _, ok := errors.AsType[*sundial.Error](*err); ok {
-		return
-	}
-	if s.closed.Load() || unavailable(*err) {
-		*err = sundial.Unavailable(*err)
-	}
-}
+func (s *Store) classify(err *error) { sqlrow.Classify(err, s.closed.Load(), unavailable) }
 
 // unavailable reports whether a driver error means the server cannot be
 // used now.
@@ -49,9 +37,5 @@ func unavailable(err error) bool {
 	if _, ok := errors.AsType[*pgconn.ConnectError](err); ok {
 		return true
 	}
-	if _, ok := errors.AsType[net.Error](err); ok {
-		return true // refused, reset, timed out on the wire
-	}
-	// The server closed the connection in the middle of an exchange.
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+	return sqlrow.Disconnected(err)
 }

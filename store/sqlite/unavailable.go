@@ -1,11 +1,9 @@
 package sqlite
 
 import (
-	"errors"
-
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // classify turns *err into sundial.EUnavailable when it means the database
@@ -14,17 +12,7 @@ import (
 // read or written, is read-only or its disk is full. Every other error,
 // domain errors and real faults (a constraint, a malformed statement, a
 // corrupt file) alike, stays as it is. Every exported method defers it.
-func (s *Store) classify(err *error) {
-	if *err == nil {
-		return
-	}
-	if _, ok := errors.AsType[*sundial.Error](*err); ok {
-		return
-	}
-	if s.closed.Load() || unavailable(*err) {
-		*err = sundial.Unavailable(*err)
-	}
-}
+func (s *Store) classify(err *error) { sqlrow.Classify(err, s.closed.Load(), unavailable) }
 
 // unavailable reports whether a driver error is one of SQLite's that
 // means the file cannot be used now.

@@ -7,6 +7,8 @@ package sqlrow
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net"
 
 	"github.com/sundialhq/sundial"
 )
@@ -34,4 +36,31 @@ func Wrap(err error, format string, args ...any) error {
 		return err
 	}
 	return fmt.Errorf(format+": %w", append(args, err)...)
+}
+
+// Classify turns *err into sundial.EUnavailable when the database cannot
+// be used now but may be later: the store is closed, or unavailable (the
+// adapter's reading of its driver's errors) says so. Domain errors and
+// every other fault (a constraint, a malformed statement) stay as they
+// are. Every exported method of an adapter defers it.
+func Classify(err *error, closed bool, unavailable func(error) bool) {
+	if *err == nil {
+		return
+	}
+	if _, ok := errors.AsType[*sundial.Error](*err); ok {
+		return
+	}
+	if closed || unavailable(*err) {
+		*err = sundial.Unavailable(*err)
+	}
+}
+
+// Disconnected reports whether err says the server could not be reached,
+// or the connection to it broke: a network error (refused, reset, timed
+// out on the wire), or the connection closed in the middle of an exchange.
+func Disconnected(err error) bool {
+	if _, ok := errors.AsType[net.Error](err); ok {
+		return true
+	}
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
