@@ -308,6 +308,9 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	node := s.cfg.Node
 	node.State = sundial.NodeAlive
 	if err := s.store.NodeRegister(ctx, &node); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing to hand back
+		}
 		return fmt.Errorf("register node: %w", err)
 	}
 	s.healthy.Store(true)

@@ -450,6 +450,13 @@ func TestServeJSONLogDurations(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--log.format", "json", "--log.level", "info",
 		"--scheduler.drain_timeout", "1.5s")
+	// The scheduler starts beside the API: wait for it before stopping.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(n.out.String(), `"msg":"scheduler started"`); {
+		if time.Now().After(deadline) {
+			t.Fatalf("the scheduler did not start:\n%s", n.out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	n.stop(t)
 	want := map[string]map[string]any{
 		"scheduler started": {"poll_interval": "1s", "lookahead": "10s"},
