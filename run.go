@@ -98,6 +98,10 @@ const (
 // DisabledQueuedError is the error of a run SKIPPED (DISABLED).
 const DisabledQueuedError = "task disabled before the run could start"
 
+// DisabledRetryError is the error of a run CANCELED while it waited for a
+// retry, because its task was disabled.
+const DisabledRetryError = "task disabled before the run's next delivery"
+
 // Trigger says what made a run.
 type Trigger string
 

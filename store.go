@@ -57,8 +57,11 @@ type Store interface {
 	// task's new priority, but are handed back to no node with a bumped
 	// fence, as are redeliveries committed ahead of an instant past the
 	// cutoff (their delivery count undone), so that they go out under the
-	// new definition. A missing task is ENotFound, a version mismatch
-	// EConflict (field "version").
+	// new definition. When t is not ENABLED, its QUEUED runs become
+	// SKIPPED (SkipDisabled, DisabledQueuedError) and its runs waiting for
+	// another delivery CANCELED (DisabledRetryError), finished now. A
+	// missing task is ENotFound, a version mismatch EConflict (field
+	// "version").
 	TaskUpdate(ctx context.Context, t *Task, now time.Time) error
 	// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
 	// delivered and its first deliveries committed ahead of an instant past

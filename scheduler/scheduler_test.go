@@ -1062,3 +1062,37 @@ func TestEndDrain(t *testing.T) {
 		}
 	})
 }
+
+// TestDisableStopsRetries: a run waiting for a retry when its task is
+// disabled is cancelled, not delivered again.
+func TestDisableStopsRetries(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.target.status = "FAILED"
+		b.start()
+		start := time.Now()
+		tk := b.addTask(t, "1 0 0 * * *", func(tk *sundial.Task) {
+			tk.RetryPolicy = json.RawMessage(`{"max_attempts":3,"initial_backoff":"10s","jitter":"none"}`)
+		})
+		waitUntil(start.Add(3 * time.Second)) // the fire of 1 s failed; its retry is due at 11 s
+		cur, err := b.store.TaskGet(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cur.Status, cur.NextFireTime = sundial.TaskDisabled, nil
+		if err := b.store.TaskUpdate(context.Background(), cur, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Minute)
+		b.stop(t)
+
+		if calls := b.target.snapshot(); len(calls) != 1 {
+			t.Errorf("%d deliveries, want only the first, before the task was disabled", len(calls))
+		}
+		rs := b.runs(t, tk.ID)
+		if len(rs) != 1 || rs[0].Status != sundial.RunCanceled || rs[0].Error != sundial.DisabledRetryError {
+			t.Errorf("runs %v, want the fire CANCELED (%q)", summarize(rs), sundial.DisabledRetryError)
+		}
+	})
+}

@@ -470,10 +470,18 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if t.Status != sundial.TaskEnabled {
 			// A disabled task sends nothing more: its queued runs are
 			// skipped, recorded.
-			_, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
+			if _, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
 				SET status = 'SKIPPED', skip_reason = ?, error = ?, finished_at = ?, updated_at = ?
 				WHERE task_id = ? AND status = 'QUEUED'`,
-				string(sundial.SkipDisabled), sundial.DisabledQueuedError, at, at, t.ID)
+				string(sundial.SkipDisabled), sundial.DisabledQueuedError, at, at, t.ID); err != nil {
+				return err
+			}
+			// Its runs waiting for another delivery (taken back above if
+			// committed) are cancelled.
+			_, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
+				SET status = 'CANCELED', error = ?, finished_at = ?, updated_at = ?
+				WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries > 0`,
+				sundial.DisabledRetryError, at, at, t.ID)
 			return err
 		}
 		return nil

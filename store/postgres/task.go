@@ -227,6 +227,11 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		b.Queue(`UPDATE runs SET status = 'SKIPPED', skip_reason = $2, error = $3, finished_at = $4, updated_at = $4
 			WHERE task_id = $1 AND status = 'QUEUED'`,
 			t.ID, string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now))
+		// Its runs waiting for another delivery (taken back above if
+		// committed) are cancelled.
+		b.Queue(`UPDATE runs SET status = 'CANCELED', error = $2, finished_at = $3, updated_at = $3
+			WHERE task_id = $1 AND status = 'SCHEDULED' AND deliveries > 0`,
+			t.ID, sundial.DisabledRetryError, sqlrow.Micros(now))
 	}
 	err = s.inTx(ctx, b, nil)
 	if errors.Is(err, errStaleOrGone) {

@@ -313,11 +313,17 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		}
 		if t.Status != sundial.TaskEnabled {
 			// A disabled task sends nothing more: its queued runs are
-			// skipped, recorded.
-			_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SKIPPED', skip_reason = ?1, error = ?2,
+			// skipped, recorded, and its runs waiting for another delivery
+			// (taken back above if committed) are cancelled.
+			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SKIPPED', skip_reason = ?1, error = ?2,
 					finished_at = ?3, updated_at = ?3
 				WHERE task_id = ?4 AND status = 'QUEUED'`,
-				string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now), t.ID)
+				string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now), t.ID); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', error = ?1, finished_at = ?2, updated_at = ?2
+				WHERE task_id = ?3 AND status = 'SCHEDULED' AND deliveries > 0`,
+				sundial.DisabledRetryError, sqlrow.Micros(now), t.ID)
 			return err
 		}
 		return nil

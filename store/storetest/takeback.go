@@ -136,13 +136,30 @@ func testTaskChangeTakesBack(t *testing.T, open Opener) {
 			}
 			// Taken back to no node, with a new fence: the node holding
 			// it fails to commit or to check it, and the next claim takes
-			// it with the new task.
-			for _, c := range []struct {
+			// it with the new task. A disabled task's runs waiting for
+			// another delivery are cancelled instead: it sends nothing
+			// more (a manual run, which a disabled task may have, stays).
+			retries := []struct {
 				what   string
 				r, got *sundial.Run
 				undo   int
-			}{{"redelivery committed ahead", redo, gotRedo, 1}, {"claimed retry", held, gotHeld, 0},
-				{"manual run committed ahead", manualRun, gotManual, 1}} {
+			}{{"redelivery committed ahead", redo, gotRedo, 1}, {"claimed retry", held, gotHeld, 0}}
+			if change == "disable" {
+				for _, c := range retries {
+					if c.got.Status != sundial.RunCanceled || c.got.Error != sundial.DisabledRetryError ||
+						c.got.FinishedAt == nil || c.got.Deliveries != c.r.Deliveries-c.undo {
+						t.Errorf("%s (run %d) of a disabled task: %s error %q deliveries %d; want CANCELED (%q), %d deliveries",
+							c.what, c.r.ID, c.got.Status, c.got.Error, c.got.Deliveries, sundial.DisabledRetryError,
+							c.r.Deliveries-c.undo)
+					}
+				}
+				retries = nil
+			}
+			for _, c := range append(retries, struct {
+				what   string
+				r, got *sundial.Run
+				undo   int
+			}{"manual run committed ahead", manualRun, gotManual, 1}) {
 				if c.got.Status != sundial.RunScheduled || c.got.NodeID != "" || c.got.Fence != c.r.Fence+1 ||
 					c.got.Deliveries != c.r.Deliveries-c.undo {
 					t.Errorf("%s (run %d): %s node %q fence %d deliveries %d; want SCHEDULED, no node, fence %d, deliveries %d",
