@@ -374,19 +374,21 @@ func taskListSQL(f sundial.TaskFilter) (string, []any) {
 			args = append(args, string(st))
 		}
 	}
+	// utf8mb4_bin pads: 'a' = 'a ' holds. The length terms make each match
+	// exact, as on the other databases, and leave the index to the =.
 	if f.Name != "" {
 		// A live task's name, through tasks_live_name.
-		where.WriteString(` AND live_name = ?`)
-		args = append(args, f.Name)
+		where.WriteString(` AND live_name = ? AND LENGTH(name) = LENGTH(?)`)
+		args = append(args, f.Name, f.Name)
 	}
 	if f.RequestID != "" {
 		// A live task's request_id, through tasks_request_live.
-		where.WriteString(` AND live_request_id = ?`)
-		args = append(args, f.RequestID)
+		where.WriteString(` AND live_request_id = ? AND LENGTH(request_id) = LENGTH(?)`)
+		args = append(args, f.RequestID, f.RequestID)
 	}
 	if f.BizID != "" {
-		where.WriteString(` AND biz_id = ?`)
-		args = append(args, f.BizID)
+		where.WriteString(` AND biz_id = ? AND LENGTH(biz_id) = LENGTH(?)`)
+		args = append(args, f.BizID, f.BizID)
 	}
 	if f.NamePrefix != "" {
 		// Case-sensitive (utf8mb4_bin), wildcards escaped.

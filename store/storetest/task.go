@@ -298,7 +298,7 @@ func testTaskList(t *testing.T, open Opener) {
 		nightly := f.task("nightly", withRequest("req-1", "h2"))
 		nightlyX := f.task("nightly-x", withRequest("req-10", "h3"), disabled)
 		other := f.task("Nightly", withRequest("REQ-1", "h4"))
-		plain := f.task("plain")
+		plain := f.task("plain", func(tk *sundial.Task) { tk.BizID = "biz" })
 		enabled, off := sundial.TaskEnabled, sundial.TaskDisabled
 		for _, tc := range []struct {
 			name string
@@ -319,6 +319,12 @@ func testTaskList(t *testing.T, open Opener) {
 			{"statuses and prefix", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskCompleted, off},
 				NamePrefix: "n"}, []int64{nightlyX.ID}},
 			{"status none", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskFailed}}, nil},
+			// Trailing spaces are part of the value (MySQL's collation
+			// alone would ignore them).
+			{"name with a trailing space", sundial.TaskFilter{Name: "plain "}, nil},
+			{"request_id with a trailing space", sundial.TaskFilter{RequestID: "req-1 "}, nil},
+			{"biz_id with a trailing space", sundial.TaskFilter{BizID: "biz "}, nil},
+			{"biz_id", sundial.TaskFilter{BizID: "biz"}, []int64{plain.ID}},
 		} {
 			ts, err := f.s.TaskList(f.ctx, tc.f)
 			if err != nil {
