@@ -205,7 +205,7 @@ type Store interface {
 	// came too late to start: up to limit SCHEDULED runs never delivered
 	// and made by the planner (trigger SCHEDULE), due before before,
 	// oldest first, held by any node or by none, for which missed (called
-	// with the run and its task, nil when deleted) reports true. Each
+	// with the run and its task, deleted or not) reports true. Each
 	// task's NextFireTime is rewound to its earliest deleted run when that
 	// is earlier, so that the planner counts them under the task's
 	// catch-up mode, together with the fires it has not planned. A node

@@ -159,7 +159,7 @@ type schedBundle struct {
 	target *heldTarget
 }
 
-func setupScheduler(t *testing.T, target *heldTarget) *schedBundle {
+func setupScheduler(t *testing.T, target *heldTarget) *schedBundle { // in a synctest bubble
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
 	if err != nil {
@@ -172,6 +172,7 @@ func setupScheduler(t *testing.T, target *heldTarget) *schedBundle {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sched.Run(ctx) }()
+	synctest.Wait() // registered and firing: a trigger needs a running node
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -38,8 +38,10 @@ func (c *CompensatorConfig) setDefaults() {
 // this node holds but has lost track of, or that no live node holds, and
 // starts them through the normal start path. Its interval starts at Base,
 // grows by Increment after every round that finds nothing, up to Max, and
-// goes back to Base when a round finds work. A round is skipped while the
-// local start queue is not empty, so that it never races the normal path.
+// goes back to Base when a round finds work. The search for stuck runs is
+// skipped while the local start queue is not empty, so that it never races
+// the normal path; the sweep of runs this node lost while RUNNING is not
+// (no run it holds is lost).
 type compensator struct {
 	cfg CompensatorConfig
 	log *slog.Logger
@@ -170,13 +172,10 @@ func (c *compensator) round(ctx context.Context) {
 	c.rounds++
 	c.mu.Unlock()
 
-	if n := c.queueSize(); n > 0 {
-		c.log.Debug(fmt.Sprintf("Task start queue has %d pending tasks, skipping compensation", n))
-		c.mu.Lock()
-		c.skipped++
-		c.mu.Unlock()
-		return
-	}
+	// Runs this node lost while RUNNING are recovered whatever its queue
+	// holds: a run in the queue is held, never lost, so this sweep cannot
+	// race the normal path (and a node kept busy must not lose runs for
+	// good).
 	lost := 0
 	if c.recoverLost != nil {
 		var err error
@@ -185,7 +184,17 @@ func (c *compensator) round(ctx context.Context) {
 		}
 		c.mu.Lock()
 		c.compensated += int64(lost)
+		if lost > 0 {
+			c.multiplier = 1
+		}
 		c.mu.Unlock()
+	}
+	if n := c.queueSize(); n > 0 {
+		c.log.Debug(fmt.Sprintf("Task start queue has %d pending tasks, skipping compensation", n))
+		c.mu.Lock()
+		c.skipped++
+		c.mu.Unlock()
+		return
 	}
 	stuck, err := c.find(ctx, now.Add(-c.cfg.Threshold))
 	if err != nil {

@@ -29,7 +29,8 @@ type outcome struct {
 
 // record logs an outcome the store has recorded and counts it in the
 // metrics: a retry in sundial_retries_total, a final status in
-// sundial_fires_total, missed fires in sundial_fires_missed_total.
+// sundial_fires_total, missed fires in sundial_fires_missed_total. An
+// INTERRUPTED delivery is logged, not counted: it is delivered again.
 func (s *Scheduler) record(o outcome) {
 	r := o.run
 	attrs := []any{slog.Int64("task_id", r.TaskID)}
@@ -63,7 +64,10 @@ func (s *Scheduler) record(o outcome) {
 		s.log.Warn("fires missed", append(attrs, slog.Int("missed", r.MissedCount))...)
 	case o.status == sundial.RunSkipped:
 		s.m.fires.WithLabelValues(string(o.status)).Inc()
-		s.log.Info("run skipped", append(attrs, slog.String("reason", string(r.SkipReason)))...)
+		s.log.Info("run skipped", append(attrs, slog.String("skip_reason", string(r.SkipReason)))...)
+	case o.status == sundial.RunInterrupted:
+		// Not final: a live node delivers it again (RunRedeliver).
+		s.log.Warn("run interrupted", append(attrs, slog.String("error", o.err))...)
 	case o.status == sundial.RunSuccess:
 		s.m.fires.WithLabelValues(string(o.status)).Inc()
 		s.log.Info("run finished", attrs...)

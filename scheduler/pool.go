@@ -59,9 +59,11 @@ type pool struct {
 
 	mu       sync.Mutex
 	inflight map[int64]*flight
-	// held are the runs submitted and not yet written back: waiting for
+	// held are the deliveries submitted and not yet written back, by run
+	// and fence (a run may be delivered again here while the outcome of
+	// its previous delivery is still on its way): waiting for
 	// their host's turn or a worker, in flight, or in the writer's hands.
-	held   map[int64]struct{}
+	held   map[sundial.RunRef]struct{}
 	cutOff atomic.Bool // the drain was cut short (timeout or stop at once): start nothing more
 }
 
@@ -71,7 +73,7 @@ type flight struct {
 }
 
 func newPool(s *Scheduler) *pool {
-	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight), held: make(map[int64]struct{})}
+	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight), held: make(map[sundial.RunRef]struct{})}
 	p.limit = newStartLimiter(s.cfg.StartIntervals, p.enqueue)
 	return p
 }
@@ -86,7 +88,7 @@ func (p *pool) start() {
 // for RunRelease to record as INTERRUPTED.
 func (p *pool) submit(j job) {
 	p.mu.Lock()
-	p.held[j.run.ID] = struct{}{}
+	p.held[sundial.RunRef{ID: j.run.ID, Fence: j.fence}] = struct{}{}
 	p.mu.Unlock()
 	if p.limit.take(j) {
 		return
@@ -212,7 +214,7 @@ func (p *pool) written(batch []result) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, r := range batch {
-		delete(p.held, r.job.run.ID)
+		delete(p.held, sundial.RunRef{ID: r.job.run.ID, Fence: r.job.fence})
 	}
 }
 
@@ -220,8 +222,8 @@ func (p *pool) written(batch []result) {
 func (p *pool) holding(ids map[int64]bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for id := range p.held {
-		ids[id] = true
+	for ref := range p.held {
+		ids[ref.ID] = true
 	}
 }
 
@@ -313,7 +315,7 @@ func (p *pool) logDraining(left time.Duration) {
 		tasks[i] = p.inflight[id].taskID
 	}
 	p.mu.Unlock()
-	p.s.log.Info("draining: calls still in flight", "component", "pool", "in_flight", n, "queued", len(p.jobs),
+	p.s.log.Info("draining: calls still in flight", "in_flight", n, "queued", len(p.jobs),
 		"run_ids", ids, "task_ids", tasks, "time_left", max(left, 0).Round(time.Second))
 }
 

@@ -150,7 +150,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 		cfg:         cfg,
 		store:       store,
 		deliver:     d,
-		log:         log,
+		log:         log.With("component", "scheduler"),
 		m:           newMetrics(reg),
 		pokePlanner: make(chan struct{}, 1),
 		endDrain:    make(chan struct{}),
@@ -184,15 +184,17 @@ func (s *Scheduler) interruptLost(ctx context.Context, startedBefore time.Time) 
 		return 0, err
 	}
 	now := time.Now()
-	var lost []sundial.RunFinish
+	var (
+		lost []sundial.RunFinish
+		runs []*sundial.Run
+	)
 	for _, r := range owned {
 		if r.Status != sundial.RunRunning || held[r.ID] || r.StartedAt == nil || !r.StartedAt.Before(startedBefore) {
 			continue
 		}
-		s.log.Warn("run held by this node without a call or an outcome; delivering it again",
-			"task_id", r.TaskID, "run_id", r.ID, "started_at", *r.StartedAt, "delivery", r.Deliveries)
 		lost = append(lost, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunInterrupted,
 			StartedAt: *r.StartedAt, FinishedAt: now, Error: errLost.Error()})
+		runs = append(runs, r)
 	}
 	if len(lost) == 0 {
 		return 0, nil
@@ -202,9 +204,12 @@ func (s *Scheduler) interruptLost(ctx context.Context, startedBefore time.Time) 
 		return 0, err
 	}
 	n := 0
-	for _, applied := range ok {
+	for i, applied := range ok {
 		if applied {
 			n++
+			r := runs[i]
+			s.record(outcome{run: r, status: sundial.RunInterrupted, err: lost[i].Error, trace: r.TraceID,
+				attempt: r.Attempt, delivery: r.Deliveries, started: lost[i].StartedAt, finished: now})
 		}
 	}
 	if n > 0 {
@@ -242,7 +247,9 @@ func (s *Scheduler) startStuck(ctx context.Context, stuck []*sundial.Run) int {
 		s.log.Error("claim stuck runs", "err", err)
 		return 0
 	}
-	s.disp.add(runs, tasks, false)
+	// As a claim's: a first delivery past its task's deadline is left to
+	// the planner, which counts it under the catch-up mode.
+	s.disp.take(ctx, runs, tasks, time.Now())
 	return len(runs)
 }
 
@@ -390,13 +397,13 @@ func (s *Scheduler) nextPlanDelay(now time.Time) time.Duration {
 // the fires it never planned, the fires it had planned that also came too
 // late are unplanned (RunUnplanMissed), so that the count starts from the
 // first of them. A task whose unplanned fires are missed is therefore left
-// as it is by the first PlanDue of a pass, the missed planned fires are
-// unplanned, and the next PlanDue counts them all.
+// as it is by PlanDue until a sweep has run at a time when they were
+// already missed: every fire it had planned before them was missed then,
+// and the sweep unplanned it.
 func (s *Scheduler) planOnce(ctx context.Context) {
-	swept := false
+	var swept time.Time // the last sweep of this pass
 	if s.sweepWanted.Swap(false) {
-		s.unplanMissed(ctx)
-		swept = true
+		swept = s.unplanMissed(ctx)
 	}
 	for ctx.Err() == nil {
 		now := time.Now()
@@ -407,7 +414,8 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, "", now,
 			func(t *sundial.Task) sundial.Plan {
 				tasks[t.ID] = t
-				if !swept && missedUnplanned(t, now, s.cfg.MisfireThreshold) {
+				if missedUnplanned(t, now, s.cfg.MisfireThreshold) &&
+					(swept.IsZero() || !missedUnplanned(t, swept, s.cfg.MisfireThreshold)) {
 					deferred = true
 					return sundial.Plan{Next: t.NextFireTime}
 				}
@@ -420,8 +428,9 @@ func (s *Scheduler) planOnce(ctx context.Context) {
 			return
 		}
 		if deferred {
-			s.unplanMissed(ctx)
-			swept = true
+			if swept = s.unplanMissed(ctx); swept.IsZero() {
+				return // the sweep failed: the next pass tries again
+			}
 		}
 		for _, r := range runs {
 			if r.Status == sundial.RunSkipped {
@@ -453,28 +462,36 @@ func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bo
 
 // unplanMissed unplans the planned fires, whoever holds them, that are
 // later than their task's deadline, so that the planner counts them with
-// the fires it never planned, under the task's catch-up mode.
-func (s *Scheduler) unplanMissed(ctx context.Context) {
-	const batch = 1000
+// the fires it never planned, under the task's catch-up mode. It returns
+// the time it looked from: every planned fire missed by then is gone. A
+// sweep that fails returns the zero time and asks the next pass for
+// another.
+func (s *Scheduler) unplanMissed(ctx context.Context) time.Time {
+	const batch = 10000
+	start := time.Now()
 	for ctx.Err() == nil {
-		now := time.Now()
-		looked, deleted, err := s.store.RunUnplanMissed(ctx, now.Add(-minMissAfter), batch,
+		looked, deleted, err := s.store.RunUnplanMissed(ctx, start.Add(-minMissAfter), batch,
 			func(r *sundial.Run, t *sundial.Task) bool {
-				return t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(s.cfg.MisfireThreshold)
+				return t != nil && !t.OneOff() && start.Sub(r.ScheduledTime) > t.MissAfter(s.cfg.MisfireThreshold)
 			})
 		if err != nil {
 			if ctx.Err() == nil {
 				s.log.Error("unplan missed fires", "err", err)
 			}
-			return
+			s.sweepWanted.Store(true)
+			return time.Time{}
 		}
 		if deleted > 0 {
 			s.log.Info("planned fires came too late to start; the catch-up mode decides", "fires", deleted)
 		}
 		if looked < batch || deleted == 0 {
-			return
+			// (A full batch of late fires none of which is missed, a
+			// batch of 10,000 fires inside their deadlines, ends the sweep
+			// early: the next claim of one that is missed asks again.)
+			return start
 		}
 	}
+	return time.Time{}
 }
 
 // membershipLoop renews this node's heartbeat and declares dead the nodes
@@ -644,7 +661,7 @@ func (s *Scheduler) purgeRuns(ctx context.Context) {
 		n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
 		if err != nil {
 			if ctx.Err() == nil {
-				s.log.Error("purge run history", "component", "housekeeping", "err", err)
+				s.log.Error("purge run history", "err", err)
 			}
 			return
 		}
@@ -663,10 +680,10 @@ func (s *Scheduler) pruneNodes(ctx context.Context) {
 	switch {
 	case err != nil:
 		if ctx.Err() == nil {
-			s.log.Error("prune departed nodes", "component", "housekeeping", "err", err)
+			s.log.Error("prune departed nodes", "err", err)
 		}
 	case n > 0:
-		s.log.Info("pruned departed nodes", "component", "housekeeping", "nodes", n,
+		s.log.Info("pruned departed nodes", "nodes", n,
 			"node_retention", s.cfg.NodeRetention)
 	}
 }
@@ -679,6 +696,12 @@ func (s *Scheduler) pruneNodes(ctx context.Context) {
 // if the database could not decide does the run come back SCHEDULED, for
 // the dispatcher to admit shortly.
 func (s *Scheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
+	if !s.Ready() {
+		// Stopping (its pool takes no more calls), or cut off from the
+		// cluster: another node, or this one shortly, takes the trigger.
+		return nil, &sundial.Error{Code: sundial.EUnavailable,
+			Message: "this node is stopping or has lost its cluster membership; try again shortly"}
+	}
 	t, err := s.store.TaskGet(ctx, taskID)
 	if err != nil {
 		return nil, err

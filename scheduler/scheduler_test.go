@@ -386,6 +386,7 @@ func TestManualTriggerAndCancel(t *testing.T) {
 		b.target.hold = time.Hour
 		b.start()
 		tk := b.addTask(t, "0 0 0 1 1 *", func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
+		synctest.Wait() // the node has registered and fires
 		r, err := b.sched.Trigger(context.Background(), tk.ID, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -1021,7 +1022,7 @@ func TestEndDrain(t *testing.T) {
 		}
 		p := progress[1]
 		if p["in_flight"] != 1.0 || p["queued"] != 0.0 || fmt.Sprint(p["run_ids"]) != fmt.Sprintf("[%d]", rs[0].ID) ||
-			fmt.Sprint(p["task_ids"]) != fmt.Sprintf("[%d]", tk.ID) || p["component"] != "pool" {
+			fmt.Sprint(p["task_ids"]) != fmt.Sprintf("[%d]", tk.ID) || p["component"] != "scheduler" {
 			t.Errorf("progress line %v, want one call in flight: run %d of task %d", p, rs[0].ID, tk.ID)
 		}
 		select {
@@ -1093,6 +1094,27 @@ func TestDisableStopsRetries(t *testing.T) {
 		rs := b.runs(t, tk.ID)
 		if len(rs) != 1 || rs[0].Status != sundial.RunCanceled || rs[0].Error != sundial.DisabledRetryError {
 			t.Errorf("runs %v, want the fire CANCELED (%q)", summarize(rs), sundial.DisabledRetryError)
+		}
+	})
+}
+
+// TestTriggerWhileStopped: a node that is not firing (stopping, or not yet
+// started) refuses a manual trigger as unavailable rather than accepting a
+// run it would not deliver.
+func TestTriggerWhileStopped(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		tk := b.addTask(t, "0 0 0 1 1 *", nil)
+		b.start()
+		synctest.Wait()
+		b.stop(t)
+		_, err := b.sched.Trigger(context.Background(), tk.ID, nil)
+		if sundial.ErrorCode(err) != sundial.EUnavailable {
+			t.Fatalf("Trigger on a stopped node = %v, want unavailable", err)
+		}
+		if rs := b.runs(t, tk.ID); len(rs) != 0 {
+			t.Errorf("runs %v after a refused trigger, want none", summarize(rs))
 		}
 	})
 }

@@ -134,6 +134,21 @@ func startNodeDB(t *testing.T, dsn string, extra ...string) *node {
 		}
 	}
 	t.Cleanup(func() { n.stop(t) })
+	// The API listens before the scheduler has joined the cluster: wait
+	// until the node is ready (it takes triggers from then on).
+	for {
+		resp, err := http.Get(n.url + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not become ready:\n%s", n.out)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	return n
 }
 
