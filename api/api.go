@@ -20,7 +20,6 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
-	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -142,12 +141,18 @@ func (s *Server) Handler() http.Handler {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	// The request target * (OPTIONS *, or an HTTP/2 preface sent to an
+	// HTTP/1 listener) names no endpoint; the mux would redirect it.
+	if r.RequestURI == "*" {
+		s.writeError(w, r, sundial.Errorf(sundial.ENotFound, "", "no such endpoint: %s *", r.Method))
+		return
+	}
 	// The mux would redirect a path that is not clean (//api/v1/tasks,
-	// /api/v1/tasks/2/../3) to its clean form with an HTML answer. An API
+	// /api/v1/tasks/2/../3) to its clean form with an HTML answer. A
 	// client gets the JSON error shape instead, naming the path to use:
 	// a redirect would send a PUT or DELETE somewhere it did not name.
 	if esc := r.URL.EscapedPath(); r.Method != http.MethodConnect {
-		if clean := cleanPath(esc); clean != esc && (clean == "/api" || strings.HasPrefix(clean, "/api/")) {
+		if clean := cleanPath(esc); clean != esc {
 			s.writeError(w, r, sundial.Errorf(sundial.ENotFound, "",
 				"no such endpoint: %s %s; paths are taken as sent, not cleaned: the path meant is likely %s", r.Method, esc, clean))
 			return

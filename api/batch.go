@@ -154,11 +154,17 @@ func itemError(i int, err error) batchItem {
 func (s *Server) writeBatchError(w http.ResponseWriter, items []batchItem) {
 	i := slices.IndexFunc(items, func(it batchItem) bool { return it.Error != nil })
 	first := items[i]
+	refused := make([]*batchItem, len(items)) // null for the items that were fine
+	for j := range items {
+		if items[j].Error != nil {
+			refused[j] = &items[j]
+		}
+	}
 	writeJSON(w, first.Status, struct {
-		Error errorDetail `json:"error"`
-		batchResponse
-	}{Error: errorDetail{Code: first.Error.Code, Message: "no task was created: " + first.Error.Field + ": " + first.Error.Message},
-		batchResponse: batchResponse{Items: items}})
+		Error errorDetail  `json:"error"`
+		Items []*batchItem `json:"items"`
+	}{Error: errorDetail{Code: first.Error.Code, Message: "no task was created: " + first.Error.Field + ": " + first.Error.Message,
+		Field: first.Error.Field, Token: first.Error.Token}, Items: refused})
 }
 
 // upcomingResponse is the body of GET /api/v1/tasks/{id}/upcoming.

@@ -38,8 +38,10 @@ func callbackToken(r *http.Request) string {
 	if t := r.Header.Get("X-Sundial-Callback-Token"); t != "" {
 		return t
 	}
-	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		return strings.TrimSpace(v)
+	// The scheme is case-insensitive (RFC 9110 section 11.1).
+	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
+	if ok && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(token)
 	}
 	return ""
 }

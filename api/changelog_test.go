@@ -105,6 +105,17 @@ func TestChangesAreLogged(t *testing.T) {
 		"version": 1, "description": "now described", "timezone": "Asia/Tokyo"})), http.StatusOK, nil)
 	wantLines("update", line("task updated", "task_id", id, "name", "logged", "changed", "[description timezone]"))
 
+	// The task sent back as GET returned it changes nothing: no write (the
+	// version stays), no line.
+	var cur map[string]any
+	want(t, b.do(t, http.MethodGet, taskPath(tk.ID), nil), http.StatusOK, &cur)
+	var same sundial.Task
+	want(t, b.do(t, http.MethodPut, taskPath(tk.ID), cur), http.StatusOK, &same)
+	if same.Version != 2 || same.Description != "now described" {
+		t.Errorf("unchanged PUT answered version %d %q, want version 2 as it was", same.Version, same.Description)
+	}
+	wantLines("unchanged update")
+
 	want(t, b.do(t, http.MethodPost, taskPath(tk.ID, "/disable"), nil), http.StatusOK, nil)
 	wantLines("disable", line("task disabled", "task_id", id, "name", "logged"))
 	want(t, b.do(t, http.MethodPost, taskPath(tk.ID, "/disable"), nil), http.StatusOK, nil)

@@ -155,10 +155,16 @@ func readJSON(w http.ResponseWriter, r *http.Request, maxBytes int64) ([]byte, e
 // checkContentType refuses a request body that is not application/json.
 func checkContentType(r *http.Request) error {
 	ct := r.Header.Get("Content-Type")
-	if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
 		e := sundial.Errorf(sundial.EUnsupported, "", "Content-Type must be application/json")
 		e.Token = ct
 		return e
+	}
+	// JSON is UTF-8 (RFC 8259): a charset, if given, must say so.
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") && !strings.EqualFold(cs, "utf8") {
+		return &sundial.Error{Code: sundial.EUnsupported, Token: ct,
+			Message: "a JSON body is UTF-8: give Content-Type application/json, or application/json; charset=utf-8"}
 	}
 	return nil
 }
@@ -176,7 +182,12 @@ func readError(r *http.Request, err error, maxBytes int64) error {
 		return sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %s, the limit of %s",
 			byteSize(maxBytes), endpoint)
 	}
-	return fmt.Errorf("read request body: %w", err)
+	if r.Context().Err() != nil {
+		return fmt.Errorf("read request body: %w", r.Context().Err()) // the client went away
+	}
+	// A body cut short or badly framed (chunked encoding) is the client's.
+	return sundial.Errorf(sundial.EInvalid, "",
+		"the request body could not be read: it ended early or its chunked encoding is malformed")
 }
 
 // byteSize writes n bytes as the docs do: 16 MiB, 128 KiB, 64 bytes.

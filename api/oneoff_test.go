@@ -175,12 +175,16 @@ func TestTaskBatch(t *testing.T) {
 		t.Fatalf("status %d, want 400: %s", rec.Code, rec.Body)
 	}
 	var refused struct {
-		Error errorDetail `json:"error"`
-		Items []batchItem `json:"items"`
+		Error errorDetail  `json:"error"`
+		Items []*batchItem `json:"items"`
 	}
 	want(t, rec, http.StatusBadRequest, &refused)
-	if refused.Items[0].Error != nil || refused.Items[1].Error == nil || refused.Items[1].Error.Field != "tasks[1].delay_seconds" {
-		t.Errorf("items %+v, want item 1 refused on tasks[1].delay_seconds", refused.Items)
+	if len(refused.Items) != 3 || refused.Items[0] != nil || refused.Items[1] == nil || refused.Items[2] != nil ||
+		refused.Items[1].Status != http.StatusBadRequest || refused.Items[1].Error.Field != "tasks[1].delay_seconds" {
+		t.Errorf("items %+v, want item 1 refused on tasks[1].delay_seconds, null for the others", refused.Items)
+	}
+	if refused.Error.Field != "tasks[1].delay_seconds" {
+		t.Errorf("error %+v, want the first refused item's field", refused.Error)
 	}
 	// A conflict found by the store refuses the batch too, and nothing
 	// of it is kept.

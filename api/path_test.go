@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -38,9 +39,26 @@ func TestUncleanPathsUnderAPI(t *testing.T) {
 	}
 	b.get(t, tk.ID) // the DELETE did not reach the task
 
-	// Outside /api/ the mux's redirect stays.
-	if rec := b.do(t, http.MethodGet, "//healthz", nil); rec.Code != http.StatusTemporaryRedirect {
-		t.Errorf("//healthz: %d, want the mux's redirect", rec.Code)
+	// Outside /api/ too: every answer of the listener is JSON.
+	rec := b.do(t, http.MethodGet, "//healthz", nil)
+	wantError(t, rec, http.StatusNotFound, errorDetail{Code: sundial.ENotFound,
+		Message: "no such endpoint: GET //healthz; paths are taken as sent, not cleaned: the path meant is likely /healthz"})
+}
+
+// TestAsteriskTarget: the request target * (OPTIONS *, or an HTTP/2
+// preface on an HTTP/1 listener) is a JSON 404, not a redirect.
+func TestAsteriskTarget(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	for _, method := range []string{http.MethodOptions, http.MethodGet, "PRI"} {
+		req, err := http.NewRequest(method, "/", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.RequestURI, req.URL.Path = "*", "*"
+		rec := httptest.NewRecorder()
+		b.srv.Handler().ServeHTTP(rec, req)
+		wantError(t, rec, http.StatusNotFound, errorDetail{Code: sundial.ENotFound, Message: "no such endpoint: " + method + " *"})
 	}
 }
 

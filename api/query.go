@@ -104,7 +104,7 @@ func enumList[E ~string](q url.Values, name string, valid []E) ([]E, error) {
 	}
 	var out []E
 	for item := range strings.SplitSeq(v, ",") {
-		e := E(strings.ToUpper(strings.TrimSpace(item)))
+		e := E(sundial.UpperASCII(strings.TrimSpace(item)))
 		if !slices.Contains(valid, e) {
 			names := make([]string, len(valid))
 			for i, x := range valid {

@@ -331,13 +331,20 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t.ID = id
+	changed := changedFields(cur, t)
+	if len(changed) == 0 && t.Version == cur.Version {
+		// The task as it is: nothing to write, no fire to take back, and
+		// the version stays (as kubectl apply leaves an unchanged object).
+		writeJSON(w, http.StatusOK, taskView(cur, now))
+		return
+	}
 	t.NextFireTime = nextFire(t, now)
 	if err := s.store.TaskUpdate(r.Context(), t, now); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.logChange(r, "task updated", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
-		slog.Any("changed", changedFields(cur, t)))
+		slog.Any("changed", changed))
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
 	writeJSON(w, http.StatusOK, taskView(t, now))

@@ -722,6 +722,10 @@ func TestTaskListFilters(t *testing.T) {
 	wantError(t, b.do(t, http.MethodGet, "/api/v1/tasks?status=ENABLED,PAUSED", nil), http.StatusBadRequest,
 		errorDetail{Code: sundial.EInvalid, Field: "status", Token: "PAUSED",
 			Message: "must be one of ENABLED, DISABLED, COMPLETED, FAILED, or several of them separated by commas"})
+	// Only ASCII letters fold: the long s does not make ENABLED, as in a body.
+	wantError(t, b.do(t, http.MethodGet, "/api/v1/tasks?status="+url.QueryEscape("diſabled"), nil), http.StatusBadRequest,
+		errorDetail{Code: sundial.EInvalid, Field: "status", Token: "diſabled",
+			Message: "must be one of ENABLED, DISABLED, COMPLETED, FAILED, or several of them separated by commas"})
 }
 
 // encodeCursorText makes a cursor-shaped string of any text.

@@ -59,7 +59,7 @@ func TestDocumentedHeaders(t *testing.T) {
 }
 
 // TestDeliverRedirects holds the executor to what docs/api.md says of
-// redirects: followed up to 10, the final answer decides; 301-303 turn a
+// redirects: a chain of up to 9 is followed, the final answer decides; 301-303 turn a
 // POST into a GET without a body, 307 and 308 keep both; the Sundial
 // headers go with every hop; a 3xx that is not followed is FAILED.
 func TestDeliverRedirects(t *testing.T) {
@@ -81,6 +81,15 @@ func TestDeliverRedirects(t *testing.T) {
 	})
 	mux.HandleFunc("/no-location", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusFound) })
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
+	// /chain/N redirects to /chain/N-1; /chain/0 answers.
+	mux.HandleFunc("/chain/{n}", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.PathValue("n"))
+		if n == 0 {
+			io.WriteString(w, "end of the chain")
+			return
+		}
+		http.Redirect(w, r, "/chain/"+strconv.Itoa(n-1), http.StatusFound)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	e := New(Options{})
@@ -108,6 +117,13 @@ func TestDeliverRedirects(t *testing.T) {
 	if out := e.Deliver(t.Context(), testRequest(srv.URL+"/no-location")); out.Status != StatusFailed ||
 		out.HTTPStatus != 302 || out.Error != "HTTP 302 Found" {
 		t.Errorf("302 without Location: {%s %d %q}, want FAILED 302", out.Status, out.HTTPStatus, out.Error)
+	}
+	if out := e.Deliver(t.Context(), testRequest(srv.URL+"/chain/9")); out.Status != StatusSuccess || out.HTTPStatus != 200 {
+		t.Errorf("9 redirects: {%s %d %q}, want SUCCESS 200", out.Status, out.HTTPStatus, out.Error)
+	}
+	if out := e.Deliver(t.Context(), testRequest(srv.URL+"/chain/10")); out.Status != StatusFailed ||
+		out.Error != "stopped after 10 redirects" {
+		t.Errorf("10 redirects: {%s %d %q}, want FAILED, stopped after 10 redirects", out.Status, out.HTTPStatus, out.Error)
 	}
 	if out := e.Deliver(t.Context(), testRequest(srv.URL+"/loop")); out.Status != StatusFailed ||
 		out.HTTPStatus != 0 || out.Error != "stopped after 10 redirects" {

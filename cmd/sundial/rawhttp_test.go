@@ -34,6 +34,13 @@ func TestServeAnswersJSONOnly(t *testing.T) {
 		{"unsupported transfer encoding", "POST /api/v1/tasks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "unsupported"},
 		{"unclean path", "GET /api/v1/tasks/2/../3 HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
 		{"double slash", "GET //api/v1/tasks HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
+		{"OPTIONS *", "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
+		{"GET *", "GET * HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
+		{"unclean path outside the API", "GET //healthz HTTP/1.1\r\nHost: x\r\n\r\n", 404, "not_found"},
+		{"malformed chunked body", "POST /api/v1/tasks HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" +
+			"Content-Type: application/json\r\n\r\nZZ\r\n", 400, "invalid"},
+		{"JSON in another charset", "POST /api/v1/tasks HTTP/1.1\r\nHost: x\r\nContent-Type: application/json; charset=latin1\r\n" +
+			"Content-Length: 2\r\n\r\n{}", 415, "unsupported"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			conn, err := net.Dial("tcp", addr)
@@ -60,6 +67,8 @@ func TestServeAnswersJSONOnly(t *testing.T) {
 				Error struct {
 					Code    string `json:"code"`
 					Message string `json:"message"`
+					Field   string `json:"field"`
+					Token   string `json:"token"`
 				} `json:"error"`
 			}
 			if err := dec.Decode(&e); err != nil || e.Error.Code != c.code || e.Error.Message == "" {

@@ -119,6 +119,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// OPTIONS * goes to the API too, which answers it in JSON.
+		DisableGeneralOptionsHandler: true,
 	}
 
 	schedDone := make(chan error, 1)

@@ -345,3 +345,39 @@ func TestUnavailable(t *testing.T) {
 		}
 	})
 }
+
+// TestClaimUndoneWhenTasksUnread: a claim whose tasks cannot be read
+// claims nothing, rather than leaving runs claimed (or started) by a node
+// that never learns of them.
+func TestClaimUndoneWhenTasksUnread(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t)
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(-time.Second)
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "s:1", Trigger: sundial.TriggerSchedule, ScheduledTime: due, StartAhead: true}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	// The tasks cannot be read any more: the claim's read of them fails.
+	if _, err := s.w.ExecContext(ctx, `ALTER TABLE tasks RENAME TO tasks_unreadable`); err != nil {
+		t.Fatal(err)
+	}
+	if runs, _, err := s.RunClaimDue(ctx, "node-a", time.Now(), 10,
+		sundial.ClaimStart{By: time.Now(), FreshAfter: due.Add(-time.Minute)}); err == nil {
+		t.Fatalf("RunClaimDue = %d runs, no error; want the failed read of their tasks", len(runs))
+	}
+	var node, status string
+	if err := s.r.QueryRowContext(ctx, `SELECT node_id, status FROM runs WHERE id = ?`, r.ID).Scan(&node, &status); err != nil {
+		t.Fatal(err)
+	}
+	if node != "" || status != string(sundial.RunScheduled) {
+		t.Errorf("run after the failed claim: node %q, %s; want held by no node, SCHEDULED", node, status)
+	}
+}
