@@ -35,15 +35,11 @@ func requestTaken(err error, requestID string) (*sundial.Error, bool) {
 	if !isDup(err) || !strings.Contains(err.Error(), "tasks_request_live") {
 		return nil, false
 	}
-	return requestConflict(requestID), true
+	return sqlrow.RequestConflict(requestID), true
 }
 
 func nameConflict(name string) *sundial.Error {
 	return sqlrow.Conflict("name", "a task named %q already exists", name)
-}
-
-func requestConflict(requestID string) *sundial.Error {
-	return sqlrow.Conflict("request_id", "a task with request_id %q already exists, created by a different request", requestID)
 }
 
 // taskArgs is sqlrow.TaskArgs with params_json made storable (jsonText).
@@ -172,14 +168,14 @@ func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time
 				k := padKey(t.RequestID)
 				if e, ok := byReq[k]; ok {
 					if e.RequestHash != t.RequestHash {
-						return &sundial.BatchError{Index: i, Err: requestConflict(t.RequestID)}
+						return &sundial.BatchError{Index: i, Err: sqlrow.RequestConflict(t.RequestID)}
 					}
 					found[i] = e
 					continue
 				}
 				if j, ok := batchReq[k]; ok {
 					if ts[j].RequestHash != t.RequestHash {
-						return &sundial.BatchError{Index: i, Err: requestConflict(t.RequestID)}
+						return &sundial.BatchError{Index: i, Err: sqlrow.RequestConflict(t.RequestID)}
 					}
 					sameAs[i] = j
 					continue

@@ -493,8 +493,7 @@ func (s *Store) taskCreateMany(ctx context.Context, ts []*sundial.Task, rows [][
 				}
 				switch {
 				case other != nil && other.RequestHash != t.RequestHash:
-					return &sundial.BatchError{Index: i, Err: sqlrow.Conflict("request_id",
-						"a task with request_id %q already exists, created by a different request", t.RequestID)}
+					return &sundial.BatchError{Index: i, Err: sqlrow.RequestConflict(t.RequestID)}
 				case j >= 0:
 					p.same[i] = j
 					continue

@@ -115,8 +115,7 @@ func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time
 		for i, t := range ts {
 			if old := live[t.RequestID]; old != nil {
 				if old.RequestHash != t.RequestHash {
-					return &sundial.BatchError{Index: i, Err: sqlrow.Conflict("request_id",
-						"a task with request_id %q already exists (task %d), created by a different request", t.RequestID, old.ID)}
+					return &sundial.BatchError{Index: i, Err: sqlrow.RequestConflict(t.RequestID)}
 				}
 				found[i], existed[i] = old, true
 				continue

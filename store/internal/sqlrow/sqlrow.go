@@ -64,3 +64,10 @@ func Disconnected(err error) bool {
 	}
 	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
+
+// RequestConflict is the error of a task created with the request_id of a
+// live task made by another request (or changed since it was made).
+func RequestConflict(requestID string) *sundial.Error {
+	return Conflict("request_id", "a task with request_id %q already exists and differs from this request "+
+		"(another body, or the task was changed since): send the same body again, or another request_id", requestID)
+}
