@@ -89,6 +89,15 @@ func TestOneOffCreateInvalid(t *testing.T) {
 			}
 		})
 	}
+	// The token quotes what was given, as it was given.
+	rec := b.do(t, "POST", "/api/v1/tasks", oneOffBody(map[string]any{"delay_seconds": nil, "run_at": "tomorrow"}))
+	if e := errorOf(t, rec); e.Token != "tomorrow" {
+		t.Errorf("run_at not a time: token %q, want tomorrow", e.Token)
+	}
+	rec = b.do(t, "POST", "/api/v1/tasks", oneOffBody(map[string]any{"delay_seconds": nil, "run_at": 5}))
+	if e := errorOf(t, rec); e.Field != "run_at" || e.Token != "5" {
+		t.Errorf("run_at a number: field %q token %q, want run_at 5", e.Field, e.Token)
+	}
 	var list listResponse[*sundial.Task]
 	want(t, b.do(t, "GET", "/api/v1/tasks", nil), http.StatusOK, &list)
 	if len(list.Items) != 0 {

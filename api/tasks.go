@@ -133,7 +133,11 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, e
 		err := json.Unmarshal(req.RunAt, &at)
 		ts, perr := time.Parse(time.RFC3339Nano, at)
 		if err != nil || perr != nil {
-			return nil, &sundial.Error{Code: sundial.EInvalid, Field: "run_at", Token: string(req.RunAt),
+			token := at // the string given, or the JSON of what was given instead
+			if err != nil {
+				token = string(req.RunAt)
+			}
+			return nil, &sundial.Error{Code: sundial.EInvalid, Field: "run_at", Token: token,
 				Message: "run_at must be an RFC 3339 time, such as 2030-01-02T15:04:05Z"}
 		}
 		t.RunAt = &ts
