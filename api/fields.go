@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sundialhq/sundial"
 )
@@ -212,36 +215,58 @@ func checkKeysOf(raw []byte, t reflect.Type, prefix string) error {
 	if t == nil {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return nil
 	}
-	fields := map[string]reflect.Type{}
-	var known []string
-	for f := range t.Fields() {
-		if name := jsonName(f); name != "" {
-			fields[name] = f.Type
-			known = append(known, name)
-		}
-	}
-	for dec.More() {
-		tok, err := dec.Token()
+	keys := keysOf(t)
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
 		if err != nil {
-			return nil
+			return nil // not JSON: the decoder says so
 		}
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return nil
-		}
-		ft, ok := fields[key]
+		key := tok.String()
+		ft, ok := keys.fields[key]
 		if !ok {
 			return &sundial.Error{Code: sundial.EInvalid, Field: prefix + key, Token: key,
-				Message: sundial.UnknownName("field", key, known)}
+				Message: sundial.UnknownName("field", key, keys.known)}
 		}
-		if err := checkKeysOf(value, structOf(ft), prefix+key+"."); err != nil {
-			return err
+		if st := structOf(ft); st != nil {
+			value, err := dec.ReadValue()
+			if err != nil {
+				return nil
+			}
+			if err := checkKeysOf(value, st, prefix+key+"."); err != nil {
+				return err
+			}
+		} else if err := dec.SkipValue(); err != nil {
+			return nil
 		}
 	}
 	return nil
+}
+
+// structKeys are the JSON names of a struct's fields, and their types.
+type structKeys struct {
+	fields map[string]reflect.Type
+	known  []string // in the order of the fields
+}
+
+// keyCache holds the structKeys of each struct type checkKeys has seen:
+// reflection over a type's fields once, not once per request.
+var keyCache sync.Map // reflect.Type -> *structKeys
+
+func keysOf(t reflect.Type) *structKeys {
+	if k, ok := keyCache.Load(t); ok {
+		return k.(*structKeys)
+	}
+	k := &structKeys{fields: map[string]reflect.Type{}}
+	for f := range t.Fields() {
+		if name := jsonName(f); name != "" {
+			k.fields[name] = f.Type
+			k.known = append(k.known, name)
+		}
+	}
+	keyCache.Store(t, k)
+	return k
 }

@@ -38,6 +38,9 @@ type pathStep struct {
 // UTF-8 in raw, or nil if there is none. A text that is not JSON at all has
 // no fault here: decoding it reports what is wrong.
 func findJSONFault(raw []byte) *jsonFault {
+	if jsontext.Value(raw).IsValid() {
+		return nil // valid, no duplicate name, all UTF-8 (RFC 7493): the common case, fast
+	}
 	dec := jsontext.NewDecoder(bytes.NewReader(raw))
 	for {
 		_, err := dec.ReadToken()
