@@ -522,10 +522,20 @@ func nextFire(t *sundial.Task, now time.Time) *time.Time { return t.FirstFire(no
 // sundial.Task.NextFire; the stored one is the planner's cursor), its
 // retry_policy has every key, and its times are in UTC, the zone every
 // response uses. It changes t.
+// defaultRetryPolicy is the default retry policy, every key written.
+var defaultRetryPolicy = func() json.RawMessage {
+	p, _ := sundial.ParseRetryPolicy(nil)
+	b, _ := json.Marshal(p)
+	return b
+}()
+
 func taskView(t *sundial.Task, now time.Time) *sundial.Task {
 	t.NextFireTime = t.NextFire(now)
-	// Every key of the policy in force, also for a task stored with "{}".
-	t.RetryPolicy, _ = json.Marshal(t.RetryPolicyOf())
+	// Every key of the policy in force: a task is stored so, but for one
+	// stored with "{}" before it was (the default policy).
+	if p := bytes.TrimSpace(t.RetryPolicy); len(p) == 0 || string(p) == "{}" || string(p) == "null" {
+		t.RetryPolicy = defaultRetryPolicy
+	}
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()
 	t.RunAt = utcPtr(t.RunAt)
