@@ -588,7 +588,7 @@ func (d *dispatcher) claimOnce(ctx context.Context) {
 		// one interval before their instant.
 		until := now.Add(cfg.StartAhead + cfg.ClaimInterval)
 		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, until, cfg.ClaimBatch,
-			sundial.ClaimStart{By: until, FreshAfter: now.Add(-minMissAfter)})
+			sundial.ClaimStart{By: until, FreshAfter: now.Add(-cfg.MisfireThreshold)})
 		if err != nil {
 			if ctx.Err() == nil {
 				d.s.log.Error("claim due runs", "err", err)

@@ -99,8 +99,11 @@ func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Tim
 		CreatedAt:     now,
 		UpdatedAt:     now,
 		// Claimed shortly before its instant, such a run is started in
-		// the same write (sundial.ClaimStart).
-		StartAhead: trigger != sundial.TriggerManual && unconstrained(t),
+		// the same write (sundial.ClaimStart), unless its task has a
+		// starting deadline of its own: the claim judges lateness by the
+		// server's misfire threshold, and only the node can judge it by
+		// the task's (dispatcher.take).
+		StartAhead: trigger != sundial.TriggerManual && unconstrained(t) && (t.OneOff() || t.StartingDeadline == 0),
 	}
 }
 
