@@ -255,6 +255,10 @@ func TestWriteError(t *testing.T) {
 				t.Errorf("log %q does not hold %q", log, tt.logged)
 			case tt.logged != "" && !strings.Contains(log, "path=/api/v1/tasks/x"):
 				t.Errorf("log %q does not name the path", log)
+			case tt.logged != "" && !strings.Contains(log, " err="):
+				t.Errorf("log %q does not give the error under err, the key of every Go error", log)
+			case tt.logged != "" && !strings.Contains(log, "component=api"):
+				t.Errorf("log %q does not name its component", log)
 			}
 		})
 	}

@@ -77,9 +77,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		level = slog.LevelDebug // the client went away; nothing is wrong
 	}
 	s.logger().LogAttrs(r.Context(), level, "request failed",
+		slog.String("component", "api"),
 		slog.String("method", r.Method),
 		slog.String("path", r.URL.Path),
-		slog.String("error", err.Error()),
+		slog.Any("err", err),
 	)
 	writeJSON(w, http.StatusInternalServerError, errorBody{Error: errorDetail{
 		Code:    sundial.EInternal,

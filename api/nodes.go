@@ -57,7 +57,7 @@ func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.Ping(ctx); err != nil {
 		resp.Status, resp.Checks["store"] = "unavailable", "the database does not answer"
 		s.logger().LogAttrs(r.Context(), slog.LevelWarn, "readiness: store ping failed",
-			slog.String("error", err.Error()))
+			slog.String("component", "api"), slog.Any("err", err))
 	}
 	if !s.sched.Ready() {
 		resp.Status, resp.Checks["scheduler"] = "unavailable", "not running, or not a member of the cluster"

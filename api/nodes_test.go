@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +75,8 @@ func TestHealth(t *testing.T) {
 	}
 	if b.log.Len() == 0 {
 		t.Error("the failed ping was not logged")
+	} else if log := b.log.String(); !strings.Contains(log, " err=") || !strings.Contains(log, "component=api") {
+		t.Errorf("the failed ping's line does not give its error under err (the key of every Go error) and its component: %s", log)
 	}
 	// healthz does not depend on the store.
 	if rec := b.do(t, http.MethodGet, "/healthz", nil); rec.Code != http.StatusOK {
