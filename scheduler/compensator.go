@@ -10,29 +10,6 @@ import (
 	"github.com/sundialhq/sundial"
 )
 
-// CompensatorConfig holds the numbers of seed 000's start-compensation
-// poller. Zero fields take the seed's values, in brackets.
-type CompensatorConfig struct {
-	Base      time.Duration // first interval, and the interval after a round that found work [10s]
-	Increment time.Duration // added after every round that found nothing [10s]
-	Max       time.Duration // the interval never grows past this [300s]
-	Threshold time.Duration // a run this late and still not started is stuck [30s]
-	Monitor   time.Duration // how often the status line is logged [60s]
-}
-
-func (c *CompensatorConfig) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&c.Base, 10*time.Second)
-	def(&c.Increment, 10*time.Second)
-	def(&c.Max, 300*time.Second)
-	def(&c.Threshold, 30*time.Second)
-	def(&c.Monitor, 60*time.Second)
-}
-
 // compensator is seed 000's safety net: a poller that finds runs stuck
 // before start (due more than Threshold ago and still not started) that
 // this node holds but has lost track of, or that no live node holds, and
@@ -67,8 +44,9 @@ type compensator struct {
 	compensated int64
 }
 
+// newCompensator returns a compensator with cfg, whose defaults are set
+// (Config.setDefaults).
 func newCompensator(cfg CompensatorConfig, log *slog.Logger) *compensator {
-	cfg.setDefaults()
 	return &compensator{cfg: cfg, log: log.With("component", "compensator"), multiplier: 1, wake: make(chan struct{}, 1), lastPoll: time.Now()}
 }
 
@@ -120,9 +98,9 @@ func (c *compensator) statusLocked(now time.Time) sundial.CompensationStatus {
 	}
 }
 
-// Run polls until ctx is cancelled, and logs the status line every
-// Monitor period.
-func (c *compensator) Run(ctx context.Context) {
+// Run polls until ctx is done, and logs the status line every Monitor
+// period.
+func (c *compensator) Run(ctx context.Context) error {
 	monitor := time.NewTicker(c.cfg.Monitor)
 	defer monitor.Stop()
 	timer := time.NewTimer(0)
@@ -134,7 +112,7 @@ func (c *compensator) Run(ctx context.Context) {
 		timer.Reset(max(wait, 0))
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case <-monitor.C:
 			c.logStatus()
 			continue

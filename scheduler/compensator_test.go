@@ -46,6 +46,7 @@ func (l *lockedLog) String() string {
 }
 
 func newCompHarness(cfg CompensatorConfig) *compHarness {
+	cfg.setDefaults()
 	h := &compHarness{logs: &lockedLog{}, recs: newRecorder(), t0: time.Now()}
 	h.c = newCompensator(cfg, slog.New(slog.NewMultiHandler(
 		slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}), h.recs)))

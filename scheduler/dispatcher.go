@@ -3,25 +3,49 @@ package scheduler
 import (
 	"container/heap"
 	"context"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
 )
 
+// stage is what the dispatcher does with an item when it comes due.
+// An unconstrained run (a "fast" one) goes through commit, check and send;
+// any other through admit.
+type stage uint8
+
+const (
+	// stageAdmit: the task's policies decide at the run's instant
+	// (RunAdmit), in the admission lane of its task.
+	stageAdmit stage = iota
+	// stageCommit: a fast run, committed RUNNING in a batch StartAhead
+	// before its instant (RunStart).
+	stageCommit
+	// stageCheck: a fast run committed RUNNING, checked checkAhead before
+	// its instant (RunCheckSend): a change of its task may have taken it
+	// back.
+	stageCheck
+	// stageSend: a fast run checked, handed to the pool at its instant.
+	stageSend
+)
+
 // item is a run this node owns and has yet to fire.
 type item struct {
-	run  *sundial.Run
-	task *sundial.Task // as planned
-	due  time.Time     // when the dispatcher must act on it next
-	fast bool          // unconstrained: committed ahead, no admission
-	// committed: a fast run already marked RUNNING, to check checkAhead
-	// before its instant; checked: found still to send, at its instant.
-	committed, checked bool
-	index              int
+	run   *sundial.Run
+	task  *sundial.Task // as planned
+	due   time.Time     // when the dispatcher must act on it next
+	stage stage
+	index int
 }
+
+// committed reports whether the item's run is RUNNING in the database.
+func (it *item) committed() bool { return it.stage == stageCheck || it.stage == stageSend }
 
 // job is the delivery of a committed run: its run's Deliveries counts it.
 func (it *item) job() job {
@@ -50,23 +74,46 @@ func (h *runHeap) Pop() any {
 	return it
 }
 
-// dispatcher claims this node's share of the runs coming due, holds them in
-// a timer heap and acts on each at its instant: unconstrained runs are
-// committed RUNNING in one batch StartAhead before it, checked checkAhead
-// before it (a change of the task may have taken them back) and sent at it;
-// the others are admitted at it, one transaction per run, in order per
-// task.
+// dispatchStore is what the dispatcher needs of the store.
+type dispatchStore interface {
+	RunStart(ctx context.Context, starts []sundial.RunStart) (ok []bool, err error)
+	RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error)
+	RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error)
+	RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error)
+	RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) ([]*sundial.Run, map[int64]*sundial.Task, error)
+}
+
+// dispatcher holds the runs this node has claimed in a timer heap and acts
+// on each at its instant, by its stage: unconstrained runs are committed
+// RUNNING in one batch StartAhead before it, checked checkAhead before it
+// (a change of the task may have taken them back) and sent at it; the
+// others are admitted at it, one transaction per run, in order per task.
+// It also starts the oldest QUEUED run of a task when a slot frees.
 type dispatcher struct {
-	s    *Scheduler
+	store dispatchStore
+	log   *slog.Logger
+
+	node       string
+	startAhead time.Duration
+	heapSize   prometheus.Gauge
+
+	// submit hands a run to the delivery pool.
+	submit func(job)
+	// finish hands an outcome to the writer.
+	finish func(result)
+	// record logs and counts an outcome the store recorded (a skip).
+	record func(outcome)
+	// cancel stops a call of this node (CANCEL_PREV).
+	cancel func(runID int64, cause error) bool
+
 	mu   sync.Mutex
 	h    runHeap
 	byID map[int64]*item
 	wake chan struct{}
 
-	admitQ    []chan *item  // per-task ordered admission lanes
-	commitQ   chan []*item  // batches of fast runs to commit ahead
-	checkQ    chan []*item  // batches of committed runs to check before sending
-	claimWake chan struct{} // ask for a claim now
+	admitQ  []chan *item // per-task ordered admission lanes
+	commitQ chan []*item // batches of fast runs to commit ahead
+	checkQ  chan []*item // batches of committed runs to check before sending
 }
 
 const admitLanes = 4
@@ -77,11 +124,12 @@ const admitLanes = 4
 // visible to the check.
 const checkAhead = 20 * time.Millisecond
 
-func newDispatcher(s *Scheduler) *dispatcher {
-	d := &dispatcher{s: s, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
-		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256), claimWake: make(chan struct{}, 1)}
+func newDispatcher(cfg Config, store dispatchStore, log *slog.Logger, heapSize prometheus.Gauge) *dispatcher {
+	d := &dispatcher{store: store, log: log.With("component", "dispatcher"), node: cfg.Node.ID,
+		startAhead: cfg.StartAhead, heapSize: heapSize, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
+		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256)}
 	for range admitLanes {
-		d.admitQ = append(d.admitQ, make(chan *item, s.cfg.admitLaneCap))
+		d.admitQ = append(d.admitQ, make(chan *item, cfg.admitLaneCap))
 	}
 	return d
 }
@@ -116,17 +164,17 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 			}
 		}
 		fast := started || redelivered || r.Deliveries > 0 || (r.Trigger != sundial.TriggerManual && unconstrained(t))
-		it := &item{run: r, task: t, due: r.DueAt, fast: fast, committed: started}
+		it := &item{run: r, task: t, due: r.DueAt, stage: stageAdmit}
 		switch {
 		case started:
-			it.due = r.DueAt.Add(-checkAhead)
+			it.stage, it.due = stageCheck, r.DueAt.Add(-checkAhead)
 		case fast:
-			it.due = r.DueAt.Add(-d.s.cfg.StartAhead)
+			it.stage, it.due = stageCommit, r.DueAt.Add(-d.startAhead)
 		}
 		heap.Push(&d.h, it)
 		d.byID[r.ID] = it
 	}
-	d.s.m.heapSize.Set(float64(len(d.h)))
+	d.heapSize.Set(float64(len(d.h)))
 	d.mu.Unlock()
 	d.poke()
 }
@@ -136,7 +184,7 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 func (d *dispatcher) addAdmitted(r *sundial.Run, t *sundial.Task) {
 	d.mu.Lock()
 	if _, dup := d.byID[r.ID]; !dup {
-		it := &item{run: r, task: t, due: r.ScheduledTime}
+		it := &item{run: r, task: t, due: r.ScheduledTime, stage: stageAdmit}
 		heap.Push(&d.h, it)
 		d.byID[r.ID] = it
 	}
@@ -206,7 +254,7 @@ func (d *dispatcher) dropAll() {
 	d.mu.Lock()
 	d.h = nil
 	d.byID = make(map[int64]*item)
-	d.s.m.heapSize.Set(0)
+	d.heapSize.Set(0)
 	d.mu.Unlock()
 }
 
@@ -221,14 +269,18 @@ func (d *dispatcher) poke() {
 // commit together, so that fires due close together share a transaction.
 const commitBatch = 20 * time.Millisecond
 
-func (d *dispatcher) loop(ctx context.Context) {
-	var lanes sync.WaitGroup
+// Run acts on the heap until ctx is done, then sends the runs it has
+// committed (finish) and returns. Its lanes (admission, commit, check) run
+// until then on a context of their own, so that a commit in progress
+// lands.
+func (d *dispatcher) Run(ctx context.Context) error {
+	var lanes errgroup.Group
 	laneCtx, stopLanes := context.WithCancel(context.WithoutCancel(ctx))
 	for _, q := range d.admitQ {
-		lanes.Go(func() { d.admitLane(laneCtx, q) })
+		lanes.Go(func() error { return d.admitLane(laneCtx, q) })
 	}
-	lanes.Go(func() { d.committer(laneCtx) })
-	lanes.Go(func() { d.checker(laneCtx) })
+	lanes.Go(func() error { return d.committer(laneCtx) })
+	lanes.Go(func() error { return d.checker(laneCtx) })
 
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -236,9 +288,9 @@ func (d *dispatcher) loop(ctx context.Context) {
 		if ctx.Err() != nil {
 			// Let a commit in progress land, then send what is committed.
 			stopLanes()
-			lanes.Wait()
-			d.finish()
-			return
+			err := lanes.Wait()
+			d.sendCommitted()
+			return err
 		}
 		wait := d.step(ctx)
 		timer.Reset(wait)
@@ -259,21 +311,21 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 	for len(d.h) > 0 {
 		it := d.h[0]
 		// Fast runs due soon after the first of a batch join it.
-		joins := it.fast && it.due.Before(now.Add(commitBatch)) &&
-			(!it.committed && len(commit) > 0 || it.committed && !it.checked && len(check) > 0)
+		joins := it.due.Before(now.Add(commitBatch)) &&
+			(it.stage == stageCommit && len(commit) > 0 || it.stage == stageCheck && len(check) > 0)
 		if it.due.After(now) && !joins {
 			break
 		}
 		heap.Pop(&d.h)
-		switch {
-		case it.fast && !it.committed:
+		switch it.stage {
+		case stageCommit:
 			commit = append(commit, it)
-		case it.fast && !it.checked:
+		case stageCheck:
 			check = append(check, it)
-		case it.fast:
+		case stageSend:
 			delete(d.byID, it.run.ID)
 			send = append(send, it)
-		default:
+		case stageAdmit:
 			delete(d.byID, it.run.ID)
 			admit = append(admit, it)
 		}
@@ -284,7 +336,7 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 	// the lock (a queued run starting goes through addAdmitted), and a
 	// full lane must slow this loop down, not stop the lane.
 	for _, it := range send {
-		d.s.pool.submit(it.job())
+		d.submit(it.job())
 	}
 	for _, it := range admit {
 		d.admitQ[it.run.TaskID%admitLanes] <- it
@@ -300,7 +352,7 @@ func (d *dispatcher) step(ctx context.Context) time.Duration {
 
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.s.m.heapSize.Set(float64(len(d.h)))
+	d.heapSize.Set(float64(len(d.h)))
 	if len(d.h) == 0 {
 		return time.Hour
 	}
@@ -315,11 +367,11 @@ func laterOf(a, b time.Time) time.Time {
 }
 
 // committer commits the batches the timer loop hands it, in order.
-func (d *dispatcher) committer(ctx context.Context) {
+func (d *dispatcher) committer(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case batch := <-d.commitQ:
 			d.commit(ctx, batch)
 			d.poke()
@@ -337,10 +389,10 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 		starts[i] = sundial.RunStart{ID: it.run.ID, Fence: it.run.Fence, Attempt: max(it.run.Attempt, 1),
 			StartedAt: laterOf(it.run.DueAt, time.Now()), TraceID: it.run.TraceID}
 	}
-	ok, err := d.s.store.RunStart(ctx, starts)
+	ok, err := d.store.RunStart(ctx, starts)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.log.Error("commit fires", "runs", len(items), "err", err)
+			d.log.Error("commit fires", "runs", len(items), "err", err)
 		}
 		// Leave them to the reaper and the compensator; try again shortly.
 		d.mu.Lock()
@@ -354,7 +406,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 	d.mu.Lock()
 	for i, it := range items {
 		if ok[i] {
-			it.committed = true
+			it.stage = stageCheck
 			// As RunStart wrote it.
 			it.run.Status, it.run.Attempt, it.run.Deliveries = sundial.RunRunning, starts[i].Attempt, it.run.Deliveries+1
 			it.run.HTTPStatus, it.run.ResponseBody, it.run.Error, it.run.Message = 0, "", "", ""
@@ -366,17 +418,17 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 }
 
 // checker checks the batches of committed runs the timer loop hands it.
-func (d *dispatcher) checker(ctx context.Context) {
+func (d *dispatcher) checker(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case batch := <-d.checkQ:
 			send := d.check(ctx, batch)
 			d.mu.Lock()
 			for _, it := range batch {
 				if send[it] {
-					it.checked, it.due = true, it.run.DueAt
+					it.stage, it.due = stageSend, it.run.DueAt
 				}
 				d.settle(it, send[it])
 			}
@@ -397,10 +449,10 @@ func (d *dispatcher) check(ctx context.Context, items []*item) map[*item]bool {
 		refs[i] = sundial.RunRef{ID: it.run.ID, Fence: it.run.Fence}
 	}
 	send := make(map[*item]bool, len(items))
-	verdicts, err := d.s.store.RunCheckSend(ctx, refs)
+	verdicts, err := d.store.RunCheckSend(ctx, refs)
 	if err != nil {
 		if ctx.Err() == nil {
-			d.s.log.Error("check fires before sending; sending them unchecked", "runs", len(items), "err", err)
+			d.log.Error("check fires before sending; sending them unchecked", "runs", len(items), "err", err)
 		}
 		for _, it := range items {
 			send[it] = true
@@ -414,7 +466,7 @@ func (d *dispatcher) check(ctx context.Context, items []*item) map[*item]bool {
 		case sundial.SendCancel:
 			d.cancelUnsent(it)
 		default:
-			d.s.log.Info("fire taken back by a change of its task before it was sent", "task_id", it.run.TaskID,
+			d.log.Info("fire taken back by a change of its task before it was sent", "task_id", it.run.TaskID,
 				"run_id", it.run.ID, "scheduled_time", it.run.ScheduledTime)
 		}
 	}
@@ -428,26 +480,21 @@ func (d *dispatcher) cancelUnsent(it *item) {
 	fin := sundial.RunFinish{ID: it.run.ID, Fence: it.run.Fence, Status: sundial.RunCanceled,
 		StartedAt: now, FinishedAt: now, Error: "canceled by request before it was sent"}
 	fin.CompleteTask = oneOffEnd(it.task, it.run, sundial.RunCanceled)
-	d.s.writer.finish(result{job: it.job(), fin: fin})
+	d.finish(result{job: it.job(), fin: fin})
 }
 
 // admitLane admits runs one at a time, so that the runs of one task are
 // decided in order.
-func (d *dispatcher) admitLane(ctx context.Context, q chan *item) {
+func (d *dispatcher) admitLane(ctx context.Context, q chan *item) error {
 	for {
 		select {
 		case <-ctx.Done():
-			return
+			return nil
 		case it := <-q:
-			d.admit(ctx, it)
+			if _, err := d.admit(ctx, it.run); err != nil && sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
+				d.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
+			}
 		}
-	}
-}
-
-// admit runs the policies for one run at its instant.
-func (d *dispatcher) admit(ctx context.Context, it *item) {
-	if _, err := d.s.admit(ctx, it.run); err != nil && sundial.ErrorCode(err) != sundial.ENotFound && ctx.Err() == nil {
-		d.s.log.Error("admit run", "run_id", it.run.ID, "task_id", it.run.TaskID, "err", err)
 	}
 }
 
@@ -460,14 +507,14 @@ func (d *dispatcher) admit(ctx context.Context, it *item) {
 // run as decided, or RunAdmit's error (ENotFound: the run is gone, fenced
 // off or no longer waiting). Every admission goes through here: the
 // dispatcher's, at a run's instant, and a manual trigger's, in its request.
-func (s *Scheduler) admit(ctx context.Context, run *sundial.Run) (*sundial.Run, error) {
+func (d *dispatcher) admit(ctx context.Context, run *sundial.Run) (*sundial.Run, error) {
 	var (
 		task     *sundial.Task
 		decision sundial.Admission
 		freeSlot bool
 	)
 	trace := executor.NewTraceID()
-	r, err := s.store.RunAdmit(ctx, run.ID, run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
+	r, err := d.store.RunAdmit(ctx, run.ID, run.Fence, time.Now(), func(st sundial.AdmitState) sundial.Admission {
 		task = st.Task
 		freeSlot = st.Task.MaxConcurrency > 0 && st.Active < st.Task.MaxConcurrency
 		decision = Admit(st)
@@ -484,29 +531,61 @@ func (s *Scheduler) admit(ctx context.Context, run *sundial.Run) (*sundial.Run, 
 	switch r.Status {
 	case sundial.RunRunning:
 		// RunAdmit counted this delivery in r.Deliveries.
-		s.pool.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
+		d.submit(job{run: r, task: task, fence: r.Fence, attempt: r.Attempt, trace: r.TraceID,
 			delivery: max(r.Deliveries, 1)})
 	case sundial.RunSkipped:
-		s.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
+		d.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
 	case sundial.RunQueued:
-		s.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
+		d.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
 		if freeSlot && run.Status != sundial.RunQueued {
 			// Queued behind older runs while a slot is free: start the
 			// oldest.
-			s.startQueued(ctx, task)
+			d.startQueued(ctx, task)
 		}
 	}
 	// RunAdmit marked the runs to cancel; stop the calls made from here.
 	// (Calls on other nodes see the mark when they next look.)
 	for _, id := range decision.Cancel {
-		s.pool.cancel(id, errCancelPrev)
+		d.cancel(id, errCancelPrev)
 	}
 	return r, nil
 }
 
-// finish sends (once checked) the fast runs already committed RUNNING, which are due
-// within StartAhead, and leaves the rest to RunRelease.
-func (d *dispatcher) finish() {
+// startQueued hands the oldest QUEUED run of t to admission: a slot may
+// have freed. A run queued on another node is taken over first.
+func (d *dispatcher) startQueued(ctx context.Context, t *sundial.Task) {
+	q, err := d.store.RunQueuedNext(ctx, t.ID)
+	if err != nil {
+		if ctx.Err() == nil {
+			d.log.Error("find queued run", "task_id", t.ID, "err", err)
+		}
+		return
+	}
+	if q == nil {
+		return
+	}
+	if q.NodeID != d.node {
+		runs, _, err := d.store.RunClaim(ctx, d.node, []sundial.RunRef{{ID: q.ID, Fence: q.Fence}})
+		if err != nil || len(runs) == 0 {
+			return // taken by another node meanwhile
+		}
+		q = runs[0]
+	}
+	d.addAdmitted(q, t)
+}
+
+// slotFreed starts the oldest queued run of t (nil: a deleted task) after
+// one of its active runs ended.
+func (d *dispatcher) slotFreed(ctx context.Context, t *sundial.Task) {
+	if queues(t) {
+		d.startQueued(ctx, t)
+	}
+}
+
+// sendCommitted sends (once checked) the fast runs already committed
+// RUNNING, which are due within StartAhead, and leaves the rest to
+// RunRelease.
+func (d *dispatcher) sendCommitted() {
 	d.mu.Lock()
 	// Batches handed to the checker and not taken are committed too.
 	for len(d.checkQ) > 0 {
@@ -516,7 +595,7 @@ func (d *dispatcher) finish() {
 	}
 	var send []*item
 	for _, it := range d.h {
-		if it.committed {
+		if it.committed() {
 			send = append(send, it)
 		}
 	}
@@ -540,90 +619,8 @@ func (d *dispatcher) finish() {
 		for _, it := range group {
 			if ok[it] {
 				time.Sleep(time.Until(it.run.DueAt))
-				d.s.pool.submit(it.job())
+				d.submit(it.job())
 			}
 		}
-	}
-}
-
-// claimLoop takes this node's share of the runs coming due: every claim
-// interval (jittered) it claims the unowned runs due within StartAhead plus
-// one interval, so each is in the heap before it must be committed.
-func (d *dispatcher) claimLoop(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-d.claimWake:
-		}
-		if d.s.healthy.Load() {
-			d.claimOnce(ctx)
-		}
-		iv := d.s.cfg.ClaimInterval
-		timer.Reset(iv - iv/5 + time.Duration(randN(int64(iv/5)*2+1)))
-	}
-}
-
-// pokeClaim asks for a claim now: the planner has just made runs that may
-// be due before the next one.
-func (d *dispatcher) pokeClaim() {
-	select {
-	case d.claimWake <- struct{}{}:
-	default:
-	}
-}
-
-// claimOnce claims until nothing more is due within the window. A run found
-// later than the misfire threshold (the cluster was down when it was due)
-// is given back to the planner, which applies the task's catch-up mode.
-func (d *dispatcher) claimOnce(ctx context.Context) {
-	cfg := d.s.cfg
-	for ctx.Err() == nil {
-		now := time.Now()
-		// The claim itself commits the fast runs it takes (first
-		// deliveries only if not missed: see take), StartAhead plus up to
-		// one interval before their instant.
-		until := now.Add(cfg.StartAhead + cfg.ClaimInterval)
-		runs, tasks, err := d.s.store.RunClaimDue(ctx, cfg.Node.ID, until, cfg.ClaimBatch,
-			sundial.ClaimStart{By: until, FreshAfter: now.Add(-cfg.MisfireThreshold)})
-		if err != nil {
-			if ctx.Err() == nil {
-				d.s.log.Error("claim due runs", "err", err)
-			}
-			return
-		}
-		d.take(ctx, runs, tasks, now)
-		if len(runs) < cfg.ClaimBatch {
-			return
-		}
-	}
-}
-
-// take puts runs just claimed into the heap. A first delivery found later
-// than its task's deadline (the cluster was down, or this node too busy,
-// when it was due) was missed: it is left out, and the planner, asked to,
-// unplans it and counts it under the task's catch-up mode.
-func (d *dispatcher) take(ctx context.Context, runs []*sundial.Run, tasks map[int64]*sundial.Task, now time.Time) {
-	cfg := d.s.cfg
-	fresh := runs[:0:0]
-	missed := false
-	for _, r := range runs {
-		// Catch-up runs are late on purpose, retries are due when their
-		// backoff ends, and a one-off task fires however late: only a
-		// cron task's scheduled fire can have been missed.
-		if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
-			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(cfg.MisfireThreshold) {
-			missed = true
-		} else {
-			fresh = append(fresh, r)
-		}
-	}
-	d.add(fresh, tasks, false)
-	if missed {
-		d.s.sweepWanted.Store(true)
-		d.s.Poke()
 	}
 }

@@ -128,3 +128,9 @@ func unconstrained(t *sundial.Task) bool {
 	}
 	return false
 }
+
+// queues reports whether t's fires wait in a queue for a free slot (nil: a
+// deleted task, which queues nothing).
+func queues(t *sundial.Task) bool {
+	return t != nil && t.MaxConcurrency > 0 && t.ConcurrencyPolicy == sundial.ConcurrencyQueue
+}

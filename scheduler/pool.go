@@ -3,10 +3,13 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
@@ -43,19 +46,33 @@ func (j job) deliveryNo() int {
 }
 
 // pool runs deliveries on a bounded number of workers and tracks the calls
-// in flight so they can be cancelled.
+// in flight so they can be cancelled. When its Run's context is done it
+// drains: it takes no more runs, lets the queued and in-flight calls finish
+// for up to the drain timeout (or until EndDrain), then cuts off the rest.
 type pool struct {
-	s    *Scheduler
+	deliverer Deliverer
+	log       *slog.Logger
+	m         *metrics
+
+	node           string
+	workers        int
+	requestTimeout time.Duration // of tasks without timeout_seconds
+	async          asyncTerms
+	drainTimeout   time.Duration
+	drainReport    time.Duration
+	endDrain       <-chan struct{} // closed by EndDrain
+
+	// finish hands an outcome to the writer.
+	finish func(result)
+
 	jobs chan job
-	wg   sync.WaitGroup
+	// closing is closed when the drain begins: the pool takes no more
+	// runs, and the workers stop once the queue is empty. (jobs is never
+	// closed, so that a sender needs no lock against a send on a closed
+	// channel.)
+	closing chan struct{}
 
 	limit *startLimiter // per-host start spacing; nil when none is set
-
-	// open guards jobs against a send after drain closed it. Senders hold
-	// it for reading while they wait for room, so a full queue holds up
-	// only its senders: workers never take it.
-	open   sync.RWMutex
-	closed bool
 
 	mu       sync.Mutex
 	inflight map[int64]*flight
@@ -72,16 +89,24 @@ type flight struct {
 	taskID int64
 }
 
-func newPool(s *Scheduler) *pool {
-	p := &pool{s: s, jobs: make(chan job, 1<<16), inflight: make(map[int64]*flight), held: make(map[sundial.RunRef]struct{})}
-	p.limit = newStartLimiter(s.cfg.StartIntervals, p.enqueue)
+func newPool(cfg Config, d Deliverer, log *slog.Logger, m *metrics, endDrain <-chan struct{}) *pool {
+	p := &pool{deliverer: d, log: log.With("component", "pool"), m: m, node: cfg.Node.ID, workers: cfg.Workers,
+		requestTimeout: cfg.RequestTimeout, async: newAsyncTerms(cfg), drainTimeout: cfg.DrainTimeout,
+		drainReport: cfg.DrainReport, endDrain: endDrain,
+		jobs: make(chan job, 1<<16), closing: make(chan struct{}),
+		inflight: make(map[int64]*flight), held: make(map[sundial.RunRef]struct{})}
+	p.limit = newStartLimiter(cfg.StartIntervals, p.enqueue)
 	return p
 }
 
-func (p *pool) start() {
-	for range p.s.cfg.Workers {
-		p.wg.Go(p.work)
+// Run starts the workers and, when ctx is done, drains.
+func (p *pool) Run(ctx context.Context) error {
+	var workers errgroup.Group
+	for range p.workers {
+		workers.Go(p.work)
 	}
+	<-ctx.Done()
+	return p.drain(&workers)
 }
 
 // submit queues a delivery. After drain has begun, the run is left RUNNING
@@ -96,27 +121,52 @@ func (p *pool) submit(j job) {
 	p.enqueue(j)
 }
 
-// enqueue hands a job to the workers.
+// enqueue hands a job to the workers. Once the drain has begun the job is
+// dropped (its run stays RUNNING for RunRelease); one handed over as the
+// drain begins may be delivered or dropped, as if it had come just before
+// or just after.
 func (p *pool) enqueue(j job) {
-	p.open.RLock()
-	defer p.open.RUnlock()
-	if p.closed {
+	select {
+	case <-p.closing:
 		return
+	default:
 	}
-	p.jobs <- j
-	p.s.m.queueDepth.Set(float64(len(p.jobs)))
+	select {
+	case p.jobs <- j:
+		p.m.queueDepth.Set(float64(len(p.jobs)))
+	case <-p.closing:
+	}
 }
 
 // waiting counts the admitted runs not yet started: queued for a worker
 // or for their host's turn.
 func (p *pool) waiting() int { return len(p.jobs) + p.limit.queued() }
 
-func (p *pool) work() {
-	for j := range p.jobs {
-		p.s.m.queueDepth.Set(float64(len(p.jobs)))
-		if !p.cutOff.Load() {
-			p.deliver(j)
+// work delivers queued jobs until the drain has begun and the queue is
+// empty.
+func (p *pool) work() error {
+	for {
+		select {
+		case j := <-p.jobs:
+			p.run(j)
+		case <-p.closing:
+			for {
+				select {
+				case j := <-p.jobs:
+					p.run(j)
+				default:
+					return nil
+				}
+			}
 		}
+	}
+}
+
+// run delivers one job, unless the drain was cut short.
+func (p *pool) run(j job) {
+	p.m.queueDepth.Set(float64(len(p.jobs)))
+	if !p.cutOff.Load() {
+		p.deliver(j)
 	}
 }
 
@@ -127,24 +177,24 @@ func (p *pool) deliver(j job) {
 	p.mu.Lock()
 	p.inflight[j.run.ID] = &flight{cancel: cancel, taskID: j.task.ID}
 	p.mu.Unlock()
-	p.s.m.inFlight.Inc()
+	p.m.inFlight.Inc()
 
 	t, r := j.task, j.run
 	timeout := time.Duration(t.TimeoutSeconds) * time.Second
 	if timeout <= 0 {
-		timeout = p.s.cfg.RequestTimeout
+		timeout = p.requestTimeout
 	}
 	trigger := string(r.Trigger)
 	started := time.Now()
 	if j.deliveryNo() == 1 {
 		// The fire's first delivery: how late it started.
-		p.s.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
+		p.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
 	}
 	var cbURL, cbToken string
 	if t.ExecType == sundial.ExecAsync {
-		cbURL, cbToken = p.s.callbackURL(r.ID), sundial.CallbackToken(p.s.cfg.CallbackSecret, r.ID, j.fence)
+		cbURL, cbToken = p.async.url(r.ID), p.async.token(r.ID, j.fence)
 	}
-	out := p.s.deliver.Deliver(ctx, executor.Request{
+	out := p.deliverer.Deliver(ctx, executor.Request{
 		Method:       t.HTTPMethod,
 		URL:          t.TargetURL,
 		Headers:      t.Headers,
@@ -160,14 +210,14 @@ func (p *pool) deliver(j job) {
 			Trigger:        trigger,
 			IdempotencyKey: r.IdempotencyKey,
 			TraceID:        j.trace,
-			NodeID:         p.s.cfg.Node.ID,
+			NodeID:         p.node,
 			Params:         r.ParamsFor(t),
 			CallbackURL:    cbURL,
 			CallbackToken:  cbToken,
 			Checkpoint:     r.Checkpoint,
 		},
 	})
-	p.s.m.inFlight.Dec()
+	p.m.inFlight.Dec()
 	p.mu.Lock()
 	delete(p.inflight, r.ID)
 	p.mu.Unlock()
@@ -189,7 +239,7 @@ func (p *pool) deliver(j job) {
 	if out.Finished.IsZero() {
 		out.Finished = time.Now()
 	}
-	p.s.m.deliveryDuration.Observe(out.Finished.Sub(out.Started).Seconds())
+	p.m.deliveryDuration.Observe(out.Finished.Sub(out.Started).Seconds())
 	fin := sundial.RunFinish{
 		ID: r.ID, Fence: j.fence, Status: status,
 		StartedAt: out.Started, FinishedAt: out.Finished,
@@ -199,14 +249,14 @@ func (p *pool) deliver(j job) {
 	case status == sundial.RunSuccess && t.ExecType == sundial.ExecAsync:
 		// The target took the work; its callback ends the run.
 		fin.Status = sundial.RunWaitingCallback
-		fin.DueAt = out.Finished.Add(p.s.callbackTimeout(t))
+		fin.DueAt = out.Finished.Add(p.async.timeout(t))
 	case status == sundial.RunInterrupted:
 		// Cut off by this node's stop or lost membership: delivered
 		// again by a live node, not retried under the task's policy.
 	default:
-		p.s.applyRetry(t, r, j.deliveryNo(), &fin, out.RetryAfter)
+		applyRetry(t, r, j.deliveryNo(), &fin, out.RetryAfter)
 	}
-	p.s.writer.finish(result{job: j, fin: fin})
+	p.finish(result{job: j, fin: fin})
 }
 
 // written forgets runs whose outcomes the writer has handed to the store.
@@ -248,16 +298,16 @@ func (p *pool) cancelAll(cause error) {
 }
 
 // drain stops taking jobs and lets queued and in-flight deliveries finish
-// for up to timeout, logging every report what is still in flight. When
-// timeout expires, or end is closed (stop at once), it cuts off the rest.
-func (p *pool) drain(timeout, report time.Duration, end <-chan struct{}) {
+// for up to the drain timeout, logging every drain report what is still in
+// flight. When the timeout expires, or endDrain is closed (stop at once),
+// it cuts off the rest. It returns when the workers have stopped.
+func (p *pool) drain(workers *errgroup.Group) error {
+	timeout, report, end := p.drainTimeout, p.drainReport, p.endDrain
 	p.limit.stop()
-	p.open.Lock()
-	p.closed = true
-	close(p.jobs)
-	p.open.Unlock()
+	close(p.closing)
+	var err error
 	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
+	go func() { err = workers.Wait(); close(done) }()
 	deadline := time.Now().Add(timeout)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -267,14 +317,14 @@ func (p *pool) drain(timeout, report time.Duration, end <-chan struct{}) {
 	for cause == nil {
 		select {
 		case <-done:
-			return
+			return err
 		case <-ticker.C:
 			p.logDraining(time.Until(deadline))
 		case <-timer.C:
-			p.s.log.Warn("drain timeout expired; cutting off calls in flight", "timeout", timeout)
+			p.log.Warn("drain timeout expired; cutting off calls in flight", "timeout", timeout)
 			cause = errShutdown
 		case <-end:
-			p.s.log.Warn("stopping at once; cutting off calls in flight", "in_flight", p.inFlight())
+			p.log.Warn("stopping at once; cutting off calls in flight", "in_flight", p.inFlight())
 			cause = errStopNow
 		}
 	}
@@ -284,13 +334,13 @@ func (p *pool) drain(timeout, report time.Duration, end <-chan struct{}) {
 	for {
 		select {
 		case <-done:
-			return
+			return err
 		default:
 		}
 		p.cancelAll(cause)
 		select {
 		case <-done:
-			return
+			return err
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
@@ -315,7 +365,7 @@ func (p *pool) logDraining(left time.Duration) {
 		tasks[i] = p.inflight[id].taskID
 	}
 	p.mu.Unlock()
-	p.s.log.Info("draining: calls still in flight", "in_flight", n, "queued", len(p.jobs),
+	p.log.Info("draining: calls still in flight", "in_flight", n, "queued", len(p.jobs),
 		"run_ids", ids, "task_ids", tasks, "time_left", max(left, 0).Round(time.Second))
 }
 

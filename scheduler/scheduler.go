@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
@@ -69,6 +70,18 @@ type Config struct {
 	admitLaneCap int
 }
 
+// CompensatorConfig holds the numbers of seed 000's start-compensation
+// poller. Zero fields take the seed's values, in brackets.
+type CompensatorConfig struct {
+	Base      time.Duration // first interval, and the interval after a round that found work [10s]
+	Increment time.Duration // added after every round that found nothing [10s]
+	Max       time.Duration // the interval never grows past this [300s]
+	Threshold time.Duration // a run this late and still not started is stuck [30s]
+	Monitor   time.Duration // how often the status line is logged [60s]
+}
+
+// setDefaults fills the zero fields of c with their defaults: the one
+// place the scheduler's defaults are written.
 func (c *Config) setDefaults() {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
@@ -111,30 +124,50 @@ func (c *Config) setDefaults() {
 	if c.admitLaneCap <= 0 {
 		c.admitLaneCap = 4096
 	}
+	c.Compensator.setDefaults()
+}
+
+func (c *CompensatorConfig) setDefaults() {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&c.Base, 10*time.Second)
+	def(&c.Increment, 10*time.Second)
+	def(&c.Max, 300*time.Second)
+	def(&c.Threshold, 30*time.Second)
+	def(&c.Monitor, 60*time.Second)
 }
 
 // Scheduler plans, admits and delivers the fires of every task in the store,
-// together with the other nodes on the same database.
+// together with the other nodes on the same database. It composes the
+// components of doc.go, each of which gets only what it uses.
 type Scheduler struct {
-	cfg     Config
-	store   sundial.Store
-	deliver Deliverer
-	log     *slog.Logger
-	m       *metrics
+	cfg   Config
+	store sundial.Store // for the requests of the API: Trigger, Cancel
+	log   *slog.Logger
 
-	pokePlanner chan struct{}
-	disp        *dispatcher
-	pool        *pool
-	writer      *writer
-	comp        *compensator
-	running     atomic.Bool
-	healthy     atomic.Bool // membership renewed within DeadAfter
-	// sweepWanted asks the next planner pass to unplan missed fires first:
-	// a claim found some.
-	sweepWanted atomic.Bool
+	planner      *planner
+	claimer      *claimer
+	disp         *dispatcher
+	pool         *pool
+	writer       *writer
+	members      *membership
+	callbacks    *callbacks
+	housekeeping *housekeeping
+	comp         *compensator
+
+	running atomic.Bool
 
 	endDrain     chan struct{} // closed by EndDrain
 	endDrainOnce sync.Once
+}
+
+// component is the lifecycle every part of the scheduler shares: Run works
+// until ctx is done, finishes what it must, and returns.
+type component interface {
+	Run(ctx context.Context) error
 }
 
 // New returns a scheduler; Run starts it.
@@ -146,134 +179,101 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	m := newMetrics(reg)
 	s := &Scheduler{
-		cfg:         cfg,
-		store:       store,
-		deliver:     d,
-		log:         log.With("component", "scheduler"),
-		m:           newMetrics(reg),
-		pokePlanner: make(chan struct{}, 1),
-		endDrain:    make(chan struct{}),
+		cfg:      cfg,
+		store:    store,
+		log:      log.With("component", "scheduler"),
+		endDrain: make(chan struct{}),
 	}
-	s.writer = newWriter(s)
-	s.pool = newPool(s)
-	s.disp = newDispatcher(s)
+	s.planner = newPlanner(cfg, store, log)
+	s.claimer = newClaimer(cfg, store, log)
+	s.disp = newDispatcher(cfg, store, log, m.heapSize)
+	s.pool = newPool(cfg, d, log, m, s.endDrain)
+	s.writer = newWriter(store, log, m)
+	s.members = newMembership(cfg, store, log)
+	s.callbacks = newCallbacks(cfg, store, log)
+	s.housekeeping = newHousekeeping(cfg, store, log, m.purged)
 	s.comp = newCompensator(cfg.Compensator, log)
+
+	// The wiring: each component reaches the others only through these.
+	healthy, record := s.members.healthy, s.writer.record
+
+	s.planner.healthy, s.planner.record, s.planner.claimSoon = healthy, record, s.claimer.poke
+
+	s.claimer.healthy, s.claimer.add, s.claimer.inHeap, s.claimer.missed =
+		healthy, s.disp.add, s.disp.has, s.planner.sweep
+
+	s.disp.submit, s.disp.finish, s.disp.record, s.disp.cancel = s.pool.submit, s.writer.finish, record, s.pool.cancel
+
+	s.pool.finish = s.writer.finish
+
+	s.writer.written, s.writer.slotFreed = s.pool.written, s.disp.slotFreed
+
+	s.members.dropAll, s.members.cancelAll, s.members.reaped = s.disp.dropAll, s.pool.cancelAll, s.planner.poke
+	s.members.inHeap, s.members.claim, s.members.add, s.members.record = s.disp.has, s.claimer.claim, s.disp.add, record
+	s.members.holding = func(ids map[int64]bool) {
+		s.disp.holding(ids)
+		s.pool.holding(ids)
+	}
+
+	s.callbacks.healthy, s.callbacks.record, s.callbacks.slotFreed = healthy, record, s.disp.slotFreed
+
+	s.housekeeping.cancel = s.pool.cancel
+
 	s.comp.queueSize = func() int { return s.pool.waiting() + s.disp.due(time.Now()) }
-	s.comp.find = s.findStuck
-	s.comp.start = s.startStuck
-	s.comp.recoverLost = s.interruptLost
+	s.comp.find, s.comp.start, s.comp.recoverLost = s.claimer.findStuck, s.claimer.startStuck, s.members.interruptLost
 	return s, nil
 }
 
-// interruptLost is the compensator's sweep of this node's own deliveries:
-// RUNNING runs it holds in the database, started before startedBefore,
-// that it no longer holds in memory (no call, no outcome on its way: a
-// run committed by a claim whose answer was lost, or dropped with the
-// heap when the membership expired). Each is recorded INTERRUPTED, fenced,
-// with an attempt, and delivered again as a delivery cut off by a node's
-// stop would be. It returns how many it interrupted.
-func (s *Scheduler) interruptLost(ctx context.Context, startedBefore time.Time) (int, error) {
-	// Memory first: a run that enters memory after this snapshot was
-	// started just now, not before startedBefore.
-	held := map[int64]bool{}
-	s.disp.holding(held)
-	s.pool.holding(held)
-	owned, err := s.store.RunsOwned(ctx, s.cfg.Node.ID)
-	if err != nil {
-		return 0, err
-	}
-	now := time.Now()
-	var (
-		lost []sundial.RunFinish
-		runs []*sundial.Run
-	)
-	for _, r := range owned {
-		if r.Status != sundial.RunRunning || held[r.ID] || r.StartedAt == nil || !r.StartedAt.Before(startedBefore) {
-			continue
+// Run registers the node and runs the components until ctx is done. Then
+// it stops them in order: the planner, claimer, dispatcher (which first
+// sends the fires it had committed), membership, callbacks, housekeeping
+// and compensator together; then the pool, which stops taking calls and
+// gives those in flight up to the drain timeout (or until EndDrain),
+// logging what is still in flight every DrainReport, and cuts off the rest
+// (recorded INTERRUPTED); then the writer, once it has written every
+// outcome. Last the node hands its planned fires back and leaves the
+// cluster.
+//
+// A component that fails stops the others as ctx would; Run returns its
+// error after the same orderly stop.
+func (s *Scheduler) Run(ctx context.Context) error {
+	if err := s.members.join(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing to hand back
 		}
-		lost = append(lost, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunInterrupted,
-			StartedAt: *r.StartedAt, FinishedAt: now, Error: errLost.Error()})
-		runs = append(runs, r)
+		return fmt.Errorf("register node: %w", err)
 	}
-	if len(lost) == 0 {
-		return 0, nil
-	}
-	ok, err := s.store.RunFinish(ctx, lost)
-	if err != nil {
-		return 0, err
-	}
-	n := 0
-	for i, applied := range ok {
-		if applied {
-			n++
-			r := runs[i]
-			s.record(outcome{run: r, status: sundial.RunInterrupted, err: lost[i].Error, trace: r.TraceID,
-				attempt: r.Attempt, delivery: r.Deliveries, started: lost[i].StartedAt, finished: now})
-		}
-	}
-	if n > 0 {
-		s.redeliver(ctx)
-	}
-	return n, nil
-}
+	s.running.Store(true)
+	s.log.Info("scheduler started", "node_id", s.cfg.Node.ID, "poll_interval", s.cfg.PollInterval,
+		"lookahead", s.cfg.Lookahead, "workers", s.cfg.Workers)
 
-// findStuck is the compensator's query: runs due long ago and not started
-// that this node holds but no longer has in its heap (the hand-off was
-// lost), or that no live node holds.
-func (s *Scheduler) findStuck(ctx context.Context, dueBefore time.Time) ([]*sundial.Run, error) {
-	runs, err := s.store.RunFindStuck(ctx, s.cfg.Node.ID, dueBefore, 100)
-	if err != nil {
-		return nil, err
-	}
-	stuck := runs[:0]
-	for _, r := range runs {
-		if r.NodeID != s.cfg.Node.ID || !s.disp.has(r.ID) {
-			stuck = append(stuck, r)
-		}
-	}
-	return stuck, nil
-}
+	// The pool and the writer outlive ctx: each stops after the stage
+	// before it has stopped.
+	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopPool()
+	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWriter()
+	var pool, writer errgroup.Group
+	writer.Go(func() error { return s.writer.Run(writerCtx) })
+	pool.Go(func() error { return s.pool.Run(poolCtx) })
 
-// startStuck starts stuck runs through the normal start path: claimed by
-// this node (a new fence), then into the heap, due at once.
-func (s *Scheduler) startStuck(ctx context.Context, stuck []*sundial.Run) int {
-	refs := make([]sundial.RunRef, len(stuck))
-	for i, r := range stuck {
-		refs[i] = sundial.RunRef{ID: r.ID, Fence: r.Fence}
+	loops, loopCtx := errgroup.WithContext(ctx)
+	for _, c := range []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp} {
+		loops.Go(func() error { return c.Run(loopCtx) })
 	}
-	runs, tasks, err := s.store.RunClaim(ctx, s.cfg.Node.ID, refs)
-	if err != nil {
-		s.log.Error("claim stuck runs", "err", err)
-		return 0
-	}
-	// As a claim's: a first delivery past its task's deadline is left to
-	// the planner, which counts it under the catch-up mode.
-	s.disp.take(ctx, runs, tasks, time.Now())
-	return len(runs)
-}
+	<-loopCtx.Done()
+	s.running.Store(false)
+	errLoops := loops.Wait()
+	stopPool()
+	errPool := pool.Wait()
+	stopWriter()
+	errWriter := writer.Wait()
 
-// startQueued hands the oldest QUEUED run of t to admission: a slot may
-// have freed. A run queued on another node is taken over first.
-func (s *Scheduler) startQueued(ctx context.Context, t *sundial.Task) {
-	q, err := s.store.RunQueuedNext(ctx, t.ID)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("find queued run", "task_id", t.ID, "err", err)
-		}
-		return
-	}
-	if q == nil {
-		return
-	}
-	if q.NodeID != s.cfg.Node.ID {
-		runs, _, err := s.store.RunClaim(ctx, s.cfg.Node.ID, []sundial.RunRef{{ID: q.ID, Fence: q.Fence}})
-		if err != nil || len(runs) == 0 {
-			return // taken by another node meanwhile
-		}
-		q = runs[0]
-	}
-	s.disp.addAdmitted(q, t)
+	s.members.leave()
+	s.log.Info("scheduler stopped", "node_id", s.cfg.Node.ID)
+	return errors.Join(errLoops, errPool, errWriter)
 }
 
 // EndDrain ends the drain of a stopping Run at once, as the drain timeout
@@ -292,401 +292,17 @@ func (s *Scheduler) CompensationStatus() sundial.CompensationStatus { return s.c
 func (s *Scheduler) TriggerCompensation() { s.comp.Trigger() }
 
 // Ready reports whether the scheduler is running and holds its membership.
-func (s *Scheduler) Ready() bool { return s.running.Load() && s.healthy.Load() }
+func (s *Scheduler) Ready() bool { return s.running.Load() && s.members.healthy() }
 
 // NodeID returns this node's identity.
 func (s *Scheduler) NodeID() string { return s.cfg.Node.ID }
 
+// CallbackSecret returns the secret callback tokens are signed with.
+func (s *Scheduler) CallbackSecret() []byte { return s.cfg.CallbackSecret }
+
 // Poke asks the planner for a pass now, after a task was created or changed,
 // so that a fire due within the next poll interval is not late.
-func (s *Scheduler) Poke() {
-	select {
-	case s.pokePlanner <- struct{}{}:
-	default:
-	}
-}
-
-// Run registers the node and runs the planner, dispatcher, delivery pool
-// and housekeeping until ctx is cancelled. Then it stops taking fires, gives
-// in-flight calls up to the drain timeout (or until EndDrain), logging what
-// is still in flight every DrainReport, records what was cut off as
-// INTERRUPTED, hands its planned fires back and leaves the cluster.
-func (s *Scheduler) Run(ctx context.Context) error {
-	node := s.cfg.Node
-	node.State = sundial.NodeAlive
-	if err := s.store.NodeRegister(ctx, &node); err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped before it started: nothing to hand back
-		}
-		return fmt.Errorf("register node: %w", err)
-	}
-	s.healthy.Store(true)
-	s.running.Store(true)
-	s.log.Info("scheduler started", "node_id", node.ID, "poll_interval", s.cfg.PollInterval,
-		"lookahead", s.cfg.Lookahead, "workers", s.cfg.Workers)
-
-	var wg sync.WaitGroup
-	loops := []func(context.Context){s.planLoop, s.disp.loop, s.disp.claimLoop, s.membershipLoop,
-		s.purgeLoop, s.cancelLoop, s.callbackLoop, s.comp.Run}
-	for _, loop := range loops {
-		wg.Go(func() { loop(ctx) })
-	}
-	writerDone := make(chan struct{})
-	go func() { s.writer.loop(); close(writerDone) }()
-	s.pool.start()
-
-	<-ctx.Done()
-	s.running.Store(false)
-	wg.Wait() // planner, dispatcher (after sending what it had committed), housekeeping
-	s.pool.drain(s.cfg.DrainTimeout, s.cfg.DrainReport, s.endDrain)
-	s.writer.close()
-	<-writerDone
-
-	// The context is done; finish the bookkeeping with a fresh one.
-	bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := s.store.RunRelease(bg, node.ID, "node stopped", time.Now()); err != nil {
-		s.log.Error("release runs on stop", "node_id", node.ID, "err", err)
-	}
-	if err := s.store.NodeLeave(bg, node.ID); err != nil {
-		s.log.Error("leave cluster", "node_id", node.ID, "err", err)
-	}
-	s.log.Info("scheduler stopped", "node_id", node.ID)
-	return nil
-}
-
-// planLoop claims due tasks every poll interval (with jitter, so nodes do
-// not collide) and hands their runs to the dispatcher.
-func (s *Scheduler) planLoop(ctx context.Context) {
-	timer := time.NewTimer(0)
-	defer timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-		case <-s.pokePlanner:
-		}
-		if s.healthy.Load() {
-			s.planOnce(ctx)
-		}
-		timer.Reset(s.nextPlanDelay(time.Now()))
-	}
-}
-
-// nextPlanDelay returns the wait before the next planner pass: one poll
-// interval, moved to the middle between two whole seconds when the interval
-// is a second or more (fires are densest on whole seconds, and the planner's
-// writes would compete with their deliveries), and jittered by up to ±10%
-// (at most ±100ms) so that nodes do not collide.
-func (s *Scheduler) nextPlanDelay(now time.Time) time.Duration {
-	poll := s.cfg.PollInterval
-	at := now.Add(poll)
-	if poll >= time.Second {
-		at = at.Truncate(time.Second).Add(500 * time.Millisecond)
-	}
-	spread := min(poll/10, 100*time.Millisecond)
-	at = at.Add(time.Duration(randN(int64(2*spread)+1)) - spread)
-	return max(at.Sub(now), poll/2)
-}
-
-// planOnce runs PlanDue until no due task is left within the lookahead.
-//
-// Fires missed in an outage are counted once, in one record per task and
-// outage (or one COMPACT run, or FULL's runs): before the planner counts
-// the fires it never planned, the fires it had planned that also came too
-// late are unplanned (RunUnplanMissed), so that the count starts from the
-// first of them. A task whose unplanned fires are missed is therefore left
-// as it is by PlanDue until a sweep has run at a time when they were
-// already missed: every fire it had planned before them was missed then,
-// and the sweep unplanned it.
-func (s *Scheduler) planOnce(ctx context.Context) {
-	var swept time.Time // the last sweep of this pass
-	if s.sweepWanted.Swap(false) {
-		swept = s.unplanMissed(ctx)
-	}
-	for ctx.Err() == nil {
-		now := time.Now()
-		tasks := make(map[int64]*sundial.Task)
-		deferred := false
-		// Planned runs belong to no node: every node claims its share
-		// shortly before they are due (dispatcher.claimLoop).
-		runs, err := s.store.PlanDue(ctx, now.Add(s.cfg.Lookahead), s.cfg.PlanBatch, "", now,
-			func(t *sundial.Task) sundial.Plan {
-				tasks[t.ID] = t
-				if missedUnplanned(t, now, s.cfg.MisfireThreshold) &&
-					(swept.IsZero() || !missedUnplanned(t, swept, s.cfg.MisfireThreshold)) {
-					deferred = true
-					return sundial.Plan{Next: t.NextFireTime}
-				}
-				return planTask(t, now, now.Add(s.cfg.Lookahead), t.MissAfter(s.cfg.MisfireThreshold), s.cfg.MaxRunsPerTask)
-			})
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("plan due tasks", "err", err)
-			}
-			return
-		}
-		if deferred {
-			if swept = s.unplanMissed(ctx); swept.IsZero() {
-				return // the sweep failed: the next pass tries again
-			}
-		}
-		for _, r := range runs {
-			if r.Status == sundial.RunSkipped {
-				s.record(outcome{run: r, task: tasks[r.TaskID], status: r.Status, attempt: r.Attempt})
-			}
-		}
-		for _, r := range runs {
-			if r.Status == sundial.RunScheduled && r.ScheduledTime.Before(now.Add(s.cfg.StartAhead+2*s.cfg.ClaimInterval)) {
-				s.disp.pokeClaim() // due before the next regular claim
-				break
-			}
-		}
-		if len(tasks) < s.cfg.PlanBatch && !deferred {
-			return
-		}
-	}
-}
-
-// minMissAfter is the least lateness at which a fire can be missed: the
-// shortest starting_deadline_seconds, and the least misfire threshold.
-const minMissAfter = time.Second
-
-// missedUnplanned reports whether the planner is about to count fires of
-// t that it never planned as missed: t is a cron task whose next unplanned
-// fire is later than its deadline.
-func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bool {
-	return !t.OneOff() && t.NextFireTime != nil && now.Sub(*t.NextFireTime) > t.MissAfter(threshold)
-}
-
-// unplanMissed unplans the planned fires, whoever holds them, that are
-// later than their task's deadline, so that the planner counts them with
-// the fires it never planned, under the task's catch-up mode. It returns
-// the time it looked from: every planned fire missed by then is gone. A
-// sweep that fails returns the zero time and asks the next pass for
-// another.
-func (s *Scheduler) unplanMissed(ctx context.Context) time.Time {
-	const batch = 10000
-	start := time.Now()
-	for ctx.Err() == nil {
-		looked, deleted, err := s.store.RunUnplanMissed(ctx, start.Add(-minMissAfter), batch,
-			func(r *sundial.Run, t *sundial.Task) bool {
-				return t != nil && !t.OneOff() && start.Sub(r.ScheduledTime) > t.MissAfter(s.cfg.MisfireThreshold)
-			})
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("unplan missed fires", "err", err)
-			}
-			s.sweepWanted.Store(true)
-			return time.Time{}
-		}
-		if deleted > 0 {
-			s.log.Info("planned fires came too late to start; the catch-up mode decides", "fires", deleted)
-		}
-		if looked < batch || deleted == 0 {
-			// (A full batch of late fires none of which is missed, a
-			// batch of 10,000 fires inside their deadlines, ends the sweep
-			// early: the next claim of one that is missed asks again.)
-			return start
-		}
-	}
-	return time.Time{}
-}
-
-// membershipLoop renews this node's heartbeat and declares dead the nodes
-// that stopped renewing theirs, releasing their runs to the others. A node
-// that cannot renew its own for DeadAfter stops taking fires until it can.
-func (s *Scheduler) membershipLoop(ctx context.Context) {
-	ticker := time.NewTicker(s.cfg.HeartbeatInterval)
-	defer ticker.Stop()
-	lastOK := time.Now()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		err := s.store.NodeHeartbeat(ctx, s.cfg.Node.ID)
-		switch {
-		case err == nil:
-			lastOK = time.Now()
-			if !s.healthy.Swap(true) {
-				s.log.Info("membership renewed", "node_id", s.cfg.Node.ID)
-				s.readopt(ctx)
-			}
-		case sundial.ErrorCode(err) == sundial.ENotFound:
-			// Declared dead by the others: rejoin as a new member.
-			s.log.Warn("membership lost; rejoining", "node_id", s.cfg.Node.ID)
-			s.healthy.Store(false)
-			s.disp.dropAll()
-			node := s.cfg.Node
-			if err := s.store.NodeRegister(ctx, &node); err == nil {
-				lastOK = time.Now()
-				s.healthy.Store(true)
-			}
-			continue
-		default:
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Error("heartbeat", "node_id", s.cfg.Node.ID, "err", err)
-			if time.Since(lastOK) >= s.cfg.DeadAfter && s.healthy.Swap(false) {
-				s.log.Error("membership expired; stopping fires", "node_id", s.cfg.Node.ID)
-				s.disp.dropAll()
-				s.pool.cancelAll(errMembershipLost)
-			}
-			continue
-		}
-		dead, err := s.store.NodeReap(ctx, s.cfg.DeadAfter, time.Now())
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("reap dead nodes", "err", err)
-			}
-			continue
-		}
-		for _, id := range dead {
-			s.log.Warn("node declared dead; its runs were released", "dead_node_id", id, "node_id", s.cfg.Node.ID)
-		}
-		if len(dead) > 0 {
-			s.Poke()
-		}
-		s.redeliver(ctx)
-	}
-}
-
-// readopt takes back into the heap the SCHEDULED runs this node still
-// holds after its membership expired and was renewed without the others
-// declaring it dead: the heap was dropped when the membership expired, and
-// nothing else would start them before the compensator, tens of seconds
-// later. Each is claimed afresh (a new fence).
-func (s *Scheduler) readopt(ctx context.Context) {
-	owned, err := s.store.RunsOwned(ctx, s.cfg.Node.ID)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("find runs held through a membership loss", "err", err)
-		}
-		return
-	}
-	var refs []sundial.RunRef
-	for _, r := range owned {
-		if r.Status == sundial.RunScheduled && !s.disp.has(r.ID) {
-			refs = append(refs, sundial.RunRef{ID: r.ID, Fence: r.Fence})
-		}
-	}
-	if len(refs) == 0 {
-		return
-	}
-	runs, tasks, err := s.store.RunClaim(ctx, s.cfg.Node.ID, refs)
-	if err != nil {
-		if ctx.Err() == nil {
-			s.log.Error("take back runs held through a membership loss", "runs", len(refs), "err", err)
-		}
-		return
-	}
-	s.log.Warn("took back runs held through a membership loss", "runs", len(runs), "node_id", s.cfg.Node.ID)
-	s.disp.take(ctx, runs, tasks, time.Now())
-}
-
-// redeliver takes up runs whose delivery was cut off (their node died or
-// stopped mid-call) and delivers them again, with the same Idempotency-Key
-// and the next delivery count.
-func (s *Scheduler) redeliver(ctx context.Context) {
-	for ctx.Err() == nil {
-		runs, tasks, err := s.store.RunRedeliver(ctx, s.cfg.Node.ID, s.cfg.MaxDeliveries, 100, time.Now())
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("redeliver interrupted runs", "err", err)
-			}
-			return
-		}
-		for _, r := range runs {
-			s.log.Warn("delivering an interrupted run again", "task_id", r.TaskID, "run_id", r.ID,
-				"delivery", r.Deliveries+1, "idempotency_key", r.IdempotencyKey)
-		}
-		s.disp.add(runs, tasks, true)
-		if len(runs) < 100 {
-			return
-		}
-	}
-}
-
-// cancelLoop stops, within half a second, the calls of this node whose
-// cancellation was asked on another node (POST /runs/{id}/cancel, or a
-// CANCEL_PREV admission there).
-func (s *Scheduler) cancelLoop(ctx context.Context) {
-	ticker := time.NewTicker(500 * time.Millisecond)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		ids, err := s.store.RunCancelRequested(ctx, s.cfg.Node.ID)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("find runs to cancel", "err", err)
-			}
-			continue
-		}
-		for _, id := range ids {
-			s.pool.cancel(id, errCanceled)
-		}
-	}
-}
-
-// purgeLoop is the housekeeping: every minute it deletes run history older
-// than the retention period, in small batches so that it never holds the
-// database for long, and the nodes gone (LEFT or DEAD) for longer than the
-// node retention.
-func (s *Scheduler) purgeLoop(ctx context.Context) {
-	ticker := time.NewTicker(time.Minute)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		s.purgeRuns(ctx)
-		s.pruneNodes(ctx)
-	}
-}
-
-// purgeRuns deletes finished runs older than the retention period.
-func (s *Scheduler) purgeRuns(ctx context.Context) {
-	const batch = 500
-	for ctx.Err() == nil {
-		n, err := s.store.RunPurge(ctx, time.Now().Add(-s.cfg.Retention), batch)
-		if err != nil {
-			if ctx.Err() == nil {
-				s.log.Error("purge run history", "err", err)
-			}
-			return
-		}
-		s.m.purged.Add(float64(n))
-		if n < batch {
-			return
-		}
-	}
-}
-
-// pruneNodes deletes the nodes whose last heartbeat is older than the node
-// retention and that are no longer members, so that GET /api/v1/nodes
-// does not list every process that ever ran.
-func (s *Scheduler) pruneNodes(ctx context.Context) {
-	n, err := s.store.NodePrune(ctx, time.Now().Add(-s.cfg.NodeRetention))
-	switch {
-	case err != nil:
-		if ctx.Err() == nil {
-			s.log.Error("prune departed nodes", "err", err)
-		}
-	case n > 0:
-		s.log.Info("pruned departed nodes", "nodes", n,
-			"node_retention", s.cfg.NodeRetention)
-	}
-}
+func (s *Scheduler) Poke() { s.planner.poke() }
 
 // Trigger makes a manual run of a task now, with params in place of the
 // task's for every delivery of the run (nil: the task's), and admits it at
@@ -727,7 +343,7 @@ func (s *Scheduler) Trigger(ctx context.Context, taskID int64, params json.RawMe
 	// caller gets a copy, as the delivery pool or the dispatcher holds the
 	// run.
 	ctx = context.WithoutCancel(ctx)
-	got, err := s.admit(ctx, r)
+	got, err := s.disp.admit(ctx, r)
 	switch {
 	case err == nil:
 		c := *got
@@ -753,7 +369,7 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 	case sundial.RunCanceled:
 		s.disp.forget(r.ID)
 		t, _ := s.store.TaskGet(ctx, r.TaskID) // for the log line only; nil when deleted
-		s.record(outcome{run: r, task: t, status: r.Status, err: r.Error, attempt: r.Attempt})
+		s.writer.record(outcome{run: r, task: t, status: r.Status, err: r.Error, attempt: r.Attempt})
 	case sundial.RunRunning:
 		s.pool.cancel(r.ID, errCanceled)
 	case sundial.RunWaitingCallback:
@@ -762,15 +378,21 @@ func (s *Scheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, erro
 		if err != nil && sundial.ErrorCode(err) != sundial.ENotFound {
 			return nil, err
 		}
-		c := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
-			Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)}
-		done, err := s.store.RunComplete(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		s.recordCompletion(done, t, c)
-		s.slotFreed(ctx, t)
-		return done, nil
+		return s.callbacks.cancel(ctx, r, t)
 	}
 	return r, nil
+}
+
+// Complete ends the run of a callback whose token was issued for fence.
+// A failure is retried when the task's retry policy has attempts left. A
+// token of an earlier delivery, or a run already ended, is EConflict; the
+// store applies both checks atomically.
+func (s *Scheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error) {
+	return s.callbacks.complete(ctx, r, t, fence, cb)
+}
+
+// Progress saves what a long job reports about run r (its progress and a
+// checkpoint to resume from) and extends the run's callback deadline.
+func (s *Scheduler) Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error) {
+	return s.callbacks.progress(ctx, r, t, fence, progress, checkpoint)
 }

@@ -1022,7 +1022,7 @@ func TestEndDrain(t *testing.T) {
 		}
 		p := progress[1]
 		if p["in_flight"] != 1.0 || p["queued"] != 0.0 || fmt.Sprint(p["run_ids"]) != fmt.Sprintf("[%d]", rs[0].ID) ||
-			fmt.Sprint(p["task_ids"]) != fmt.Sprintf("[%d]", tk.ID) || p["component"] != "scheduler" {
+			fmt.Sprint(p["task_ids"]) != fmt.Sprintf("[%d]", tk.ID) || p["component"] != "pool" {
 			t.Errorf("progress line %v, want one call in flight: run %d of task %d", p, rs[0].ID, tk.ID)
 		}
 		select {

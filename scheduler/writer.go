@@ -2,7 +2,7 @@ package scheduler
 
 import (
 	"context"
-	"sync/atomic"
+	"log/slog"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -14,26 +14,35 @@ type result struct {
 	fin sundial.RunFinish
 }
 
-// writer records outcomes in batches: one transaction for every outcome
-// that arrived while the previous one was being written, so the database
-// cost per delivery shrinks as the load grows.
+// finishStore is what the writer needs of the store.
+type finishStore interface {
+	RunFinish(ctx context.Context, finishes []sundial.RunFinish) (ok []bool, err error)
+}
+
+// writer records the outcomes of this node's deliveries in batches: one
+// transaction for every outcome that arrived while the previous one was
+// being written, so the database cost per delivery shrinks as the load
+// grows. Every outcome the store records, whichever path recorded it, is
+// logged and counted by its record.
 type writer struct {
-	s        *Scheduler
-	in       chan result
-	stopping atomic.Bool
+	store finishStore
+	log   *slog.Logger
+	m     *metrics
+
+	// written tells the pool which deliveries are written back.
+	written func([]result)
+	// slotFreed starts the oldest queued run of a task whose run ended.
+	slotFreed func(ctx context.Context, t *sundial.Task)
+
+	in chan result
 }
 
-func newWriter(s *Scheduler) *writer {
-	return &writer{s: s, in: make(chan result, 1<<16)}
+func newWriter(store finishStore, log *slog.Logger, m *metrics) *writer {
+	return &writer{store: store, log: log.With("component", "writer"), m: m, in: make(chan result, 1<<16)}
 }
 
+// finish hands the outcome of a delivery to the writer.
 func (w *writer) finish(r result) { w.in <- r }
-
-// close stops the writer once everything sent has been written.
-func (w *writer) close() {
-	w.stopping.Store(true)
-	close(w.in)
-}
 
 // While outcomes keep arriving, the writer keeps collecting them, and
 // writes once none has come for burstQuiet (or burstMax has passed, or the
@@ -46,24 +55,39 @@ const (
 	maxWriteBatch = 5000
 )
 
-func (w *writer) loop() {
+// Run writes outcomes until ctx is done, then writes those already handed
+// to it and returns. The scheduler stops it after the pool has drained:
+// nothing more comes then.
+func (w *writer) Run(ctx context.Context) error {
 	batch := make([]result, 0, maxWriteBatch)
 	quiet := time.NewTimer(time.Hour)
 	defer quiet.Stop()
-	for r := range w.in {
+	for {
+		var r result
+		select {
+		case r = <-w.in:
+		case <-ctx.Done():
+			// Flush: the writes of a stopping writer retry a bounded
+			// number of times.
+			for len(w.in) > 0 {
+				batch = batch[:0]
+				for len(batch) < maxWriteBatch && len(w.in) > 0 {
+					batch = append(batch, <-w.in)
+				}
+				w.write(ctx, batch)
+			}
+			return nil
+		}
 		batch = append(batch[:0], r)
 		if len(w.in) == 0 {
-			w.write(batch)
+			w.write(ctx, batch)
 			continue
 		}
 		deadline := time.Now().Add(burstMax)
 	fill:
 		for len(batch) < maxWriteBatch {
 			select {
-			case r, ok := <-w.in:
-				if !ok {
-					break fill
-				}
+			case r := <-w.in:
 				batch = append(batch, r)
 				continue
 			default:
@@ -74,20 +98,19 @@ func (w *writer) loop() {
 			}
 			quiet.Reset(wait)
 			select {
-			case r, ok := <-w.in:
-				if !ok {
-					break fill
-				}
+			case r := <-w.in:
 				batch = append(batch, r)
 			case <-quiet.C:
 				break fill
 			}
 		}
-		w.write(batch)
+		w.write(ctx, batch)
 	}
 }
 
-func (w *writer) write(batch []result) {
+// write records a batch of outcomes. Until ctx is done (the scheduler
+// stops), it tries again until the store takes them.
+func (w *writer) write(ctx context.Context, batch []result) {
 	fins := make([]sundial.RunFinish, len(batch))
 	for i, r := range batch {
 		fins[i] = r.fin
@@ -96,22 +119,23 @@ func (w *writer) write(batch []result) {
 	// them, it does not lose them. If another node took a run over
 	// meanwhile, its fence refuses this node's late outcome. Only while
 	// the scheduler stops is the wait bounded.
-	ctx := context.Background()
+	stopping := ctx
+	ctx = context.WithoutCancel(ctx)
 	var ok []bool
 	var err error
 	backoff := 200 * time.Millisecond
 	for try := 1; ; try++ {
-		if ok, err = w.s.store.RunFinish(ctx, fins); err == nil {
+		if ok, err = w.store.RunFinish(ctx, fins); err == nil {
 			break
 		}
-		w.s.log.Error("record run outcomes", "runs", len(fins), "try", try, "err", err)
-		if w.stopping.Load() && try >= 10 {
+		w.log.Error("record run outcomes", "runs", len(fins), "try", try, "err", err)
+		if stopping.Err() != nil && try >= 10 {
 			return // the runs stay RUNNING; RunRelease or the reaper takes them up
 		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 5*time.Second)
 	}
-	w.s.pool.written(batch)
+	w.written(batch)
 	queueTasks := map[int64]*sundial.Task{}
 	for i, r := range batch {
 		f, run := r.fin, r.job.run
@@ -122,11 +146,11 @@ func (w *writer) write(batch []result) {
 		}
 		if !ok[i] {
 			// Fenced off: the run was taken over or finished elsewhere.
-			w.s.log.Warn("run outcome refused: run no longer held", "task_id", run.TaskID, "run_id", run.ID,
+			w.log.Warn("run outcome refused: run no longer held", "task_id", run.TaskID, "run_id", run.ID,
 				"trace_id", r.job.trace, "fence", f.Fence, "status", f.Status)
 			continue
 		}
-		w.s.record(outcome{run: run, task: r.job.task, status: f.Status, retry: f.Retry, dueAt: f.DueAt,
+		w.record(outcome{run: run, task: r.job.task, status: f.Status, retry: f.Retry, dueAt: f.DueAt,
 			err: f.Error, trace: r.job.trace, attempt: r.job.attempt, delivery: r.job.deliveryNo(),
 			httpStatus: f.HTTPStatus, started: f.StartedAt, finished: f.FinishedAt})
 		if f.Status == sundial.RunWaitingCallback {
@@ -138,6 +162,76 @@ func (w *writer) write(batch []result) {
 	}
 	// A slot has freed: the oldest queued run of each such task may start.
 	for _, t := range queueTasks {
-		w.s.startQueued(ctx, t)
+		w.slotFreed(ctx, t)
+	}
+}
+
+// outcome is what the store recorded of a run: the end of a delivery (the
+// writer), a callback or an expired callback deadline, a cancel, an
+// admission's skip, a MISFIRE record. Every outcome is logged and counted
+// in one place, record, whichever path recorded it.
+type outcome struct {
+	run        *sundial.Run
+	task       *sundial.Task // nil: deleted
+	status     sundial.RunStatus
+	retry      bool      // back to SCHEDULED for another delivery
+	dueAt      time.Time // the retry's time, or the callback deadline
+	err        string
+	trace      string
+	attempt    int
+	delivery   int
+	httpStatus int
+	// started and finished bound the call that ended; zero when the
+	// outcome came without one (a callback, a deadline, a cancel).
+	started, finished time.Time
+}
+
+// record logs an outcome the store has recorded and counts it in the
+// metrics: a retry in sundial_retries_total, a final status in
+// sundial_fires_total, missed fires in sundial_fires_missed_total. An
+// INTERRUPTED delivery is logged, not counted: it is delivered again.
+func (w *writer) record(o outcome) {
+	r := o.run
+	attrs := []any{slog.Int64("task_id", r.TaskID)}
+	if o.task != nil {
+		attrs = append(attrs, slog.String("task_name", o.task.Name))
+	}
+	attrs = append(attrs, slog.Int64("run_id", r.ID), slog.String("status", string(o.status)),
+		slog.Time("scheduled_time", r.ScheduledTime))
+	if o.trace != "" {
+		attrs = append(attrs, slog.String("trace_id", o.trace))
+	}
+	if o.attempt > 0 {
+		attrs = append(attrs, slog.Int("attempt", o.attempt))
+	}
+	if o.delivery > 0 {
+		attrs = append(attrs, slog.Int("delivery", o.delivery))
+	}
+	if !o.started.IsZero() {
+		attrs = append(attrs, slog.Int64("lag_ms", o.started.Sub(r.ScheduledTime).Milliseconds()),
+			slog.Int64("duration_ms", o.finished.Sub(o.started).Milliseconds()), slog.Int("http_status", o.httpStatus))
+	}
+	switch {
+	case o.retry:
+		w.m.retries.Inc()
+		w.log.Warn("run will be retried", append(attrs, slog.Time("retry_at", o.dueAt), slog.String("error", o.err))...)
+	case o.status == sundial.RunWaitingCallback:
+		w.log.Info("run waiting for its callback", append(attrs, slog.Time("deadline", o.dueAt))...)
+	case o.status == sundial.RunSkipped && r.SkipReason == sundial.SkipMisfire:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		w.m.missed.Add(float64(r.MissedCount))
+		w.log.Warn("fires missed", append(attrs, slog.Int("missed", r.MissedCount))...)
+	case o.status == sundial.RunSkipped:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		w.log.Info("run skipped", append(attrs, slog.String("skip_reason", string(r.SkipReason)))...)
+	case o.status == sundial.RunInterrupted:
+		// Not final: a live node delivers it again (RunRedeliver).
+		w.log.Warn("run interrupted", append(attrs, slog.String("error", o.err))...)
+	case o.status == sundial.RunSuccess:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		w.log.Info("run finished", attrs...)
+	default:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		w.log.Warn("run finished", append(attrs, slog.String("error", o.err))...)
 	}
 }

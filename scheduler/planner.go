@@ -1,0 +1,217 @@
+package scheduler
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// planStore is what the planner needs of the store.
+type planStore interface {
+	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan sundial.PlanFunc) ([]*sundial.Run, error)
+	RunUnplanMissed(ctx context.Context, before time.Time, limit int, missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error)
+}
+
+// planner materialises the fires of due tasks into runs held by no node:
+// every poll interval (jittered), or at once when poked, it claims the
+// tasks due within the lookahead and plans them with planTask. Before it
+// counts fires it never planned as missed, it unplans the planned fires
+// that also came too late (unplanMissed), so that an outage is counted
+// once.
+type planner struct {
+	store planStore
+	log   *slog.Logger
+
+	pollInterval   time.Duration
+	lookahead      time.Duration
+	misfire        time.Duration // the server's misfire threshold
+	batch          int           // tasks per PlanDue
+	maxRunsPerTask int
+	// claimWindow: a run planned due sooner than this after now is due
+	// before the claimer's next regular claim.
+	claimWindow time.Duration
+
+	// healthy reports whether this node holds its membership.
+	healthy func() bool
+	// record logs and counts an outcome the store recorded (a MISFIRE
+	// record, a skip).
+	record func(outcome)
+	// claimSoon asks the claimer for a claim now.
+	claimSoon func()
+
+	wake chan struct{}
+	// sweepWanted asks the next pass to unplan missed fires first: a claim
+	// found some, or a sweep failed.
+	sweepWanted atomic.Bool
+}
+
+func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
+	return &planner{
+		store:          store,
+		log:            log.With("component", "planner"),
+		pollInterval:   cfg.PollInterval,
+		lookahead:      cfg.Lookahead,
+		misfire:        cfg.MisfireThreshold,
+		batch:          cfg.PlanBatch,
+		maxRunsPerTask: cfg.MaxRunsPerTask,
+		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
+		wake:           make(chan struct{}, 1),
+	}
+}
+
+// poke asks for a pass now.
+func (p *planner) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// sweep asks for a pass now that unplans missed fires first: a claim found
+// a planned fire past its deadline.
+func (p *planner) sweep() {
+	p.sweepWanted.Store(true)
+	p.poke()
+}
+
+// Run plans every poll interval (with jitter, so nodes do not collide) and
+// when poked, until ctx is done.
+func (p *planner) Run(ctx context.Context) error {
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-timer.C:
+		case <-p.wake:
+		}
+		if p.healthy() {
+			p.planOnce(ctx)
+		}
+		timer.Reset(p.nextPlanDelay(time.Now()))
+	}
+}
+
+// nextPlanDelay returns the wait before the next planner pass: one poll
+// interval, moved to the middle between two whole seconds when the interval
+// is a second or more (fires are densest on whole seconds, and the planner's
+// writes would compete with their deliveries), and jittered by up to ±10%
+// (at most ±100ms) so that nodes do not collide.
+func (p *planner) nextPlanDelay(now time.Time) time.Duration {
+	poll := p.pollInterval
+	at := now.Add(poll)
+	if poll >= time.Second {
+		at = at.Truncate(time.Second).Add(500 * time.Millisecond)
+	}
+	spread := min(poll/10, 100*time.Millisecond)
+	at = at.Add(time.Duration(randN(int64(2*spread)+1)) - spread)
+	return max(at.Sub(now), poll/2)
+}
+
+// planOnce runs PlanDue until no due task is left within the lookahead.
+//
+// Fires missed in an outage are counted once, in one record per task and
+// outage (or one COMPACT run, or FULL's runs): before the planner counts
+// the fires it never planned, the fires it had planned that also came too
+// late are unplanned (RunUnplanMissed), so that the count starts from the
+// first of them. A task whose unplanned fires are missed is therefore left
+// as it is by PlanDue until a sweep has run at a time when they were
+// already missed: every fire it had planned before them was missed then,
+// and the sweep unplanned it.
+func (p *planner) planOnce(ctx context.Context) {
+	var swept time.Time // the last sweep of this pass
+	if p.sweepWanted.Swap(false) {
+		swept = p.unplanMissed(ctx)
+	}
+	for ctx.Err() == nil {
+		now := time.Now()
+		tasks := make(map[int64]*sundial.Task)
+		deferred := false
+		// Planned runs belong to no node: every node claims its share
+		// shortly before they are due (the claimer).
+		runs, err := p.store.PlanDue(ctx, now.Add(p.lookahead), p.batch, "", now,
+			func(t *sundial.Task) sundial.Plan {
+				tasks[t.ID] = t
+				if missedUnplanned(t, now, p.misfire) &&
+					(swept.IsZero() || !missedUnplanned(t, swept, p.misfire)) {
+					deferred = true
+					return sundial.Plan{Next: t.NextFireTime}
+				}
+				return planTask(t, now, now.Add(p.lookahead), t.MissAfter(p.misfire), p.maxRunsPerTask)
+			})
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Error("plan due tasks", "err", err)
+			}
+			return
+		}
+		if deferred {
+			if swept = p.unplanMissed(ctx); swept.IsZero() {
+				return // the sweep failed: the next pass tries again
+			}
+		}
+		for _, r := range runs {
+			if r.Status == sundial.RunSkipped {
+				p.record(outcome{run: r, task: tasks[r.TaskID], status: r.Status, attempt: r.Attempt})
+			}
+		}
+		for _, r := range runs {
+			if r.Status == sundial.RunScheduled && r.ScheduledTime.Before(now.Add(p.claimWindow)) {
+				p.claimSoon() // due before the next regular claim
+				break
+			}
+		}
+		if len(tasks) < p.batch && !deferred {
+			return
+		}
+	}
+}
+
+// minMissAfter is the least lateness at which a fire can be missed: the
+// shortest starting_deadline_seconds, and the least misfire threshold.
+const minMissAfter = time.Second
+
+// missedUnplanned reports whether the planner is about to count fires of
+// t that it never planned as missed: t is a cron task whose next unplanned
+// fire is later than its deadline.
+func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bool {
+	return !t.OneOff() && t.NextFireTime != nil && now.Sub(*t.NextFireTime) > t.MissAfter(threshold)
+}
+
+// unplanMissed unplans the planned fires, whoever holds them, that are
+// later than their task's deadline, so that the planner counts them with
+// the fires it never planned, under the task's catch-up mode. It returns
+// the time it looked from: every planned fire missed by then is gone. A
+// sweep that fails returns the zero time and asks the next pass for
+// another.
+func (p *planner) unplanMissed(ctx context.Context) time.Time {
+	const batch = 10000
+	start := time.Now()
+	for ctx.Err() == nil {
+		looked, deleted, err := p.store.RunUnplanMissed(ctx, start.Add(-minMissAfter), batch,
+			func(r *sundial.Run, t *sundial.Task) bool {
+				return t != nil && !t.OneOff() && start.Sub(r.ScheduledTime) > t.MissAfter(p.misfire)
+			})
+		if err != nil {
+			if ctx.Err() == nil {
+				p.log.Error("unplan missed fires", "err", err)
+			}
+			p.sweepWanted.Store(true)
+			return time.Time{}
+		}
+		if deleted > 0 {
+			p.log.Info("planned fires came too late to start; the catch-up mode decides", "fires", deleted)
+		}
+		if looked < batch || deleted == 0 {
+			// (A full batch of late fires none of which is missed, a
+			// batch of 10,000 fires inside their deadlines, ends the sweep
+			// early: the next claim of one that is missed asks again.)
+			return start
+		}
+	}
+	return time.Time{}
+}
