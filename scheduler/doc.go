@@ -5,7 +5,8 @@
 // Progress). Each component is a file, gets what it uses as a small store
 // interface and function fields (never the whole Scheduler), and has the
 // same lifecycle: Run(ctx) works until ctx is done, finishes what it must,
-// and returns. Every line a component logs carries component=<its name>.
+// and returns. Every line a component logs carries component=<its name>;
+// Go errors are logged under err.
 //
 // planner (planner.go, with the pure planning rule planTask in plan.go):
 // every poll interval, or when poked after a change of a task, PlanDue
@@ -42,7 +43,8 @@
 // writer (writer.go): records the outcomes of deliveries in batches, each
 // row guarded by the run's fence, and starts a queued run when a slot
 // frees. Its record is the one function that logs and counts every
-// outcome, whichever component recorded it.
+// outcome, whichever component recorded it; a run's own error is logged
+// under run_error.
 //
 // membership (membership.go): registers the node, renews its heartbeat,
 // declares dead the nodes that stopped renewing theirs (their runs are

@@ -682,6 +682,86 @@ func TestOutcomeLines(t *testing.T) {
 	})
 }
 
+// TestLogLines: every line names the component that wrote it, a Go error
+// is logged under err, and a run's own error text under run_error, never
+// under the key of Go errors.
+func TestLogLines(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		var part *partitioned
+		b := setupWith(t, scheduler.Config{}, func(st sundial.Store) sundial.Store {
+			part = &partitioned{Store: st}
+			return part
+		})
+		b.target.status = string(sundial.RunFailed)
+		b.target.hold = 1500 * time.Millisecond
+		start := time.Now()
+		b.start()
+		b.addTask(t, "* * * * * *", func(tk *sundial.Task) { tk.OverlapAction = sundial.OverlapSkip })
+		b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+			tk.MaxConcurrency, tk.ConcurrencyPolicy = 1, sundial.ConcurrencyQueue
+		})
+		// Cut off from the database for a moment (less than DeadAfter):
+		// the loops log what failed.
+		waitUntil(start.Add(3*time.Second + 700*time.Millisecond))
+		part.down.Store(true)
+		waitUntil(start.Add(5*time.Second + 200*time.Millisecond))
+		part.down.Store(false)
+		waitUntil(start.Add(8 * time.Second))
+		b.stop(t)
+
+		components := map[string]bool{"scheduler": true, "planner": true, "claimer": true, "dispatcher": true,
+			"pool": true, "writer": true, "membership": true, "callbacks": true, "housekeeping": true, "compensator": true}
+		// Lines the run above must have written, and the component of each.
+		want := map[string]string{
+			"scheduler started": "scheduler",
+			"scheduler stopped": "scheduler",
+			"plan due tasks":    "planner",
+			"claim due runs":    "claimer",
+			"run queued":        "dispatcher",
+			"run skipped":       "writer",
+			"run finished":      "writer",
+			"heartbeat":         "membership",
+		}
+		seen := map[string]bool{}
+		for line := range strings.Lines(b.logs.String()) {
+			var rec map[string]any
+			if err := json.Unmarshal([]byte(line), &rec); err != nil {
+				t.Fatalf("log line %q: %v", line, err)
+			}
+			msg, _ := rec["msg"].(string)
+			c, _ := rec["component"].(string)
+			if !components[c] {
+				t.Errorf("line %q has component %q, want the name of a component", msg, c)
+			}
+			if w, ok := want[msg]; ok {
+				seen[msg] = true
+				if c != w {
+					t.Errorf("line %q has component %q, want %q", msg, c, w)
+				}
+			}
+			if _, ok := rec["error"]; ok {
+				t.Errorf("line %q has an error key: a Go error is logged as err, a run's error as run_error: %s", msg, line)
+			}
+			switch msg {
+			case "run finished":
+				if rec["status"] == string(sundial.RunFailed) && rec["run_error"] != "HTTP 500 Internal Server Error" {
+					t.Errorf("line of a failed run has run_error %v, want the run's error: %s", rec["run_error"], line)
+				}
+			case "heartbeat", "claim due runs", "plan due tasks":
+				if rec["err"] != errUnreachable.Error() {
+					t.Errorf("line %q has err %v, want the store's error: %s", msg, rec["err"], line)
+				}
+			}
+		}
+		for msg := range want {
+			if !seen[msg] {
+				t.Errorf("no %q line in the log:\n%s", msg, b.logs)
+			}
+		}
+	})
+}
+
 // TestDisableStopsQueuedRuns: once a task is disabled nothing more of it
 // is sent, its queued runs included; they are recorded SKIPPED (DISABLED).
 func TestDisableStopsQueuedRuns(t *testing.T) {

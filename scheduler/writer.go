@@ -187,7 +187,8 @@ type outcome struct {
 }
 
 // record logs an outcome the store has recorded and counts it in the
-// metrics: a retry in sundial_retries_total, a final status in
+// metrics (the run's own error text under run_error, apart from err, the
+// key of Go errors): a retry in sundial_retries_total, a final status in
 // sundial_fires_total, missed fires in sundial_fires_missed_total. An
 // INTERRUPTED delivery is logged, not counted: it is delivered again.
 func (w *writer) record(o outcome) {
@@ -214,7 +215,7 @@ func (w *writer) record(o outcome) {
 	switch {
 	case o.retry:
 		w.m.retries.Inc()
-		w.log.Warn("run will be retried", append(attrs, slog.Time("retry_at", o.dueAt), slog.String("error", o.err))...)
+		w.log.Warn("run will be retried", append(attrs, slog.Time("retry_at", o.dueAt), slog.String("run_error", o.err))...)
 	case o.status == sundial.RunWaitingCallback:
 		w.log.Info("run waiting for its callback", append(attrs, slog.Time("deadline", o.dueAt))...)
 	case o.status == sundial.RunSkipped && r.SkipReason == sundial.SkipMisfire:
@@ -226,12 +227,12 @@ func (w *writer) record(o outcome) {
 		w.log.Info("run skipped", append(attrs, slog.String("skip_reason", string(r.SkipReason)))...)
 	case o.status == sundial.RunInterrupted:
 		// Not final: a live node delivers it again (RunRedeliver).
-		w.log.Warn("run interrupted", append(attrs, slog.String("error", o.err))...)
+		w.log.Warn("run interrupted", append(attrs, slog.String("run_error", o.err))...)
 	case o.status == sundial.RunSuccess:
 		w.m.fires.WithLabelValues(string(o.status)).Inc()
 		w.log.Info("run finished", attrs...)
 	default:
 		w.m.fires.WithLabelValues(string(o.status)).Inc()
-		w.log.Warn("run finished", append(attrs, slog.String("error", o.err))...)
+		w.log.Warn("run finished", append(attrs, slog.String("run_error", o.err))...)
 	}
 }
