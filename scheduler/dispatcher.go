@@ -394,7 +394,7 @@ func (d *dispatcher) commit(ctx context.Context, items []*item) {
 		if ctx.Err() == nil {
 			d.log.Error("commit fires", "runs", len(items), "err", err)
 		}
-		// Leave them to the reaper and the compensator; try again shortly.
+		// Leave them to membership and the compensator; try again shortly.
 		d.mu.Lock()
 		for _, it := range items {
 			it.due = time.Now().Add(100 * time.Millisecond)

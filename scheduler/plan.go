@@ -102,7 +102,7 @@ func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Tim
 		// the same write (sundial.ClaimStart), unless its task has a
 		// starting deadline of its own: the claim judges lateness by the
 		// server's misfire threshold, and only the node can judge it by
-		// the task's (dispatcher.take).
+		// the task's (claimer.take).
 		StartAhead: trigger != sundial.TriggerManual && unconstrained(t) && (t.OneOff() || t.StartingDeadline == 0),
 	}
 }

@@ -130,7 +130,7 @@ func (w *writer) write(ctx context.Context, batch []result) {
 		}
 		w.log.Error("record run outcomes", "runs", len(fins), "try", try, "err", err)
 		if stopping.Err() != nil && try >= 10 {
-			return // the runs stay RUNNING; RunRelease or the reaper takes them up
+			return // the runs stay RUNNING; RunRelease or a node that reaps this one takes them up
 		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, 5*time.Second)
