@@ -567,6 +567,11 @@ func TestRunFinishAttemptRace(t *testing.T) {
 		}
 		done <- err
 	}()
+	// Wait until the server shows the callback's outcome waiting for the
+	// call's: a state inside the server, looked at every 10 ms.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
 	for {
 		var waiting bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
@@ -576,7 +581,13 @@ func TestRunFinishAttemptRace(t *testing.T) {
 		if waiting {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("the callback's outcome did not wait for the call's: %v", err)
+		case <-deadline:
+			t.Fatal("the callback's outcome never waited for the call's")
+		case <-tick.C:
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)
