@@ -34,7 +34,9 @@
 //     covering range scan of tasks_due, in its order), then locks those rows by primary key
 //     with FOR UPDATE SKIP LOCKED, re-checking that each is still due. A task
 //     another planner holds is skipped, never waited for, and the next
-//     candidates are read until limit tasks are held. A single
+//     candidates are read until limit tasks are held (passing over those
+//     held already: a task whose next fire another planner moved on
+//     between its read and its lock is read again). A single
 //     ORDER BY ... LIMIT ... FOR UPDATE SKIP LOCKED would lock every due row
 //     the sort reads, not only the limit it returns, and leave a concurrent
 //     planner nothing.

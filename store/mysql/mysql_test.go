@@ -1,7 +1,6 @@
 package mysql
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -100,7 +99,42 @@ func openDSN(t testing.TB, dsn string) *Store {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	testDSN(t)
-	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t) })
+	storetest.Run(t, storetest.Backend{Open: openNodes, LockRuns: holdRuns})
+}
+
+// openNodes opens nodes stores on a new database, each with a pool of its
+// own, as the nodes of one cluster.
+func openNodes(t *testing.T, nodes int) []sundial.Store {
+	t.Helper()
+	dsn := createDB(t)
+	var stores []sundial.Store
+	for range nodes {
+		stores = append(stores, openDSN(t, dsn))
+	}
+	return stores
+}
+
+// holdRuns locks the runs ids in a transaction of its own until release.
+func holdRuns(t *testing.T, s sundial.Store, ids []int64) (release func()) {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := s.(*Store).db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// By primary key: MariaDB's ORDER BY ... LIMIT ... FOR UPDATE would
+	// lock every row the sort reads.
+	locked, err := int64s(tx.QueryContext(ctx, `SELECT id FROM runs FORCE INDEX (PRIMARY)
+		WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, int64Args(ids)...))
+	if err != nil || len(locked) != len(ids) {
+		tx.Rollback()
+		t.Fatalf("lock runs %v: %v, %v", ids, locked, err)
+	}
+	return func() {
+		if err := tx.Rollback(); err != nil {
+			t.Errorf("release the runs' locks: %v", err)
+		}
+	}
 }
 
 // TestRunInsertWidth keeps runInsertSQL's tuples as wide as the columns
@@ -191,156 +225,6 @@ func TestMigrateConcurrent(t *testing.T) {
 	if err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.tables
 		WHERE table_schema = DATABASE() AND table_name IN ('tasks', 'runs', 'nodes', 'run_attempts', 'settings')`).Scan(&n); err != nil || n != 5 {
 		t.Fatalf("tables = %d, %v; want 5", n, err)
-	}
-}
-
-// TestPlanDueConcurrent runs two planners (two stores, as two nodes would)
-// over 200 due tasks at once: every fire is planned exactly once.
-func TestPlanDueConcurrent(t *testing.T) {
-	t.Parallel()
-	dsn := createDB(t)
-	ctx := t.Context()
-	a, b := openDSN(t, dsn), openDSN(t, dsn)
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	const n = 200
-	for i := range n {
-		tk := &sundial.Task{Name: fmt.Sprintf("t%03d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com",
-			Priority: i % 5}
-		if err := tk.Normalize(time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		next := t0.Add(time.Duration(i%7) * time.Second)
-		tk.NextFireTime = &next
-		if err := a.TaskCreate(ctx, tk, t0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	until := t0.Add(time.Minute)
-	plan := func(tk *sundial.Task) sundial.Plan {
-		at := *tk.NextFireTime
-		next := at.Add(time.Hour) // planned past until: not due again
-		return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}, Next: &next}
-	}
-	var (
-		wg    sync.WaitGroup
-		start = make(chan struct{})
-		got   [2][]*sundial.Run
-		errs  [2]error
-	)
-	for i, s := range []*Store{a, b} {
-		wg.Go(func() {
-			<-start
-			for {
-				runs, err := s.PlanDue(ctx, until, 7, fmt.Sprintf("node-%d", i), t0, plan)
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				if len(runs) == 0 {
-					return
-				}
-				got[i] = append(got[i], runs...)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("planner %d: %v", i, err)
-		}
-	}
-	t.Logf("planner 0 planned %d fires, planner 1 %d", len(got[0]), len(got[1]))
-	seen := map[int64]bool{}
-	for _, runs := range got {
-		for _, r := range runs {
-			if seen[r.TaskID] {
-				t.Fatalf("task %d planned twice", r.TaskID)
-			}
-			seen[r.TaskID] = true
-		}
-	}
-	if len(seen) != n {
-		t.Fatalf("%d tasks planned, want %d", len(seen), n)
-	}
-	var rows, due int
-	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs`).Scan(&rows); err != nil || rows != n {
-		t.Fatalf("runs rows = %d, %v; want %d", rows, err, n)
-	}
-	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM tasks WHERE next_fire_at <= ?`, sqlrow.Micros(until)).Scan(&due); err != nil || due != 0 {
-		t.Fatalf("tasks still due = %d, %v; want 0", due, err)
-	}
-	var off int
-	if err := a.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-		WHERE r.priority <> t.priority`).Scan(&off); err != nil || off != 0 {
-		t.Fatalf("runs without their task's priority = %d, %v; want 0", off, err)
-	}
-}
-
-// TestPlanDueSkipsLocked holds one planner inside its transaction while
-// another plans: the second skips the first one's tasks without waiting for
-// them, and takes all the others.
-func TestPlanDueSkipsLocked(t *testing.T) {
-	t.Parallel()
-	dsn := createDB(t)
-	ctx := t.Context()
-	a, b := openDSN(t, dsn), openDSN(t, dsn)
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	const n = 50
-	for i := range n {
-		tk := &sundial.Task{Name: fmt.Sprintf("t%02d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
-		if err := tk.Normalize(time.Now()); err != nil {
-			t.Fatal(err)
-		}
-		tk.NextFireTime = ptr(t0.Add(time.Duration(i) * time.Second))
-		if err := a.TaskCreate(ctx, tk, t0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	plan := func(tk *sundial.Task) sundial.Plan {
-		at := *tk.NextFireTime
-		return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}},
-			Next: ptr(at.Add(time.Hour))}
-	}
-	until := t0.Add(time.Minute)
-	holding, release := make(chan struct{}), make(chan struct{})
-	var (
-		wg    sync.WaitGroup
-		aRuns []*sundial.Run
-		aErr  error
-	)
-	wg.Go(func() {
-		first := true
-		aRuns, aErr = a.PlanDue(ctx, until, 5, "node-a", t0, func(tk *sundial.Task) sundial.Plan {
-			if first { // the five most urgent tasks are locked now
-				first = false
-				close(holding)
-				<-release
-			}
-			return plan(tk)
-		})
-	})
-	<-holding
-	// A planner that waited for a's locks would wait until a's lock wait
-	// timeout; this one must finish well before.
-	bctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	bRuns, err := b.PlanDue(bctx, until, 100, "node-b", t0, plan)
-	cancel()
-	close(release)
-	wg.Wait()
-	if err != nil {
-		t.Fatalf("second planner: %v", err)
-	}
-	if aErr != nil {
-		t.Fatalf("first planner: %v", aErr)
-	}
-	if len(aRuns) != 5 || len(bRuns) != n-5 {
-		t.Fatalf("planners planned %d and %d fires, want 5 and %d", len(aRuns), len(bRuns), n-5)
-	}
-	for _, r := range aRuns {
-		if r.ScheduledTime.After(t0.Add(4 * time.Second)) {
-			t.Fatalf("first planner planned %v, not one of the five most urgent", r.ScheduledTime)
-		}
 	}
 }
 
@@ -828,157 +712,6 @@ func insertRuns(t testing.TB, s *Store, rs []*sundial.Run) {
 			t.Fatal(err)
 		}
 	}
-}
-
-// TestRunClaimDueConcurrent: three nodes (three stores) claim 1,000 unowned
-// due runs in batches of 100 at the same time; each run is claimed exactly
-// once, by the node the database names, and every batch comes most urgent
-// first: by due time, then priority among the runs due at one instant.
-func TestRunClaimDueConcurrent(t *testing.T) {
-	t.Parallel()
-	dsn := createDB(t)
-	ctx := t.Context()
-	stores := []*Store{openDSN(t, dsn), openDSN(t, dsn), openDSN(t, dsn)}
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	const n = 1000
-	all := seedClaimable(t, stores[0], 10, n, t0)
-	until := t0.Add(time.Hour)
-	var (
-		wg      sync.WaitGroup
-		start   = make(chan struct{})
-		mu      sync.Mutex
-		claimed = map[int64]string{}
-		calls   [3]int
-		errs    [3]error
-	)
-	for i, s := range stores {
-		node := fmt.Sprintf("node-%d", i)
-		wg.Go(func() {
-			<-start
-			for {
-				runs, tasks, err := s.RunClaimDue(ctx, node, until, 100, sundial.ClaimStart{})
-				if err != nil {
-					errs[i] = err
-					return
-				}
-				calls[i]++
-				if len(runs) == 0 {
-					return
-				}
-				if !slices.IsSortedFunc(runs, func(a, b *sundial.Run) int {
-					return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(tasks[b.TaskID].Priority, tasks[a.TaskID].Priority),
-						cmp.Compare(a.ID, b.ID))
-				}) {
-					errs[i] = fmt.Errorf("a batch of %s is not most urgent first", node)
-					return
-				}
-				mu.Lock()
-				for _, r := range runs {
-					if prev, dup := claimed[r.ID]; dup {
-						errs[i] = fmt.Errorf("run %d claimed by %s and %s", r.ID, prev, node)
-					}
-					claimed[r.ID] = node
-					if r.NodeID != node || r.Fence != 2 || tasks[r.TaskID] == nil || r.Priority != tasks[r.TaskID].Priority {
-						errs[i] = fmt.Errorf("claimed run %d: node %q, fence %d, priority %d, task %v", r.ID, r.NodeID, r.Fence, r.Priority, tasks[r.TaskID])
-					}
-				}
-				mu.Unlock()
-				if errs[i] != nil {
-					return
-				}
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("claimer %d: %v", i, err)
-		}
-	}
-	per := map[string]int{}
-	for _, node := range claimed {
-		per[node]++
-	}
-	t.Logf("claims per node: %v, in %v calls", per, calls)
-	if len(claimed) != n {
-		t.Fatalf("%d of %d runs claimed", len(claimed), n)
-	}
-	rows, err := stores[0].db.QueryContext(ctx, `SELECT id, node_id, fence FROM runs`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	seen := 0
-	for rows.Next() {
-		var (
-			id, fence int64
-			node      string
-		)
-		if err := rows.Scan(&id, &node, &fence); err != nil {
-			t.Fatal(err)
-		}
-		if claimed[id] != node || fence != 2 {
-			t.Fatalf("run %d is held by %q with fence %d; claimed by %q", id, node, fence, claimed[id])
-		}
-		seen++
-	}
-	if err := rows.Err(); err != nil || seen != len(all) {
-		t.Fatalf("%d runs in the table, %v; want %d", seen, err, len(all))
-	}
-}
-
-// TestRunClaimDueSkipsLocked holds the most urgent runs locked in another
-// transaction while a node claims: the claim skips them without waiting and
-// takes all the others.
-func TestRunClaimDueSkipsLocked(t *testing.T) {
-	t.Parallel()
-	s := open(t)
-	ctx := t.Context()
-	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-	const n = 50
-	ids := seedClaimable(t, s, 1, n, t0) // one task: urgency is ID order
-	held, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer held.Rollback()
-	// By primary key: MariaDB's ORDER BY ... LIMIT ... FOR UPDATE would
-	// lock every row the sort reads.
-	locked, err := int64s(held.QueryContext(ctx, `SELECT id FROM runs FORCE INDEX (PRIMARY)
-		WHERE id IN (`+placeholders(5)+`) FOR UPDATE`, int64Args(ids[:5])...))
-	if err != nil || len(locked) != 5 {
-		t.Fatalf("lock the first runs: %v, %v", locked, err)
-	}
-	// A claim that waited for those locks would wait for the lock wait
-	// timeout (50 s by default); this one must finish well before.
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	begun := time.Now()
-	runs, _, err := s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 10, sundial.ClaimStart{})
-	if err != nil {
-		t.Fatalf("RunClaimDue: %v", err)
-	}
-	took := time.Since(begun)
-	if want := ids[5:15]; !slices.Equal(runIDsOf(runs), want) {
-		t.Fatalf("claimed %v with %v locked; want %v", runIDsOf(runs), locked, want)
-	}
-	if took > 5*time.Second {
-		t.Fatalf("the claim took %v: it waited for the locks", took)
-	}
-	runs, _, err = s.RunClaimDue(cctx, "node-a", t0.Add(time.Hour), 100, sundial.ClaimStart{})
-	if err != nil || len(runs) != n-15 {
-		t.Fatalf("second claim = %d runs, %v; want %d", len(runs), err, n-15)
-	}
-	t.Logf("the claim past %d locked runs took %v", len(locked), took)
-}
-
-func runIDsOf(runs []*sundial.Run) []int64 {
-	ids := []int64{}
-	for _, r := range runs {
-		ids = append(ids, r.ID)
-	}
-	return ids
 }
 
 // TestMigrationsRerun runs every migration again on a migrated database, as

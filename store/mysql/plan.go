@@ -99,6 +99,10 @@ func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundi
 	var (
 		tasks []*sundial.Task
 		after []any // the keyset of the last candidate read
+		// The tasks locked in earlier rounds. One whose next fire another
+		// planner moved on between its read and its lock lies past the
+		// keyset: a later round reads it again, and must not plan it twice.
+		held = map[int64]bool{}
 	)
 	for round := 0; round < planRounds && len(tasks) < limit; round++ {
 		want := limit - len(tasks)
@@ -114,28 +118,37 @@ func claimDue(ctx context.Context, tx *sql.Tx, until int64, limit int) ([]*sundi
 			return nil, err
 		}
 		var ids []any
+		read := 0
 		for rows.Next() {
 			var id, next int64
 			if err := rows.Scan(&id, &next); err != nil {
 				rows.Close()
 				return nil, err
 			}
-			ids = append(ids, id)
+			read++
+			if !held[id] {
+				ids = append(ids, id)
+			}
 			after = []any{next, next, id}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return nil, err
 		}
-		if len(ids) == 0 {
+		if read == 0 {
 			break
 		}
-		locked, err := sqlrow.ScanTasks(tx.QueryContext(ctx, fmt.Sprintf(planLockSQL, placeholders(len(ids))), append(ids, until)...))
-		if err != nil {
-			return nil, err
+		if len(ids) > 0 {
+			locked, err := sqlrow.ScanTasks(tx.QueryContext(ctx, fmt.Sprintf(planLockSQL, placeholders(len(ids))), append(ids, until)...))
+			if err != nil {
+				return nil, err
+			}
+			for _, t := range locked {
+				held[t.ID] = true
+			}
+			tasks = append(tasks, locked...)
 		}
-		tasks = append(tasks, locked...)
-		if len(ids) < want {
+		if read < want {
 			break // no more due tasks
 		}
 	}

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -121,7 +120,44 @@ func open(t testing.TB, dsn string) *Store {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	serverDSN(t)
-	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t, newSchema(t)) })
+	storetest.Run(t, storetest.Backend{Open: openNodes, LockRuns: holdRuns})
+}
+
+// openNodes opens nodes stores on a new schema, each with a pool of its
+// own, as the nodes of one cluster.
+func openNodes(t *testing.T, nodes int) []sundial.Store {
+	t.Helper()
+	dsn := newSchema(t)
+	var stores []sundial.Store
+	for range nodes {
+		stores = append(stores, open(t, dsn))
+	}
+	return stores
+}
+
+// holdRuns locks the runs ids in a transaction of its own until release.
+func holdRuns(t *testing.T, s sundial.Store, ids []int64) (release func()) {
+	t.Helper()
+	ctx := t.Context()
+	tx, err := s.(*Store).pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, err := tx.Query(ctx, `SELECT id FROM runs WHERE id = ANY($1) FOR UPDATE`, ids)
+	if err != nil {
+		tx.Rollback(context.Background())
+		t.Fatal(err)
+	}
+	locked, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil || len(locked) != len(ids) {
+		tx.Rollback(context.Background())
+		t.Fatalf("lock runs %v: %v, %v", ids, locked, err)
+	}
+	return func() {
+		if err := tx.Rollback(context.Background()); err != nil {
+			t.Errorf("release the runs' locks: %v", err)
+		}
+	}
 }
 
 // ledger returns schema_migrations as "version@applied_at ...".
@@ -392,160 +428,6 @@ func newTask(t testing.TB, name string, next time.Time) *sundial.Task {
 	return tk
 }
 
-// TestPlanDueConcurrent runs planners of two nodes on one database.
-func TestPlanDueConcurrent(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	const tasks = 200
-
-	// setup returns two stores (two nodes) on one schema with the tasks,
-	// due at t0.
-	setup := func(t *testing.T) (a, b *Store, ids []int64) {
-		dsn := newSchema(t)
-		a, b = open(t, dsn), open(t, dsn)
-		for i := range tasks {
-			tk := newTask(t, fmt.Sprintf("t%03d", i), t0)
-			if err := a.TaskCreate(t.Context(), tk, t0); err != nil {
-				t.Fatalf("TaskCreate: %v", err)
-			}
-			ids = append(ids, tk.ID)
-		}
-		return a, b, ids
-	}
-	// once plans the task's next fire and leaves it nothing more to plan.
-	once := func(tk *sundial.Task) sundial.Plan {
-		at := *tk.NextFireTime
-		return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}}
-	}
-	taskIDs := func(runs []*sundial.Run) []int64 {
-		var ids []int64
-		for _, r := range runs {
-			ids = append(ids, r.TaskID)
-		}
-		slices.Sort(ids)
-		return ids
-	}
-
-	t.Run("DisjointWithoutWaiting", func(t *testing.T) {
-		t.Parallel()
-		a, b, ids := setup(t)
-		ctx := t.Context()
-		// Node a claims 100 tasks and holds them until node b has planned:
-		// b must neither wait for a's locks nor plan a's tasks.
-		holding := make(chan struct{})
-		var holdOnce sync.Once
-		hold := func() { holdOnce.Do(func() { close(holding) }) }
-		defer hold() // lets node b's goroutine end if node a fails first
-		bDone := make(chan []*sundial.Run, 1)
-		go func() {
-			<-holding
-			runs, err := b.PlanDue(ctx, t0, tasks, "node-b", t0, once)
-			if err != nil {
-				t.Errorf("node b: PlanDue: %v", err)
-			}
-			bDone <- runs
-		}()
-		var bRuns []*sundial.Run
-		first := true
-		aRuns, err := a.PlanDue(ctx, t0, tasks/2, "node-a", t0, func(tk *sundial.Task) sundial.Plan {
-			if first {
-				first = false
-				hold()
-				select {
-				case bRuns = <-bDone:
-				case <-time.After(30 * time.Second):
-					t.Error("node b's PlanDue waited for node a's claimed tasks")
-				}
-			}
-			return once(tk)
-		})
-		if err != nil {
-			t.Fatalf("node a: PlanDue: %v", err)
-		}
-		if t.Failed() {
-			t.FailNow()
-		}
-		if len(aRuns) != tasks/2 || len(bRuns) != tasks/2 {
-			t.Fatalf("node a planned %d runs and node b %d, want %d each", len(aRuns), len(bRuns), tasks/2)
-		}
-		all := append(taskIDs(aRuns), taskIDs(bRuns)...)
-		slices.Sort(all)
-		if !slices.Equal(all, ids) {
-			t.Fatalf("the nodes planned tasks %v, want each of %v once", all, ids)
-		}
-		if runs, err := a.PlanDue(ctx, t0, tasks, "node-a", t0, once); err != nil || len(runs) != 0 {
-			t.Fatalf("PlanDue after both: %d runs, %v; want none", len(runs), err)
-		}
-	})
-
-	t.Run("EachFireOnce", func(t *testing.T) {
-		t.Parallel()
-		a, b, ids := setup(t)
-		ctx := t.Context()
-		const fires = 10 // t0 .. t0+9s, one pass per fire
-		until := t0.Add((fires - 1) * time.Second)
-		type fire struct {
-			task int64
-			at   time.Time
-		}
-		var (
-			mu      sync.Mutex
-			planned = map[fire]int{}
-			runIDs  = map[int64]bool{}
-		)
-		every := func(tk *sundial.Task) sundial.Plan {
-			at := *tk.NextFireTime
-			mu.Lock()
-			planned[fire{tk.ID, at}]++
-			mu.Unlock()
-			next := at.Add(time.Second)
-			return sundial.Plan{Runs: []*sundial.Run{{FireKey: sundial.ScheduledFireKey(at), ScheduledTime: at}}, Next: &next}
-		}
-		var wg sync.WaitGroup
-		for i, s := range []*Store{a, b, a, b} {
-			node := fmt.Sprintf("node-%d", i)
-			wg.Go(func() {
-				for {
-					runs, err := s.PlanDue(ctx, until, 17, node, t0, every)
-					if err != nil {
-						t.Errorf("%s: PlanDue: %v", node, err)
-						return
-					}
-					if len(runs) == 0 {
-						return
-					}
-					mu.Lock()
-					for _, r := range runs {
-						if runIDs[r.ID] {
-							t.Errorf("run %d returned twice", r.ID)
-						}
-						runIDs[r.ID] = true
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		for _, id := range ids {
-			for k := range fires {
-				if n := planned[fire{id, t0.Add(time.Duration(k) * time.Second)}]; n != 1 {
-					t.Fatalf("task %d's fire %d was planned %d times, want once", id, k, n)
-				}
-			}
-		}
-		if len(planned) != tasks*fires || len(runIDs) != tasks*fires {
-			t.Fatalf("%d fires planned and %d runs inserted, want %d", len(planned), len(runIDs), tasks*fires)
-		}
-		var n int
-		if err := a.pool.QueryRow(ctx, `SELECT count(*) FROM runs`).Scan(&n); err != nil || n != tasks*fires {
-			t.Fatalf("%d runs in the database (%v), want %d", n, err, tasks*fires)
-		}
-	})
-}
-
 // planUnowned plans, on tasks (made due at t0 first), perTask runs each
 // that no node holds, due at t0 .. t0+perTask-1 s, and returns them. A
 // batch number keeps their fire keys new.
@@ -582,135 +464,6 @@ func claimTasks(tb testing.TB, s *Store, n int) []int64 {
 		ids = append(ids, tk.ID)
 	}
 	return ids
-}
-
-// TestRunClaimDueConcurrent runs the claimers of three nodes on one
-// database.
-func TestRunClaimDueConcurrent(t *testing.T) {
-	t.Parallel()
-	t0 := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
-	until := t0.Add(time.Hour)
-
-	// Three stores (nodes) claim 1,000 due runs no node holds, 100 at a
-	// time, all at once: each run is taken exactly once, by one node, in
-	// batches most urgent first (due time, then priority, then ID).
-	t.Run("EachOnce", func(t *testing.T) {
-		t.Parallel()
-		dsn := newSchema(t)
-		nodes := []*Store{open(t, dsn), open(t, dsn), open(t, dsn)}
-		ctx := t.Context()
-		tasks := claimTasks(t, nodes[0], 10)
-		planned := planUnowned(t, nodes[0], tasks, 100, 0, t0)
-		for _, r := range planned {
-			if want := slices.Index(tasks, r.TaskID); r.Priority != want {
-				t.Fatalf("run %d planned at priority %d, want its task's %d", r.ID, r.Priority, want)
-			}
-		}
-		var (
-			mu      sync.Mutex
-			claimed = map[int64]string{}
-			calls   = map[string]int{}
-			start   = make(chan struct{})
-			wg      sync.WaitGroup
-		)
-		for i, s := range nodes {
-			node := fmt.Sprintf("node-%d", i)
-			wg.Go(func() {
-				<-start
-				for {
-					runs, ts, err := s.RunClaimDue(ctx, node, until, 100, sundial.ClaimStart{})
-					if err != nil {
-						t.Errorf("%s: RunClaimDue: %v", node, err)
-						return
-					}
-					if len(runs) == 0 {
-						return
-					}
-					if len(runs) > 100 {
-						t.Errorf("%s: %d runs claimed, limit 100", node, len(runs))
-					}
-					ordered := slices.IsSortedFunc(runs, func(a, b *sundial.Run) int {
-						return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(b.Priority, a.Priority),
-							cmp.Compare(a.ID, b.ID))
-					})
-					if !ordered {
-						t.Errorf("%s: a claim is not most urgent first", node)
-					}
-					mu.Lock()
-					calls[node]++
-					for _, r := range runs {
-						if prev, dup := claimed[r.ID]; dup {
-							t.Errorf("run %d claimed by %s and %s", r.ID, prev, node)
-						}
-						claimed[r.ID] = node
-						if r.NodeID != node || r.Fence != 2 || ts[r.TaskID] == nil || ts[r.TaskID].ID != r.TaskID {
-							t.Errorf("%s: claimed %+v with task %v; want its node, fence 2 and its task", node, r, ts[r.TaskID])
-						}
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		close(start)
-		wg.Wait()
-		if t.Failed() {
-			t.FailNow()
-		}
-		if len(claimed) != len(planned) {
-			t.Fatalf("%d of %d runs claimed", len(claimed), len(planned))
-		}
-		for _, r := range planned {
-			got, err := nodes[0].RunGet(ctx, r.ID)
-			if err != nil || got.NodeID != claimed[r.ID] || got.Fence != 2 || got.Status != sundial.RunScheduled {
-				t.Fatalf("run %d after the claims: %+v, %v; want SCHEDULED, held by %s with fence 2", r.ID, got, err, claimed[r.ID])
-			}
-		}
-		t.Logf("claims per node: %v", calls)
-	})
-
-	// A claimer passes over the runs another transaction holds instead of
-	// waiting for them.
-	t.Run("SkipsLocked", func(t *testing.T) {
-		t.Parallel()
-		dsn := newSchema(t)
-		a, b := open(t, dsn), open(t, dsn)
-		ctx := t.Context()
-		planned := planUnowned(t, a, claimTasks(t, a, 2), 50, 0, t0)
-		tx, err := a.pool.Begin(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer tx.Rollback(context.Background())
-		rows, err := tx.Query(ctx, `SELECT id FROM runs ORDER BY id LIMIT 10 FOR UPDATE`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		held, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil || len(held) != 10 {
-			t.Fatalf("lock runs: %v, %v", held, err)
-		}
-		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		runs, _, err := b.RunClaimDue(wctx, "node-b", until, 1000, sundial.ClaimStart{})
-		if err != nil {
-			t.Fatalf("RunClaimDue while runs are locked: %v", err)
-		}
-		if len(runs) != len(planned)-len(held) {
-			t.Fatalf("claimed %d runs, want the %d not locked", len(runs), len(planned)-len(held))
-		}
-		for _, r := range runs {
-			if slices.Contains(held, r.ID) {
-				t.Fatalf("claimed run %d, which another transaction holds", r.ID)
-			}
-		}
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
-		runs, _, err = b.RunClaimDue(ctx, "node-b", until, 1000, sundial.ClaimStart{})
-		if err != nil || len(runs) != len(held) {
-			t.Fatalf("RunClaimDue after the lock's release: %d runs, %v; want %d", len(runs), err, len(held))
-		}
-	})
 }
 
 // TestRunFinishBatchInOrder lists one run twice in a batch: the items apply
@@ -774,7 +527,9 @@ func startedRun(t *testing.T, s *Store, name, node string, now time.Time) *sundi
 // TestRunFinishAttemptRace: an outcome that waits for another one of the
 // same run (a callback behind its call's WAITING_CALLBACK) sees the status
 // that one left, not the status at its own start, so the delivery is
-// recorded once.
+// recorded once. The conformance suite races the two outcomes on every
+// backend (ClusterRunFinish); this test forces the interleaving that
+// READ COMMITTED makes dangerous, by holding the call's statement open.
 func TestRunFinishAttemptRace(t *testing.T) {
 	t.Parallel()
 	s := open(t, newSchema(t))
@@ -812,6 +567,11 @@ func TestRunFinishAttemptRace(t *testing.T) {
 		}
 		done <- err
 	}()
+	// Wait until the server shows the callback's outcome waiting for the
+	// call's: a state inside the server, looked at every 10 ms.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(20 * time.Second)
 	for {
 		var waiting bool
 		if err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
@@ -821,7 +581,13 @@ func TestRunFinishAttemptRace(t *testing.T) {
 		if waiting {
 			break
 		}
-		time.Sleep(10 * time.Millisecond)
+		select {
+		case err := <-done:
+			t.Fatalf("the callback's outcome did not wait for the call's: %v", err)
+		case <-deadline:
+			t.Fatal("the callback's outcome never waited for the call's")
+		case <-tick.C:
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		t.Fatal(err)

@@ -38,7 +38,30 @@ func open(t testing.TB) *Store {
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) sundial.Store { return open(t) })
+	storetest.Run(t, storetest.Backend{Open: openNodes})
+}
+
+// openNodes opens nodes stores on one new database file, as that many
+// processes would, closed at the end of t. Their writes wait for each
+// other's (BEGIN IMMEDIATE): the busy timeout is long enough that a busy
+// machine does not turn such a wait into EUnavailable.
+func openNodes(t *testing.T, nodes int) []sundial.Store {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sundial.db")
+	var stores []sundial.Store
+	for range nodes {
+		s, err := Open(t.Context(), path, Options{BusyTimeout: time.Minute})
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(func() {
+			if err := s.Close(); err != nil {
+				t.Errorf("Close: %v", err)
+			}
+		})
+		stores = append(stores, s)
+	}
+	return stores
 }
 
 func TestOpenExisting(t *testing.T) {
