@@ -81,6 +81,40 @@ func ValidRunStatus(s string) bool {
 	return false
 }
 
+// RunStatuses returns every run status, in the order of the state machine.
+// Stores render their status lists from it and the predicates below.
+func RunStatuses() []RunStatus {
+	return []RunStatus{RunScheduled, RunQueued, RunRunning, RunWaitingCallback, RunSuccess, RunFailed,
+		RunTimeout, RunFailedTimeout, RunCanceled, RunSkipped, RunInterrupted}
+}
+
+// Waiting reports whether a run in this status waits for admission: a
+// node may still admit it (RunAdmit) or take it over (RunClaim).
+func (s RunStatus) Waiting() bool { return s == RunScheduled || s == RunQueued }
+
+// Held reports whether a run in this status is in a node's hands, or about
+// to be: SCHEDULED, QUEUED or RUNNING (RunsOwned). A change of its task may
+// take it back (TakeBack).
+func (s RunStatus) Held() bool { return s.Waiting() || s == RunRunning }
+
+// Pending reports whether a run in this status holds back the later fires
+// of its task (AdmitState.Pending): an active or queued run. A SCHEDULED
+// run does too when it is due earlier.
+func (s RunStatus) Pending() bool { return s.Active() || s == RunQueued }
+
+// Effective reports whether a run in this status can be its task's last
+// effective run (AdmitState.LastEffective): one that was delivered, or is
+// being delivered. A fire not admitted yet (SCHEDULED, QUEUED) or skipped
+// is not.
+func (s RunStatus) Effective() bool {
+	return s != RunScheduled && s != RunQueued && s != RunSkipped && ValidRunStatus(string(s))
+}
+
+// CancelsAtOnce reports whether cancelling a run in this status ends it
+// CANCELED at once: it may become CANCELED and no delivery of it is in
+// flight. Any other unfinished run is flagged for its node (see Cancel).
+func (s RunStatus) CancelsAtOnce() bool { return CanTransition(s, RunCanceled) && !s.Active() }
+
 // SkipReason says why a fire was recorded as SKIPPED.
 type SkipReason string
 

@@ -330,9 +330,15 @@ type AdmitState struct {
 	// LastEffective is the task's latest run before this one that is not
 	// SCHEDULED, QUEUED or SKIPPED; nil if none.
 	LastEffective *Run
-	// SkipsSinceLast are the SKIPPED runs recorded after LastEffective.
+	// SkipsSinceLast are the SKIPPED runs recorded after LastEffective,
+	// oldest first, at most MaxSkipsSinceLast of them.
 	SkipsSinceLast []*Run
 }
+
+// MaxSkipsSinceLast caps AdmitState.SkipsSinceLast: the failure policy
+// looks for one skip recorded after the last effective run, so a long
+// history of skips is never read whole.
+const MaxSkipsSinceLast = 10
 
 // Admission is a policy decision for one run.
 type Admission struct {

@@ -1,0 +1,69 @@
+package sundial
+
+import "time"
+
+// RunChanges are the writes a rule decides for runs that a store read under
+// their locks (Release, Unplan, Redeliver, Cancel, TakeBack, ...), for the
+// store to make in the same transaction. The rule changed the runs it
+// lists in Update in place; the store writes them back as they are.
+type RunChanges struct {
+	// Delete are runs to delete: planned fires unplanned (see Rewind),
+	// fires taken back before they were sent.
+	Delete []*Run
+	// Update are runs to write back as the rule left them.
+	Update []*Run
+	// Attempts are deliveries that ended, to record.
+	Attempts []*Attempt
+	// Rewind holds, per task, the earliest fire among the runs deleted as
+	// unplanned: the task's NextFireTime moves back to it when that is
+	// earlier (Task.Rewind), so that the planner plans those fires again.
+	Rewind map[int64]time.Time
+	// Ends are tasks that end with a run (Task.End), each once.
+	Ends []TaskEnd
+}
+
+// TaskEnd ends a task with a run (Task.End): with Status, at At.
+type TaskEnd struct {
+	TaskID int64
+	Status TaskStatus
+	At     time.Time
+}
+
+// Empty reports whether c writes nothing.
+func (c *RunChanges) Empty() bool {
+	return len(c.Delete) == 0 && len(c.Update) == 0 && len(c.Attempts) == 0 && len(c.Rewind) == 0 && len(c.Ends) == 0
+}
+
+// DeleteIDs returns the IDs of the runs to delete, in order.
+func (c *RunChanges) DeleteIDs() []int64 {
+	ids := make([]int64, len(c.Delete))
+	for i, r := range c.Delete {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// unplan deletes the planned fire r and rewinds its task to it.
+func (c *RunChanges) unplan(r *Run) {
+	c.Delete = append(c.Delete, r)
+	if c.Rewind == nil {
+		c.Rewind = map[int64]time.Time{}
+	}
+	if at, ok := c.Rewind[r.TaskID]; !ok || r.ScheduledTime.Before(at) {
+		c.Rewind[r.TaskID] = r.ScheduledTime
+	}
+}
+
+// end ends task t with status at at if it is Endable, once: a later end of
+// the same task would find it ended.
+func (c *RunChanges) end(t *Task, status TaskStatus, at time.Time) {
+	if status == "" || t == nil || !t.Endable() {
+		return
+	}
+	for _, e := range c.Ends {
+		if e.TaskID == t.ID {
+			return
+		}
+	}
+	c.Ends = append(c.Ends, TaskEnd{TaskID: t.ID, Status: status, At: at})
+}
