@@ -102,7 +102,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		from := run.Status
 		d := decide(state)
 
-		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
+		if err := d.Check(id, from); err != nil {
 			return err
 		}
 		for _, cid := range d.Cancel {

@@ -444,7 +444,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 				if !f.FinishedAt.IsZero() {
 					finished = &f.FinishedAt
 				}
-				body, msg := bin(sqlrow.CutBody(f.ResponseBody)), text(f.Error)
+				body, msg := bin(sundial.CutResponseBody(f.ResponseBody)), text(f.Error)
 				status, runFinished := string(f.Status), sqlrow.NullMicros(finished)
 				if f.Retry {
 					status, runFinished = string(sundial.RunScheduled), sql.NullInt64{}

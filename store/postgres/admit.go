@@ -180,17 +180,12 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
 		from := state.Run.Status
 		d := decide(state)
-		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
+		if err := d.Check(id, from); err != nil {
 			return err
 		}
 		// A decision ends its task only with its run: SKIPPED, the one-off
 		// task's only fire not run.
-		complete := d.CompleteTask != "" && d.Status == sundial.RunSkipped
-		if complete {
-			if err := checkTaskEnd(d.CompleteTask); err != nil {
-				return err
-			}
-		}
+		complete := d.EndsTask() != ""
 		wb := &pgx.Batch{}
 		if cancel := slices.DeleteFunc(slices.Clone(d.Cancel), func(c int64) bool { return c == id }); len(cancel) > 0 {
 			wb.Queue(admitLockRunsSQL, append(slices.Clone(cancel), id))

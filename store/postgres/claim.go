@@ -528,7 +528,7 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 		)
 		_, err = pgx.ForEachRow(rows, []any{&id, &fence, &status, &cancel}, func() error {
 			i := at[id]
-			out[i] = sqlrow.SendVerdict(refs[i].Fence, fence, status, cancel)
+			out[i] = sundial.CheckSend(refs[i].Fence, &sundial.Run{Fence: fence, Status: sundial.RunStatus(status), CancelRequested: cancel})
 			return nil
 		})
 	}

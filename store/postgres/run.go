@@ -526,7 +526,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 			started = append(started, st)
 			finished = append(finished, fin)
 			httpStatus = append(httpStatus, int32(f.HTTPStatus))
-			body = append(body, []byte(sqlrow.CutBody(f.ResponseBody)))
+			body = append(body, []byte(sundial.CutResponseBody(f.ResponseBody)))
 			errText = append(errText, cleanText(f.Error))
 			updated = append(updated, upd)
 			if f.Retry {

@@ -13,18 +13,18 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
-const MaxSkipsSinceLast = 10
-
-const (
+var (
+	// admitRunSQL reads the run if it still waits for admission
+	// (sundial.RunStatus.Waiting) under its fence.
 	admitRunSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-		WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED')`
+		WHERE id = ? AND fence = ? AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Waiting)
 	admitTaskSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id = ? AND deleted = 0`
 
-	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
-	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
+	// Pending (sundial.RunStatus.Pending): every other active or QUEUED
+	// run of the task, and the SCHEDULED ones before this run by
+	// (scheduled_at, id).
 	admitPendingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-		WHERE task_id = ?1 AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> ?2
+		WHERE task_id = ?1 AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Pending) + ` AND id <> ?2
 		UNION ALL
 		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ?1 AND status = 'SCHEDULED' AND scheduled_at <= ?3
@@ -40,34 +40,26 @@ const (
 )
 
 // admitLastSQL finds LastEffective: the latest run (by scheduled_at, id)
-// other than this one whose status is not SCHEDULED, QUEUED or SKIPPED. It
-// probes the index once per effective status instead of walking back over
-// the SCHEDULED runs planned ahead and the history of skips.
+// other than this one whose status is effective (sundial.RunStatus.Effective).
+// It probes the index once per effective status instead of walking back
+// over the SCHEDULED runs planned ahead and the history of skips.
 var admitLastSQL = func() string {
 	var probes []string
-	for _, st := range []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback, sundial.RunSuccess,
-		sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunInterrupted} {
-		probes = append(probes, `SELECT id FROM (SELECT id FROM runs WHERE task_id = ?1 AND status = '`+string(st)+
-			`' AND id <> ?2 ORDER BY scheduled_at DESC, id DESC LIMIT 1)`)
+	for _, st := range sundial.RunStatuses() {
+		if st.Effective() {
+			probes = append(probes, `SELECT id FROM (SELECT id FROM runs WHERE task_id = ?1 AND status = '`+string(st)+
+				`' AND id <> ?2 ORDER BY scheduled_at DESC, id DESC LIMIT 1)`)
+		}
 	}
 	return `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id IN (` + strings.Join(probes, "\n\t\tUNION ALL ") + `)
 		ORDER BY scheduled_at DESC, id DESC LIMIT 1`
 }()
 
-var (
-	admitRunningSQL = `UPDATE runs
-		SET status = 'RUNNING', attempt = ?1, started_at = ?2, deliveries = deliveries + 1,
-			trace_id = ?3, updated_at = ?2, ` + sqlrow.StartClears("") + `
-		WHERE id = ?4 RETURNING ` + sqlrow.RunCols
-	admitQueuedSQL = `UPDATE runs SET status = 'QUEUED', attempt = ?1, updated_at = ?2
-		WHERE id = ?3 RETURNING ` + sqlrow.RunCols
-	admitSkippedSQL = `UPDATE runs
-		SET status = 'SKIPPED', skip_reason = ?1, attempt = ?2, finished_at = ?3, updated_at = ?3
-		WHERE id = ?4 RETURNING ` + sqlrow.RunCols
-)
-
 // RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
-// in one write transaction (which holds every task's lock).
+// in one write transaction (which holds every task's lock): it reads the
+// run, its task and what the policies look at, calls decide, checks the
+// decision (sundial.Admission.Check), cancels the runs it cancels
+// (sundial.Cancel) and writes the run as the decision leaves it.
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -92,43 +84,43 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		if err != nil {
 			return err
 		}
-		from, taskID := run.Status, run.TaskID
+		from := run.Status
 		d := decide(state)
-
-		if err := sqlrow.CheckAdmission(id, from, d.Status); err != nil {
+		if err := d.Check(id, from); err != nil {
 			return err
 		}
+		// CANCEL_PREV: the runs to cancel first, as RunCancel does.
+		var c sundial.RunChanges
 		for _, cid := range d.Cancel {
 			if cid == id {
 				continue
 			}
-			c, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, cid))
+			prev, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, cid))
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // gone: nothing left to cancel
 			}
 			if err != nil {
 				return err
 			}
-			if c.TaskID != taskID || c.Status.Final() {
+			if prev.TaskID != task.ID || prev.Status.Final() {
 				continue
 			}
-			if _, err := cancelRun(ctx, tx, c, now); err != nil {
+			pc, err := sundial.Cancel(task, prev, now)
+			if err != nil {
 				return err
 			}
+			c.Update, c.Ends = append(c.Update, pc.Update...), append(c.Ends, pc.Ends...)
 		}
-		switch d.Status {
-		case sundial.RunRunning:
-			out, err = sqlrow.ScanRun(st(s.st.admitRunning).QueryRowContext(ctx, d.Attempt, sqlrow.Micros(now), d.TraceID, id))
-		case sundial.RunQueued:
-			out, err = sqlrow.ScanRun(st(s.st.admitQueued).QueryRowContext(ctx, d.Attempt, sqlrow.Micros(now), id))
-		case sundial.RunSkipped:
-			out, err = sqlrow.ScanRun(st(s.st.admitSkipped).QueryRowContext(ctx, string(d.SkipReason), d.Attempt, sqlrow.Micros(now), id))
-			if err == nil && d.CompleteTask != "" {
-				// A one-off task whose only fire is skipped ends with it.
-				_, err = tx.ExecContext(ctx, completeTaskSQL, string(d.CompleteTask), sqlrow.Micros(now), id)
-			}
+		// The decision applies to a copy: decide may keep its state.
+		admitted := *run
+		d.Apply(&admitted, now)
+		c.Update = append(c.Update, &admitted)
+		if end := d.EndsTask(); end != "" {
+			// A one-off task whose only fire is skipped ends with it.
+			c.Ends = append(c.Ends, sundial.TaskEnd{TaskID: task.ID, Status: end, At: now})
 		}
-		return err
+		out = &admitted
+		return s.apply(ctx, tx, c)
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "admit run %d", id)
@@ -138,32 +130,23 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 
 // admitState reads what the policies look at, inside the write transaction.
 func (s *Store) admitState(ctx context.Context, st func(*sql.Stmt) *sql.Stmt, task *sundial.Task, run *sundial.Run) (sundial.AdmitState, error) {
-	state := sundial.AdmitState{Task: task, Run: run}
-	var err error
-	state.Pending, err = sqlrow.ScanRuns(st(s.st.admitPending).QueryContext(ctx, run.TaskID, run.ID, sqlrow.Micros(run.ScheduledTime)))
+	pending, err := sqlrow.ScanRuns(st(s.st.admitPending).QueryContext(ctx, run.TaskID, run.ID, sqlrow.Micros(run.ScheduledTime)))
 	if err != nil {
-		return state, fmt.Errorf("read pending runs: %w", err)
-	}
-	for _, p := range state.Pending {
-		switch {
-		case p.Status.Active():
-			state.Active++
-		case p.Status == sundial.RunQueued:
-			state.Queued++
-		}
+		return sundial.AdmitState{}, fmt.Errorf("read pending runs: %w", err)
 	}
 	last, err := sqlrow.ScanRuns(st(s.st.admitLast).QueryContext(ctx, run.TaskID, run.ID))
 	if err != nil {
-		return state, fmt.Errorf("read last effective run: %w", err)
+		return sundial.AdmitState{}, fmt.Errorf("read last effective run: %w", err)
 	}
+	var lastRun *sundial.Run
 	afterAt, afterID := int64(math.MinInt64), int64(0)
 	if len(last) > 0 {
-		state.LastEffective = last[0]
-		afterAt, afterID = sqlrow.Micros(last[0].ScheduledTime), last[0].ID
+		lastRun = last[0]
+		afterAt, afterID = sqlrow.Micros(lastRun.ScheduledTime), lastRun.ID
 	}
-	state.SkipsSinceLast, err = sqlrow.ScanRuns(st(s.st.admitSkips).QueryContext(ctx, run.TaskID, afterAt, afterID, MaxSkipsSinceLast))
+	skips, err := sqlrow.ScanRuns(st(s.st.admitSkips).QueryContext(ctx, run.TaskID, afterAt, afterID, sundial.MaxSkipsSinceLast))
 	if err != nil {
-		return state, fmt.Errorf("read skips: %w", err)
+		return sundial.AdmitState{}, fmt.Errorf("read skips: %w", err)
 	}
-	return state, nil
+	return sundial.AdmitStateOf(task, run, pending, lastRun, skips), nil
 }

@@ -14,16 +14,10 @@ import (
 // ASYNC runs: callbacks, progress reports and callback deadlines; and the
 // cluster-wide settings.
 
-// completeStatuses are the outcomes a callback (or its deadline, or a
-// cancellation) may give a run.
-var completeStatuses = map[sundial.RunStatus]bool{
-	sundial.RunSuccess: true, sundial.RunFailed: true, sundial.RunFailedTimeout: true, sundial.RunCanceled: true,
-}
-
-// activeRun reads run id inside tx for a report of the delivery with the
-// given fence (a callback, a progress report) and refuses one the run no
-// longer takes: ENotFound, then EConflict on the fence, then on the status.
-func activeRun(ctx context.Context, tx *sql.Tx, id, fence int64) (*sundial.Run, error) {
+// reporting reads run id inside tx for a report of the delivery under
+// fence (a callback, a progress report), and refuses one the run does not
+// take (sundial.Run.CheckReport).
+func reporting(ctx context.Context, tx *sql.Tx, id, fence int64) (*sundial.Run, error) {
 	r, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, sqlrow.NotFound("", "run %d not found", id)
@@ -31,78 +25,43 @@ func activeRun(ctx context.Context, tx *sql.Tx, id, fence int64) (*sundial.Run, 
 	if err != nil {
 		return nil, err
 	}
-	if r.Fence != fence {
-		return nil, sqlrow.Conflict("fence",
-			"run %d was delivered again since: this callback is from a superseded delivery", id)
-	}
-	if !r.Status.Active() {
-		if r.Status.Final() {
-			return nil, sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
-		}
-		return nil, sqlrow.Conflict("status", "run %d is %s, not running or waiting for a callback", id, r.Status)
-	}
-	return r, nil
+	return r, r.CheckReport(fence)
 }
 
+// latestAttemptSQL gives a callback's outcome to the run's latest attempt:
+// its call's, recorded WAITING_CALLBACK.
+const latestAttemptSQL = `UPDATE run_attempts SET status = ?1, error = ?2, finished_at = ?3
+	WHERE id = (SELECT id FROM run_attempts WHERE run_id = ?4 ORDER BY id DESC LIMIT 1)`
+
 // RunComplete ends a RUNNING or WAITING_CALLBACK run with a callback's
-// outcome, or sends it back to SCHEDULED for a retry.
+// outcome, or sends it back to SCHEDULED for a retry, as
+// sundial.RunCompletion.Apply decides.
 func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
-	if !completeStatuses[c.Status] {
-		return nil, sundial.Errorf(sundial.EInvalid, "status",
-			"run %d cannot be completed as %q: give SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED", c.ID, c.Status)
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
-	finished := c.FinishedAt
-	if finished.IsZero() {
-		finished = s.clock()
-	}
-	fin := sqlrow.Micros(finished)
+	now := sqlrow.Norm(s.clock())
+	c.FinishedAt, c.DueAt = sqlrow.NormZero(c.FinishedAt), sqlrow.NormZero(c.DueAt)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		r, err := activeRun(ctx, tx, c.ID, c.Fence)
+		r, err := reporting(ctx, tx, c.ID, c.Fence)
 		if err != nil {
 			return err
 		}
-		if r.Status == sundial.RunRunning {
-			// The callback came before the call's answer was recorded: the
-			// delivery ends here, with no answer of its own.
-			_, err = tx.ExecContext(ctx, `INSERT INTO run_attempts
-				(run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
-				VALUES (?, ?, ?, ?, 0, ?, '', ?, ?)`,
-				r.ID, r.Deliveries, r.NodeID, string(c.Status), c.Error, sqlrow.NullMicros(r.StartedAt), fin)
-		} else {
-			// The delivery was recorded WAITING_CALLBACK: its attempt takes
-			// the outcome.
-			_, err = tx.ExecContext(ctx, `UPDATE run_attempts SET status = ?1, error = ?2, finished_at = ?3
-				WHERE id = (SELECT id FROM run_attempts WHERE run_id = ?4 ORDER BY id DESC LIMIT 1)`,
-				string(c.Status), c.Error, fin, r.ID)
-		}
-		if err != nil {
-			return err
-		}
-		if c.Retry {
-			var due *time.Time
-			if !c.DueAt.IsZero() {
-				due = &c.DueAt
-			}
-			out, err = sqlrow.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs
-				SET status = 'SCHEDULED', node_id = '', due_at = COALESCE(?1, due_at), error = ?2,
-					result_json = ?3, message = ?6, finished_at = NULL, updated_at = ?4
-				WHERE id = ?5 RETURNING `+sqlrow.RunCols,
-				sqlrow.NullMicros(due), c.Error, sqlrow.NullJSON(c.Result), fin, r.ID, c.Message))
-		} else {
-			out, err = sqlrow.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs
-				SET status = ?1, finished_at = ?2, error = ?3, result_json = ?4, message = ?6, updated_at = ?2
-				WHERE id = ?5 RETURNING `+sqlrow.RunCols,
-				string(c.Status), fin, c.Error, sqlrow.NullJSON(c.Result), r.ID, c.Message))
-		}
-		if err != nil {
+		a, fresh := c.Apply(r, now)
+		ch := sundial.RunChanges{Update: []*sundial.Run{r}}
+		if fresh {
+			ch.Attempts = []*sundial.Attempt{a}
+		} else if _, err := tx.ExecContext(ctx, latestAttemptSQL, string(a.Status), a.Error,
+			sqlrow.Micros(a.FinishedAt), r.ID); err != nil {
 			return err
 		}
 		if c.CompleteTask != "" {
-			_, err = tx.ExecContext(ctx, completeTaskSQL, string(c.CompleteTask), fin, r.ID)
+			ch.Ends = []sundial.TaskEnd{{TaskID: r.TaskID, Status: c.CompleteTask, At: a.FinishedAt}}
 		}
-		return err
+		out = r
+		return s.apply(ctx, tx, ch)
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "complete run %d", c.ID)
@@ -111,31 +70,24 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *su
 }
 
 // RunProgress saves a RUNNING or WAITING_CALLBACK run's progress and
-// checkpoint (nil keeps the saved one) and moves a callback deadline later.
+// checkpoint and moves a callback deadline later, as
+// sundial.RunProgress.Apply decides.
 func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now := p.Now
 	if now.IsZero() {
 		now = s.clock()
 	}
-	var due *time.Time
-	if !p.DueAt.IsZero() {
-		due = &p.DueAt
-	}
+	now, p.DueAt = sqlrow.Norm(now), sqlrow.NormZero(p.DueAt)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := activeRun(ctx, tx, p.ID, p.Fence); err != nil {
+		r, err := reporting(ctx, tx, p.ID, p.Fence)
+		if err != nil {
 			return err
 		}
-		// A NULL deadline compares to nothing: due_at stays.
-		var err error
-		out, err = sqlrow.ScanRun(tx.QueryRowContext(ctx, `UPDATE runs
-			SET progress_json = COALESCE(?1, progress_json), checkpoint_json = COALESCE(?2, checkpoint_json),
-				due_at = CASE WHEN status = 'WAITING_CALLBACK' AND ?3 > due_at THEN ?3 ELSE due_at END,
-				updated_at = ?4
-			WHERE id = ?5 RETURNING `+sqlrow.RunCols,
-			sqlrow.NullJSON(p.Progress), sqlrow.NullJSON(p.Checkpoint), sqlrow.NullMicros(due), sqlrow.Micros(now), p.ID))
-		return err
+		p.Apply(r, now)
+		out = r
+		return s.apply(ctx, tx, sundial.RunChanges{Update: []*sundial.Run{r}})
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "save progress of run %d", p.ID)

@@ -28,7 +28,10 @@ var (
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
 	// claimDueSQL gives node ?1 the runs due by ?3, up to ?4 of them, at
 	// ?2 (its clock), starts those that ClaimStart (?5 By, ?6 FreshAfter)
-	// selects, and returns them (in no order). c.starts is that selection.
+	// selects, and returns them (in no order). It is RunClaimDue on a hot
+	// path, one statement: its selection is sundial.Run.Unclaimed, c.starts
+	// is sundial.ClaimStart.Starts and its SET ClaimStart.Claim, which the
+	// conformance suite holds it to (ClaimRule).
 	claimDueSQL = `UPDATE runs SET node_id = ?1, fence = fence + 1, updated_at = ?2,
 			status = CASE WHEN c.starts THEN 'RUNNING' ELSE status END,
 			attempt = CASE WHEN c.starts THEN max(attempt, 1) ELSE attempt END,
@@ -88,33 +91,37 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 }
 
 // RunClaim takes over the given SCHEDULED or QUEUED runs whose fence still
-// matches.
+// matches (sundial.RunRef.Claimable).
 func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
+	if len(refs) == 0 {
+		return nil, nil, nil
+	}
 	var (
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		var ids []int64
+		found, err := runsByID(ctx, tx, refIDs(refs))
+		if err != nil {
+			return err
+		}
+		now := sqlrow.Norm(s.clock())
+		var c sundial.RunChanges
 		for _, ref := range refs {
-			res, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = ?, fence = fence + 1, updated_at = ?
-				WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED')`,
-				nodeID, sqlrow.Micros(s.clock()), ref.ID, ref.Fence)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n == 1 {
-				ids = append(ids, ref.ID)
+			if r := found[ref.ID]; r != nil && ref.Claimable(r) {
+				r.ClaimFor(nodeID, now)
+				c.Update = append(c.Update, r)
 			}
 		}
-		if len(ids) == 0 {
+		if len(c.Update) == 0 {
 			return nil
 		}
-		var err error
-		runs, tasks, err = runsAndTasks(ctx, tx, ids)
+		if err := s.apply(ctx, tx, c); err != nil {
+			return err
+		}
+		runs = c.Update
+		tasks, err = tasksOf(ctx, tx, runs)
 		return err
 	})
 	if err != nil {
@@ -123,46 +130,32 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	return runs, tasks, nil
 }
 
-// RunUnplan deletes SCHEDULED runs held by nodeID and rewinds their tasks;
-// runs delivered before are handed back to no node instead.
+// RunUnplan gives up SCHEDULED runs held by nodeID, as sundial.Unplan
+// decides: planned fires are deleted and their tasks rewound, runs
+// delivered before handed back to no node.
 func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
 	defer s.classify(&err)
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		earliest := map[int64]int64{}
-		for _, ref := range refs {
-			var task, at int64
-			err := tx.QueryRowContext(ctx, `DELETE FROM runs
-				WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
-					AND deliveries = 0
-				RETURNING task_id, scheduled_at`, ref.ID, ref.Fence, nodeID).Scan(&task, &at)
-			if err == sql.ErrNoRows {
-				// A retry or a redelivery is no planner's to make again.
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = '', updated_at = ?
-					WHERE id = ? AND fence = ? AND node_id = ? AND status = 'SCHEDULED' AND deliveries > 0`,
-					sqlrow.Micros(s.clock()), ref.ID, ref.Fence, nodeID); err != nil {
-					return err
-				}
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if cur, ok := earliest[task]; !ok || at < cur {
-				earliest[task] = at
-			}
+		found, err := runsByID(ctx, tx, refIDs(refs))
+		if err != nil {
+			return err
 		}
-		for task, at := range earliest {
-			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET next_fire_at = min(COALESCE(next_fire_at, ?1), ?1)
-				WHERE id = ?2`, at, task); err != nil {
-				return err
-			}
-		}
-		return nil
+		return s.apply(ctx, tx, sundial.Unplan(found, nodeID, refs, sqlrow.Norm(s.clock())))
 	})
 	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
 }
 
-// missedSQL reads the planned fires due before ?1 that no node holds
+// refIDs returns the IDs refs name.
+func refIDs(refs []sundial.RunRef) []int64 {
+	ids := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// missedSQL reads the planned fires (sundial.Run.Missable) due before ?1
+// that no node holds
 // (through runs_unclaimed, in its order) and those a node holds (few:
 // claimed a moment before their instant), up to ?2 of each.
 const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY runs_unclaimed
@@ -198,27 +191,9 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 		if err != nil {
 			return err
 		}
-		earliest := map[int64]int64{}
-		for _, r := range runs {
-			if !missed(r, tasks[r.TaskID]) {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id = ?`, r.ID); err != nil {
-				return err
-			}
-			deleted++
-			at := sqlrow.Micros(r.ScheduledTime)
-			if cur, ok := earliest[r.TaskID]; !ok || at < cur {
-				earliest[r.TaskID] = at
-			}
-		}
-		for task, at := range earliest {
-			if _, err := tx.ExecContext(ctx, `UPDATE tasks SET next_fire_at = min(COALESCE(next_fire_at, ?1), ?1)
-				WHERE id = ?2`, at, task); err != nil {
-				return err
-			}
-		}
-		return nil
+		c := sundial.UnplanMissed(runs, tasks, before, missed)
+		deleted = len(c.Delete)
+		return s.apply(ctx, tx, c)
 	})
 	if err != nil {
 		return 0, 0, sqlrow.Wrap(err, "unplan missed fires")
@@ -226,84 +201,42 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 	return looked, deleted, nil
 }
 
+// redeliverSQL reads the oldest INTERRUPTED runs: the refused ones fail,
+// and so do not hold back those after them for long.
+const redeliverSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE status = 'INTERRUPTED'
+	ORDER BY scheduled_at, id LIMIT ?`
+
 // RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
-// that cannot be delivered again.
+// that cannot be delivered again, as sundial.Redeliver decides, among the
+// oldest (up to four times limit, at most 1,000).
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
+	now = sqlrow.Norm(now)
 	var (
 		runs  []*sundial.Run
 		tasks map[int64]*sundial.Task
 	)
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT r.id, r.task_id, r.trigger_type, r.deliveries, r.error, t.deleted,
-				r.cancel_requested FROM runs r
-			JOIN tasks t ON t.id = r.task_id
-			WHERE r.status = 'INTERRUPTED' ORDER BY r.scheduled_at, r.id LIMIT ?`, sqlrow.ClampLimit(limit*4))
+		cands, err := sqlrow.ScanRuns(tx.QueryContext(ctx, redeliverSQL, sqlrow.ClampLimit(limit*4)))
+		if err != nil || len(cands) == 0 {
+			return err
+		}
+		all, deleted, err := tasksOfDeleted(ctx, tx, cands)
 		if err != nil {
 			return err
 		}
-		type cand struct {
-			id, task, deliveries int64
-			trigger, reason      string
-			deleted              bool
-			canceled             bool
-		}
-		var cands []cand
-		for rows.Next() {
-			var c cand
-			if err := rows.Scan(&c.id, &c.task, &c.trigger, &c.deliveries, &c.reason, &c.deleted, &c.canceled); err != nil {
-				rows.Close()
-				return err
-			}
-			cands = append(cands, c)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+		again, c := sundial.Redeliver(cands, all, deleted, nodeID, maxDeliveries, limit, now)
+		if err := s.apply(ctx, tx, c); err != nil {
 			return err
 		}
-		var ids []int64
-		for _, c := range cands {
-			var why string
-			switch {
-			case c.deleted:
-				why = "its task was deleted"
-			case c.canceled:
-				why = "its cancellation was requested"
-			case c.deliveries >= int64(maxDeliveries):
-				why = fmt.Sprintf("no delivery left (%d of %d made)", c.deliveries, maxDeliveries)
-			}
-			if why != "" {
-				if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'FAILED', error = ?1,
-					finished_at = ?2, updated_at = ?2 WHERE id = ?3`,
-					strings.TrimPrefix(c.reason+"; "+why, "; "), sqlrow.Micros(now), c.id); err != nil {
-					return err
-				}
-				// A one-off task's only fire has failed for good.
-				if c.trigger == string(sundial.TriggerSchedule) {
-					if _, err := tx.ExecContext(ctx, failOneOffSQL, sqlrow.Micros(now), c.task); err != nil {
-						return err
-					}
-				}
-				continue
-			}
-			if len(ids) == limit {
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SCHEDULED', node_id = ?1,
-				fence = fence + 1, finished_at = NULL, updated_at = ?2, due_at = ?2 WHERE id = ?3`,
-				nodeID, sqlrow.Micros(now), c.id); err != nil {
-				return err
-			}
-			ids = append(ids, c.id)
+		runs, tasks = again, map[int64]*sundial.Task{}
+		for _, r := range again {
+			tasks[r.TaskID] = all[r.TaskID]
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		runs, tasks, err = runsAndTasks(ctx, tx, ids)
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, nil, sqlrow.Wrap(err, "redeliver interrupted runs for node %s", nodeID)
@@ -329,7 +262,7 @@ func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
 	defer s.classify(&err)
 	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs
-		WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = ? AND cancel_requested = 1`, nodeID)
+		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Active)+` AND node_id = ? AND cancel_requested = 1`, nodeID)
 	if err != nil {
 		return nil, fmt.Errorf("find runs to cancel: %w", err)
 	}
@@ -353,7 +286,7 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 		ids[i] = r.ID
 	}
 	out := make([]sundial.SendCheck, len(refs))
-	rows, err := s.r.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
+	rows, err := s.r.QueryContext(ctx, `SELECT `+sqlrow.SendCheckCols+` FROM runs
 		WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(ids))
 	if err == nil {
 		err = sqlrow.SendChecks(rows, refs, out)
@@ -362,27 +295,6 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 		return nil, fmt.Errorf("check runs to send: %w", err)
 	}
 	return out, nil
-}
-
-// runsAndTasks loads runs by ID, in the given order, and their tasks.
-func runsAndTasks(ctx context.Context, tx *sql.Tx, ids []int64) ([]*sundial.Run, map[int64]*sundial.Task, error) {
-	got, err := sqlrow.ScanRuns(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE id IN (SELECT value FROM json_each(?))`, jsonIDs(ids)))
-	if err != nil {
-		return nil, nil, err
-	}
-	byID := make(map[int64]*sundial.Run, len(got))
-	for _, r := range got {
-		byID[r.ID] = r
-	}
-	runs := make([]*sundial.Run, 0, len(ids))
-	for _, id := range ids {
-		if r := byID[id]; r != nil {
-			runs = append(runs, r)
-		}
-	}
-	tasks, err := tasksOf(ctx, tx, runs)
-	return runs, tasks, err
 }
 
 // querier is a *sql.DB or a *sql.Tx.

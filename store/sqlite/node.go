@@ -94,6 +94,7 @@ func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
 // does, and returns their IDs in order.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	var dead []string
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		dead = dead[:0]
@@ -120,7 +121,7 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 				return err
 			}
 			reason := fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter)
-			if err := release(ctx, tx, id, reason, now); err != nil {
+			if err := s.release(ctx, tx, id, reason, now); err != nil {
 				return err
 			}
 		}

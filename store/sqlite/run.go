@@ -91,6 +91,9 @@ func runListSQL(f sundial.RunFilter) (string, []any) {
 	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ?`, append(args, sqlrow.ClampLimit(f.Limit))
 }
 
+// runStartSQL is RunStart on a hot path, in one statement per run: its
+// condition is sundial.RunStart.Applies and its SET sundial.RunStart.Apply,
+// which the conformance suite holds it to (StartRule).
 var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = ?1, started_at = ?2, trace_id = ?3,
 		deliveries = deliveries + 1, updated_at = ?2, ` + sqlrow.StartClears("") + `
@@ -126,27 +129,26 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bo
 }
 
 // finishFrom lists, for each status RunFinish may record, the active
-// statuses it may be reached from. Any other target is refused.
+// statuses it may be reached from (sundial.FinishFrom), twice when there
+// is one, for runFinishSQL's two markers.
 var finishFrom = func() map[sundial.RunStatus][2]string {
 	m := map[sundial.RunStatus][2]string{}
-	for _, to := range []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
-		sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunWaitingCallback, sundial.RunInterrupted} {
-		var from []string
-		for _, f := range []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback} {
-			if sundial.CanTransition(f, to) {
-				from = append(from, string(f))
-			}
-		}
-		switch len(from) {
+	for _, to := range sundial.RunStatuses() {
+		switch from := sundial.FinishFrom(to); len(from) {
 		case 1:
-			m[to] = [2]string{from[0], from[0]}
+			m[to] = [2]string{string(from[0]), string(from[0])}
 		case 2:
-			m[to] = [2]string{from[0], from[1]}
+			m[to] = [2]string{string(from[0]), string(from[1])}
 		}
 	}
 	return m
 }()
 
+// runFinishSQL, runRetrySQL and completeTaskSQL are RunFinish on a hot
+// path: sundial.RunFinish.Apply (its condition RunFinish.Applies), and
+// Task.End for the run's task, in SQL, so that a batch of outcomes costs one
+// UPDATE per run and one INSERT of attempts. The conformance suite holds
+// them to the rule (FinishRule).
 const runFinishSQL = `UPDATE runs
 	SET status = ?1, started_at = COALESCE(?2, started_at), finished_at = ?3, http_status = ?4,
 		response_body = ?5, error = ?6, updated_at = ?7, due_at = COALESCE(?12, due_at)
@@ -177,8 +179,8 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 		return ok, nil
 	}
 	for _, f := range finishes {
-		if _, legal := finishFrom[f.Status]; !legal {
-			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		if err := f.Check(); err != nil {
+			return nil, err
 		}
 	}
 	now := s.clock()
@@ -202,7 +204,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 			}
 			apply := func(a, b string) (bool, error) {
 				res, err := stmt.ExecContext(ctx, string(f.Status), sqlrow.NullMicros(started), sqlrow.NullMicros(finished),
-					f.HTTPStatus, sqlrow.CutBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, a, b,
+					f.HTTPStatus, sundial.CutResponseBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, a, b,
 					sqlrow.NullMicros(due))
 				if err != nil {
 					return false, err
@@ -266,11 +268,12 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 	return ok, nil
 }
 
-// RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
-// WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
-// run is EConflict.
+// RunCancel cancels a run (sundial.Cancel): SCHEDULED and QUEUED ones at
+// once, RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
+// CancelRequested. A final run is EConflict.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		r, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
@@ -280,38 +283,19 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 		if err != nil {
 			return err
 		}
-		if r.Status.Final() {
-			return sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
+		tasks, err := tasksOf(ctx, tx, []*sundial.Run{r})
+		if err != nil {
+			return err
 		}
-		out, err = cancelRun(ctx, tx, r, now)
-		return err
+		c, err := sundial.Cancel(tasks[r.TaskID], r, now)
+		if err != nil {
+			return err
+		}
+		out = r
+		return s.apply(ctx, tx, c)
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "cancel run %d", id)
-	}
-	return out, nil
-}
-
-// failOneOffSQL fails the one-off task whose scheduled run ?3 will not run:
-// the task has no other fire to wait for.
-const failOneOffSQL = `UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = ?1
-	WHERE id = ?2 AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`
-
-// cancelRun cancels the unfinished run r inside tx and returns it updated.
-// A one-off task whose scheduled run is cancelled at once becomes FAILED.
-func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time) (*sundial.Run, error) {
-	q := `UPDATE runs SET cancel_requested = 1, updated_at = ?1 WHERE id = ?2 RETURNING ` + sqlrow.RunCols
-	atOnce := sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active()
-	if atOnce {
-		q = `UPDATE runs SET status = 'CANCELED', finished_at = ?1, updated_at = ?1
-			WHERE id = ?2 RETURNING ` + sqlrow.RunCols
-	}
-	out, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, q, sqlrow.Micros(now), r.ID))
-	if err != nil || !atOnce || r.Trigger != sundial.TriggerSchedule {
-		return out, err
-	}
-	if _, err := tx.ExecContext(ctx, failOneOffSQL, sqlrow.Micros(now), r.TaskID); err != nil {
-		return nil, err
 	}
 	return out, nil
 }
@@ -331,13 +315,17 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run
 	return r, nil
 }
 
+// runsOwnedSQL reads a node's Held runs (sundial.RunStatus.Held), by
+// scheduled time.
+var runsOwnedSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
+	WHERE status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + ` AND node_id = ?
+	ORDER BY scheduled_at, id`
+
 // RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
 // by scheduled time.
 func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
-	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
-		ORDER BY scheduled_at, id`, nodeID))
+	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, runsOwnedSQL, nodeID))
 	if err != nil {
 		return nil, fmt.Errorf("list runs of node %s: %w", nodeID, err)
 	}
@@ -347,76 +335,22 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run,
 // RunRelease gives up nodeID's runs on shutdown.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
-	err = s.write(ctx, func(tx *sql.Tx) error { return release(ctx, tx, nodeID, reason, now) })
+	now = sqlrow.Norm(now)
+	err = s.write(ctx, func(tx *sql.Tx) error { return s.release(ctx, tx, nodeID, reason, now) })
 	return sqlrow.Wrap(err, "release runs of node %s", nodeID)
 }
 
-// release gives up nodeID's runs inside tx:
-//   - planned SCHEDULED runs never delivered are deleted and their tasks'
-//     next_fire_at rewound to the earliest of them, so that a planner plans
-//     them again;
-//   - SCHEDULED runs delivered before are handed back to no node;
-//   - MANUAL SCHEDULED runs, which no planner would make again, are recorded
-//     as SKIPPED (MISFIRE) with the reason;
-//   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
-//     late write from the old owner is refused.
-//
-// QUEUED runs stay: the queue is the task's, drained by whichever node frees
-// a slot (RunQueuedNext).
-func release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Time) error {
-	rows, err := tx.QueryContext(ctx, `SELECT task_id, MIN(scheduled_at) FROM runs
-		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' AND deliveries = 0
-		GROUP BY task_id`, nodeID)
+// release gives up nodeID's runs inside tx, as sundial.Release decides:
+// planned fires are deleted and their tasks rewound, runs delivered before
+// handed back, manual ones skipped (MISFIRE), running ones interrupted,
+// each with an INTERRUPTED attempt. QUEUED runs stay: the queue is the
+// task's, drained by whichever node frees a slot (RunQueuedNext).
+func (s *Store) release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Time) error {
+	runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, runsOwnedSQL, nodeID))
 	if err != nil {
 		return err
 	}
-	type rewind struct{ task, at int64 }
-	var rewinds []rewind
-	for rows.Next() {
-		var rw rewind
-		if err := rows.Scan(&rw.task, &rw.at); err != nil {
-			rows.Close()
-			return err
-		}
-		rewinds = append(rewinds, rw)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM runs
-		WHERE status = 'SCHEDULED' AND node_id = ? AND trigger_type <> 'MANUAL' AND deliveries = 0`, nodeID); err != nil {
-		return err
-	}
-	for _, rw := range rewinds {
-		if _, err := tx.ExecContext(ctx, `UPDATE tasks SET next_fire_at = min(COALESCE(next_fire_at, ?1), ?1)
-			WHERE id = ?2`, rw.at, rw.task); err != nil {
-			return err
-		}
-	}
-	// Runs delivered before (a retry, a redelivery) are fires no planner
-	// makes again: another node claims them as they are, when due.
-	if _, err := tx.ExecContext(ctx, `UPDATE runs SET node_id = '', updated_at = ?1
-		WHERE status = 'SCHEDULED' AND node_id = ?2 AND deliveries > 0`, sqlrow.Micros(now), nodeID); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE runs
-		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = ?1,
-			finished_at = ?2, updated_at = ?2
-		WHERE status = 'SCHEDULED' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID); err != nil {
-		return err
-	}
-	// Each call cut off is an attempt of its run.
-	if _, err := tx.ExecContext(ctx, `INSERT INTO run_attempts
-		(run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
-		SELECT id, deliveries, node_id, 'INTERRUPTED', 0, ?1, '', started_at, ?2
-		FROM runs WHERE status = 'RUNNING' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID); err != nil {
-		return err
-	}
-	_, err = tx.ExecContext(ctx, `UPDATE runs
-		SET status = 'INTERRUPTED', error = ?1, finished_at = ?2, updated_at = ?2, fence = fence + 1
-		WHERE status = 'RUNNING' AND node_id = ?3`, reason, sqlrow.Micros(now), nodeID)
-	return err
+	return s.apply(ctx, tx, sundial.Release(runs, reason, now))
 }
 
 // attemptFromRunSQL records the deliveries the runs whose IDs are in the
@@ -467,7 +401,7 @@ func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ in
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (
 			SELECT id FROM runs INDEXED BY runs_created
-			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')
+			WHERE created_at < ? AND status IN `+sqlrow.Statuses(sundial.RunStatus.Final)+`
 			ORDER BY created_at, id LIMIT ?)`, sqlrow.Micros(before), limit)
 		if err != nil {
 			return err

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
 // stmts are the hot statements, prepared once on the write connection.
@@ -12,8 +14,7 @@ import (
 type stmts struct {
 	runInsert, runStart, runFinish, planNext     *sql.Stmt
 	admitRun, admitTask, admitPending, admitLast *sql.Stmt
-	admitSkips, taskInsert                       *sql.Stmt
-	admitRunning, admitQueued, admitSkipped      *sql.Stmt
+	admitSkips, taskInsert, runUpdate            *sql.Stmt
 	runRetry, completeTask, claimDue, attempts   *sql.Stmt
 	all                                          []*sql.Stmt
 }
@@ -33,9 +34,7 @@ func prepare(ctx context.Context, db *sql.DB) (*stmts, error) {
 		{&st.admitPending, admitPendingSQL},
 		{&st.admitLast, admitLastSQL},
 		{&st.admitSkips, admitSkipsSQL},
-		{&st.admitRunning, admitRunningSQL},
-		{&st.admitQueued, admitQueuedSQL},
-		{&st.admitSkipped, admitSkippedSQL},
+		{&st.runUpdate, sqlrow.RunUpdateSQL},
 		{&st.taskInsert, taskInsertSQL},
 		{&st.runRetry, runRetrySQL},
 		{&st.completeTask, completeTaskSQL},

@@ -253,8 +253,14 @@ func taskListSQL(f sundial.TaskFilter) (string, []any) {
 	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + where.String() + ` ORDER BY id LIMIT ?`, args
 }
 
-// TaskUpdate replaces the task whose ID and Version match t and deletes its
-// planned (non-manual, never delivered) SCHEDULED runs.
+// taskRunsSQL reads the runs of a task that a change of it may take back
+// (sundial.RunStatus.Held), on the index runs_task_status.
+var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
+	WHERE task_id = ? AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + `
+	ORDER BY id`
+
+// TaskUpdate replaces the task whose ID and Version match t, and takes
+// back its runs as sundial.TakeBackOnUpdate decides.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
@@ -287,45 +293,12 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if err != nil {
 			return err
 		}
-		// Runs delivered before wait for a retry: they are fires already
-		// made, not plans, and stay, at the task's new priority, but go
-		// back to no node so that they are claimed with the new task.
-		cut := sqlrow.Micros(sundial.SendCutoff(now))
-		for _, q := range []struct {
-			sql  string
-			args []any
-		}{
-			{`DELETE FROM runs
-				WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, []any{t.ID}},
-			{takeBackFirstSQL, []any{t.ID, cut}},
-			{`UPDATE runs SET status = 'SCHEDULED', node_id = '', fence = fence + 1,
-					deliveries = deliveries - 1, updated_at = ?
-				WHERE task_id = ? AND status = 'RUNNING' AND started_at > ?`, []any{sqlrow.Micros(now), t.ID, cut}},
-			{`UPDATE runs SET node_id = '', fence = fence + 1, updated_at = ?
-				WHERE task_id = ? AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, []any{sqlrow.Micros(now), t.ID}},
-			{`UPDATE runs SET priority = ?
-				WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, []any{t.Priority, t.ID, t.Priority}},
-		} {
-			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
-				return err
-			}
-		}
-		if t.Status != sundial.TaskEnabled {
-			// A disabled task sends nothing more: its queued runs are
-			// skipped, recorded, and its runs waiting for another delivery
-			// (taken back above if committed) are cancelled.
-			if _, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'SKIPPED', skip_reason = ?1, error = ?2,
-					finished_at = ?3, updated_at = ?3
-				WHERE task_id = ?4 AND status = 'QUEUED'`,
-				string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now), t.ID); err != nil {
-				return err
-			}
-			_, err := tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', error = ?1, finished_at = ?2, updated_at = ?2
-				WHERE task_id = ?3 AND status = 'SCHEDULED' AND deliveries > 0`,
-				sundial.DisabledRetryError, sqlrow.Micros(now), t.ID)
+		// What the change takes back of the task's runs.
+		runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, taskRunsSQL, t.ID))
+		if err != nil {
 			return err
 		}
-		return nil
+		return s.apply(ctx, tx, sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now), now))
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "update task %d", t.ID)
@@ -338,19 +311,11 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// takeBackFirstSQL deletes a task's first deliveries committed RUNNING
-// ahead of an instant past the send cutoff: fires not yet sent, which the
-// node that holds them drops when it checks them (RunCheckSend).
-const takeBackFirstSQL = `DELETE FROM runs
-	WHERE task_id = ? AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > ?`
-
-// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-// delivered and its first deliveries committed ahead of an instant past the
-// send cutoff, and cancels its other SCHEDULED runs (waiting for a retry),
-// its QUEUED ones (nothing would ever admit them) and its other runs
-// committed ahead of such an instant.
+// TaskDelete marks the task deleted and takes back its runs as
+// sundial.TakeBackOnDelete decides.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
 			SET deleted = 1, deleted_at = ?1, updated_at = ?1, next_fire_at = NULL
@@ -363,20 +328,11 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err er
 		} else if n == 0 {
 			return sqlrow.NotFound("", "task %d not found", id)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0`, id); err != nil {
+		runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, taskRunsSQL, id))
+		if err != nil {
 			return err
 		}
-		cut := sqlrow.Micros(sundial.SendCutoff(now))
-		if _, err := tx.ExecContext(ctx, takeBackFirstSQL, id, cut); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE runs
-			SET status = 'CANCELED', error = 'task deleted', finished_at = ?1, updated_at = ?1,
-				deliveries = deliveries - (status = 'RUNNING')
-			WHERE task_id = ?2 AND (status IN ('SCHEDULED', 'QUEUED') OR status = 'RUNNING' AND started_at > ?3)`,
-			sqlrow.Micros(now), id, cut)
-		return err
+		return s.apply(ctx, tx, sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now), now))
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "delete task %d", id)

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sundialhq/sundial"
 )
@@ -131,7 +130,7 @@ func PrepareNew(r *sundial.Run, now time.Time) error {
 		f := r.CreatedAt
 		r.FinishedAt = &f
 	}
-	r.ResponseBody = CutBody(r.ResponseBody)
+	r.ResponseBody = sundial.CutResponseBody(r.ResponseBody)
 	r.ScheduledTime = Norm(r.ScheduledTime)
 	if r.DueAt.IsZero() {
 		r.DueAt = r.ScheduledTime
@@ -144,49 +143,13 @@ func PrepareNew(r *sundial.Run, now time.Time) error {
 	return nil
 }
 
-// CutBody keeps at most sundial.MaxResponseBody bytes of b, not splitting a
-// UTF-8 sequence.
-func CutBody(b string) string {
-	if len(b) <= sundial.MaxResponseBody {
-		return b
-	}
-	n := sundial.MaxResponseBody
-	for n > 0 && n > sundial.MaxResponseBody-utf8.UTFMax && !utf8.RuneStart(b[n]) {
-		n--
-	}
-	return b[:n]
-}
+// SendCheckCols are the columns of a run RunCheckSend reads for
+// sundial.CheckSend, in the order of SendChecks.
+const SendCheckCols = `id, fence, status, cancel_requested`
 
-// CheckAdmission refuses an admission decision that moves run id from
-// status from to an outcome other than RUNNING, QUEUED or SKIPPED, or by a
-// change the run's states do not allow. A QUEUED run that must keep
-// waiting stays QUEUED: no status change.
-func CheckAdmission(id int64, from, to sundial.RunStatus) error {
-	switch to {
-	case sundial.RunRunning, sundial.RunQueued, sundial.RunSkipped:
-	default:
-		return Conflict("status", "admission of run %d must be RUNNING, QUEUED or SKIPPED, not %q", id, to)
-	}
-	if !sundial.CanTransition(from, to) && !(from == sundial.RunQueued && to == sundial.RunQueued) {
-		return Conflict("status", "run %d cannot go from %s to %s", id, from, to)
-	}
-	return nil
-}
-
-// SendVerdict is RunCheckSend's verdict on a run expected at fence and
-// found at gotFence, in status, with cancel as its cancel_requested.
-func SendVerdict(fence, gotFence int64, status string, cancel bool) sundial.SendCheck {
-	switch {
-	case gotFence != fence || status != string(sundial.RunRunning):
-		return sundial.SendDrop
-	case cancel:
-		return sundial.SendCancel
-	}
-	return sundial.SendGo
-}
-
-// SendChecks reads rows of (id, fence, status, cancel_requested) into out,
-// the verdicts for refs: SendDrop for a run with no row. It closes rows.
+// SendChecks reads rows of SendCheckCols into out, the verdicts of
+// sundial.CheckSend for refs: SendDrop for a run with no row. It closes
+// rows.
 func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) error {
 	defer rows.Close()
 	at := make(map[int64]int, len(refs))
@@ -195,15 +158,15 @@ func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) 
 	}
 	for rows.Next() {
 		var (
-			id, fence int64
-			status    string
-			cancel    bool
+			r      sundial.Run
+			status string
 		)
-		if err := rows.Scan(&id, &fence, &status, &cancel); err != nil {
+		if err := rows.Scan(&r.ID, &r.Fence, &status, &r.CancelRequested); err != nil {
 			return err
 		}
-		if i, ok := at[id]; ok {
-			out[i] = SendVerdict(refs[i].Fence, fence, status, cancel)
+		r.Status = sundial.RunStatus(status)
+		if i, ok := at[r.ID]; ok {
+			out[i] = sundial.CheckSend(refs[i].Fence, &r)
 		}
 	}
 	return rows.Err()

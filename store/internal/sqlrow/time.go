@@ -16,6 +16,15 @@ func FromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
 // Norm is t as the database gives it back: UTC, microseconds.
 func Norm(t time.Time) time.Time { return FromMicros(Micros(t)) }
 
+// NormZero is Norm of t, or the zero time for the zero time (which
+// stands for none).
+func NormZero(t time.Time) time.Time {
+	if t.IsZero() {
+		return t
+	}
+	return Norm(t)
+}
+
 // NormPtr is Norm of *t, or nil.
 func NormPtr(t *time.Time) *time.Time {
 	if t == nil {

@@ -1,0 +1,82 @@
+package sqlrow
+
+import (
+	"strings"
+
+	"github.com/sundialhq/sundial"
+)
+
+// The writes of a rule's sundial.RunChanges, in the form the database/sql
+// adapters (SQLite, MySQL) share: runs written back, attempts recorded,
+// tasks rewound and ended. Each adapter makes them in the transaction that
+// read the runs under their locks; only how a batch is bound differs.
+
+// Statuses renders the run statuses for which keep holds as an SQL list of
+// literals, ('A', 'B'): the status lists of a statement come from the
+// domain's predicates (sundial.RunStatus), never written by hand.
+func Statuses(keep func(sundial.RunStatus) bool) string {
+	var q []string
+	for _, s := range sundial.RunStatuses() {
+		if keep(s) {
+			q = append(q, "'"+string(s)+"'")
+		}
+	}
+	return "(" + strings.Join(q, ", ") + ")"
+}
+
+// RunUpdateCols are the columns of a run that a rule may change, which
+// RunUpdateArgs gives and a write-back sets: all but the fire's identity
+// (task, fire key, trigger, scheduled time, idempotency key), its params,
+// its planner's mark and its creation time.
+var RunUpdateCols = []string{"status", "skip_reason", "missed_count", "attempt", "deliveries", "node_id", "fence",
+	"started_at", "finished_at", "http_status", "response_body", "error", "trace_id", "cancel_requested",
+	"updated_at", "due_at", "result_json", "progress_json", "checkpoint_json", "priority", "message"}
+
+// RunUpdateArgs are the values of RunUpdateCols for r, as database/sql
+// drivers take them.
+func RunUpdateArgs(r *sundial.Run) []any {
+	return []any{string(r.Status), string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
+		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error, r.TraceID,
+		r.CancelRequested, Micros(r.UpdatedAt), Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress),
+		NullJSON(r.Checkpoint), r.Priority, r.Message}
+}
+
+// RunUpdateSQL writes a run back as a rule left it: RunUpdateArgs, then its
+// ID.
+var RunUpdateSQL = `UPDATE runs SET ` + strings.Join(RunUpdateCols, " = ?, ") + ` = ? WHERE id = ?`
+
+// DeleteRunsSQL deletes n runs by ID: a rule's RunChanges.Delete, whose
+// rows the transaction holds.
+func DeleteRunsSQL(n int) string {
+	return `DELETE FROM runs WHERE id IN (` + Markers(Question, 1, n) + `)`
+}
+
+// AttemptCols are the columns of an attempt, in the order of AttemptArgs.
+const AttemptCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
+
+// AttemptInsertSQL records n attempts in one statement.
+func AttemptInsertSQL(n int) string {
+	one := "(" + Markers(Question, 1, 9) + ")"
+	return `INSERT INTO run_attempts (` + AttemptCols + `) VALUES ` + strings.TrimSuffix(strings.Repeat(one+", ", n), ", ")
+}
+
+// AttemptArgs appends the values of AttemptCols for a to args.
+func AttemptArgs(args []any, a *sundial.Attempt) []any {
+	return append(args, a.RunID, a.Delivery, a.NodeID, string(a.Status), a.HTTPStatus, a.Error, a.ResponseBody,
+		NullMicros(a.StartedAt), Micros(a.FinishedAt))
+}
+
+// TaskEndSQL ends a task with its run (sundial.Task.End): arguments the
+// status, the time, the task's ID. The status condition is Task.Endable
+// in SQL: RunFinish, a hot path, ends tasks without reading them, and a
+// task disabled meanwhile stays so (the conformance suite holds it to
+// that).
+const TaskEndSQL = `UPDATE tasks SET status = ?, version = version + 1, next_fire_at = NULL, updated_at = ?
+	WHERE id = ? AND status = 'ENABLED'`
+
+// TaskRewindSQL rewinds a task to a fire unplanned (sundial.Task.Rewind, in
+// SQL so that the task need not be read): arguments the fire's time,
+// twice, then the task's ID.
+const TaskRewindSQL = `UPDATE tasks
+	SET next_fire_at = CASE WHEN next_fire_at IS NULL OR next_fire_at > ? THEN ? ELSE next_fire_at END
+	WHERE id = ?`
