@@ -13,17 +13,14 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
-const MaxSkipsSinceLast = 10
-
 // The admission queries name their index: a task with a long history has
 // many runs under runs_task_scheduled, few under each (task_id, status).
-const (
-	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
-	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
-	// Arguments: task, run, task, at, at, run.
+var (
+	// Pending (sundial.RunStatus.Pending): every other active or QUEUED run
+	// of the task, and the SCHEDULED ones before this run by
+	// (scheduled_at, id). Arguments: task, run, task, at, at, run.
 	admitPendingSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
-		WHERE task_id = ? AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> ?)
+		WHERE task_id = ? AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Pending) + ` AND id <> ?)
 		UNION ALL
 		(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
 		WHERE task_id = ? AND status = 'SCHEDULED' AND scheduled_at <= ?
@@ -39,10 +36,16 @@ const (
 		LIMIT ?`
 )
 
-// lastStatuses are the effective statuses: all but SCHEDULED, QUEUED and
-// SKIPPED.
-var lastStatuses = []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback, sundial.RunSuccess,
-	sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunInterrupted}
+// lastStatuses are the effective statuses (sundial.RunStatus.Effective).
+var lastStatuses = func() []sundial.RunStatus {
+	var out []sundial.RunStatus
+	for _, s := range sundial.RunStatuses() {
+		if s.Effective() {
+			out = append(out, s)
+		}
+	}
+	return out
+}()
 
 // admitLastSQL finds LastEffective: the latest run (by scheduled_at, id)
 // other than this one whose status is effective. It probes the index once
@@ -88,7 +91,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		// Read under the task's lock, and locked: RunStart, RunFinish and
 		// RunCancel change runs without the task's lock.
 		run, err := sqlrow.ScanRun(tx.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-			WHERE id = ? AND fence = ? AND status IN ('SCHEDULED', 'QUEUED') FOR UPDATE`, id, fence))
+			WHERE id = ? AND fence = ? AND status IN `+sqlrow.Statuses(sundial.RunStatus.Waiting)+` FOR UPDATE`, id, fence))
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 		}
@@ -105,51 +108,39 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		if err := d.Check(id, from); err != nil {
 			return err
 		}
+		// CANCEL_PREV: the runs to cancel first, as RunCancel does.
+		var c sundial.RunChanges
 		for _, cid := range d.Cancel {
 			if cid == id {
 				continue
 			}
-			c, err := getRun(ctx, tx, cid, true)
+			prev, err := getRun(ctx, tx, cid, true)
 			if errors.Is(err, sql.ErrNoRows) {
 				continue // gone: nothing left to cancel
 			}
 			if err != nil {
 				return err
 			}
-			if c.TaskID != taskID || c.Status.Final() {
+			if prev.TaskID != taskID || prev.Status.Final() {
 				continue
 			}
-			if _, err := cancelRun(ctx, tx, c, now, task.OneOff()); err != nil {
+			pc, err := sundial.Cancel(task, prev, now)
+			if err != nil {
 				return err
 			}
+			c.Update, c.Ends = append(c.Update, pc.Update...), append(c.Ends, pc.Ends...)
 		}
-		at := sqlrow.Micros(now)
-		switch d.Status {
-		case sundial.RunRunning:
-			_, err = tx.ExecContext(ctx, `UPDATE runs
-				SET status = 'RUNNING', attempt = ?, started_at = ?, deliveries = deliveries + 1,
-					trace_id = ?, updated_at = ?, `+sqlrow.StartClears("")+`
-				WHERE id = ?`, d.Attempt, at, d.TraceID, at, id)
-		case sundial.RunQueued:
-			_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'QUEUED', attempt = ?, updated_at = ?
-				WHERE id = ?`, d.Attempt, at, id)
-		case sundial.RunSkipped:
-			_, err = tx.ExecContext(ctx, `UPDATE runs
-				SET status = 'SKIPPED', skip_reason = ?, attempt = ?, finished_at = ?, updated_at = ?
-				WHERE id = ?`, string(d.SkipReason), d.Attempt, at, at, id)
-		}
-		if err != nil {
-			return err
-		}
-		if d.CompleteTask != "" && d.Status == sundial.RunSkipped {
+		// The decision applies to a copy: decide may keep its state.
+		admitted := *run
+		d.Apply(&admitted, now)
+		c.Update = append(c.Update, &admitted)
+		if end := d.EndsTask(); end != "" {
 			// A one-off task whose only fire is skipped ends with it: the
 			// task's lock is held since the start.
-			if err := completeTasks(ctx, tx, []taskEnd{{taskID, d.CompleteTask, sql.NullInt64{Int64: at, Valid: true}}}); err != nil {
-				return err
-			}
+			c.Ends = append(c.Ends, sundial.TaskEnd{TaskID: taskID, Status: end, At: now})
 		}
-		out, err = getRun(ctx, tx, id, false)
-		return err
+		out = &admitted
+		return apply(ctx, tx, c)
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "admit run %d", id)
@@ -160,21 +151,11 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 // admitState reads what the policies look at, inside the admission's
 // transaction.
 func admitState(ctx context.Context, tx *sql.Tx, task *sundial.Task, run *sundial.Run) (sundial.AdmitState, error) {
-	state := sundial.AdmitState{Task: task, Run: run}
 	sched := sqlrow.Micros(run.ScheduledTime)
-	var err error
-	state.Pending, err = sqlrow.ScanRuns(tx.QueryContext(ctx, admitPendingSQL,
+	pending, err := sqlrow.ScanRuns(tx.QueryContext(ctx, admitPendingSQL,
 		run.TaskID, run.ID, run.TaskID, sched, sched, run.ID))
 	if err != nil {
-		return state, fmt.Errorf("read pending runs: %w", err)
-	}
-	for _, p := range state.Pending {
-		switch {
-		case p.Status.Active():
-			state.Active++
-		case p.Status == sundial.RunQueued:
-			state.Queued++
-		}
+		return sundial.AdmitState{}, fmt.Errorf("read pending runs: %w", err)
 	}
 	args := make([]any, 0, 2*len(lastStatuses))
 	for range lastStatuses {
@@ -182,17 +163,18 @@ func admitState(ctx context.Context, tx *sql.Tx, task *sundial.Task, run *sundia
 	}
 	last, err := sqlrow.ScanRuns(tx.QueryContext(ctx, admitLastSQL, args...))
 	if err != nil {
-		return state, fmt.Errorf("read last effective run: %w", err)
+		return sundial.AdmitState{}, fmt.Errorf("read last effective run: %w", err)
 	}
+	var lastRun *sundial.Run
 	afterAt, afterID := int64(math.MinInt64), int64(0)
 	if len(last) > 0 {
-		state.LastEffective = last[0]
-		afterAt, afterID = sqlrow.Micros(last[0].ScheduledTime), last[0].ID
+		lastRun = last[0]
+		afterAt, afterID = sqlrow.Micros(lastRun.ScheduledTime), lastRun.ID
 	}
-	state.SkipsSinceLast, err = sqlrow.ScanRuns(tx.QueryContext(ctx, admitSkipsSQL,
-		run.TaskID, afterAt, afterAt, afterID, MaxSkipsSinceLast))
+	skips, err := sqlrow.ScanRuns(tx.QueryContext(ctx, admitSkipsSQL,
+		run.TaskID, afterAt, afterAt, afterID, sundial.MaxSkipsSinceLast))
 	if err != nil {
-		return state, fmt.Errorf("read skips: %w", err)
+		return sundial.AdmitState{}, fmt.Errorf("read skips: %w", err)
 	}
-	return state, nil
+	return sundial.AdmitStateOf(task, run, pending, lastRun, skips), nil
 }

@@ -41,12 +41,10 @@ const claimCandidatesSQL = `SELECT id, due_at, priority FROM runs FORCE INDEX (r
 const claimAfterSQL = ` AND (due_at > ? OR (due_at = ? AND (priority < ? OR (priority = ? AND id > ?))))`
 
 // claimLockSQL locks the candidates still unowned and due by primary key,
-// skipping those another claimer holds, reads the server's clock for their
-// updated_at, and tells which of them the claim starts (sundial.ClaimStart:
-// the first two arguments are its By and FreshAfter), judged on the locked
-// row as it is. (A zero By, far before any due_at, starts nothing.)
-const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + `,
-		due_at <= ? AND (deliveries > 0 OR (start_ahead <> 0 AND scheduled_at >= ?))
+// skipping those another claimer holds, and reads the server's clock for
+// their updated_at. The claim judges which of them it starts
+// (sundial.ClaimStart.Starts) on the locked rows as they are.
+const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + `
 	FROM runs FORCE INDEX (PRIMARY)
 	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
 	FOR UPDATE SKIP LOCKED`
@@ -57,18 +55,19 @@ const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + `,
 const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = fence + 1, updated_at = ?
 	WHERE id IN (%s) AND %s`
 
-var claimStartCols = []string{"id", "trace_id"}
+var claimStartCols = []string{"id", "attempt", "started_at", "trace_id"}
 
-// claimStartSQL gives n locked runs to a node and starts them, as RunStart
-// would (emptying what the previous delivery left: sqlrow.StartClears), in one write of each (arguments: the (id, trace_id) rows, then
-// node, updated_at, and the same clock again for started_at, the later of
-// due_at and now). The assignments read no column another one sets, so
-// their order (which a multi-table UPDATE does not define) does not
-// matter.
+// claimStartSQL gives n locked runs to a node and starts them, in one write
+// of each, as sundial.ClaimStart.Claim left them (arguments: the (id,
+// attempt, started_at, trace_id) rows, then node and updated_at): RUNNING,
+// one more delivery under a new fence, and nothing left of the previous
+// delivery (sqlrow.StartClears). The assignments read no column another
+// one sets, so their order (which a multi-table UPDATE does not define)
+// does not matter.
 func claimStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", claimStartCols, n) + `
 	SET r.node_id = ?, r.fence = r.fence + 1, r.updated_at = ?, r.status = 'RUNNING',
-		r.attempt = GREATEST(r.attempt, 1), r.started_at = GREATEST(r.due_at, ?), r.trace_id = v.trace_id,
+		r.attempt = v.attempt, r.started_at = v.started_at, r.trace_id = v.trace_id,
 		r.deliveries = r.deliveries + 1, ` + sqlrow.StartClears("r.") + `
 	WHERE r.status = 'SCHEDULED' AND r.node_id = ''`
 }
@@ -183,29 +182,19 @@ func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, u
 	for part := range slices.Chunk(ids, batchIDs) {
 		var (
 			now              int64
-			sel              bool
 			claimed, started []*sundial.Run
 		)
-		rows, err := tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
-			append(append([]any{sqlrow.Micros(start.By), sqlrow.Micros(start.FreshAfter)}, int64Args(part)...), until)...)
+		locked, err := scanRunsNow(tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
+			append(int64Args(part), until)...))(&now)
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			r, err := sqlrow.ScanRun(withExtra{rows, []any{&now, &sel}})
-			if err != nil {
-				rows.Close()
-				return nil, err
-			}
-			if sel {
+		for _, r := range locked {
+			if start.Starts(r) {
 				started = append(started, r)
 			} else {
 				claimed = append(claimed, r)
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
 		}
 		if len(claimed) > 0 {
 			if err := claimLocked(ctx, tx, nodeID, claimed, now, `status = 'SCHEDULED' AND node_id = ''`); err != nil {
@@ -213,7 +202,7 @@ func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, u
 			}
 		}
 		for sub := range slices.Chunk(started, batchRows) {
-			if err := claimStart(ctx, tx, nodeID, sub, now); err != nil {
+			if err := claimStart(ctx, tx, nodeID, sub, start, now); err != nil {
 				return nil, err
 			}
 		}
@@ -223,25 +212,15 @@ func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, u
 }
 
 // claimStart gives the runs this transaction has locked to nodeID and
-// starts them, each with a new trace ID, in the database and in runs.
-func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, now int64) error {
-	args := make([]any, 0, 2*len(runs)+3)
-	traces := make([]string, len(runs))
-	for i, r := range runs {
-		traces[i] = executor.NewTraceID()
-		args = append(args, r.ID, traces[i])
+// starts them at now, as start.Claim decides, each with a new trace ID, in
+// the database and in runs.
+func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, start sundial.ClaimStart, now int64) error {
+	args := make([]any, 0, 4*len(runs)+2)
+	for _, r := range runs {
+		start.Claim(r, nodeID, sqlrow.FromMicros(now), executor.NewTraceID())
+		args = append(args, r.ID, r.Attempt, sqlrow.NullMicros(r.StartedAt), r.TraceID)
 	}
-	if err := applyBatch(ctx, tx, claimStartSQL(len(runs)), len(runs), append(args, nodeID, now, now)); err != nil {
-		return err
-	}
-	for i, r := range runs {
-		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, sqlrow.FromMicros(now)
-		r.Status, r.Attempt, r.Deliveries, r.TraceID = sundial.RunRunning, max(r.Attempt, 1), r.Deliveries+1, traces[i]
-		r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 0, "", "", ""
-		at := sqlrow.FromMicros(max(sqlrow.Micros(r.DueAt), now))
-		r.StartedAt = &at
-	}
-	return nil
+	return applyBatch(ctx, tx, claimStartSQL(len(runs)), len(runs), append(args, nodeID, now))
 }
 
 // claimLocked gives the runs this transaction has locked to nodeID with
@@ -264,7 +243,7 @@ func claimLocked(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial
 		return fmt.Errorf("claim matched %d of %d locked runs: %w", n, len(ids), errRetry)
 	}
 	for _, r := range runs {
-		r.NodeID, r.Fence, r.UpdatedAt = nodeID, r.Fence+1, sqlrow.FromMicros(now)
+		r.ClaimFor(nodeID, sqlrow.FromMicros(now))
 	}
 	return nil
 }
@@ -301,8 +280,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		taken := map[int64]bool{}
 		for _, ref := range refs {
 			r, ok := cur[ref.ID]
-			if !ok || taken[ref.ID] || r.Fence != ref.Fence ||
-				(r.Status != sundial.RunScheduled && r.Status != sundial.RunQueued) {
+			if !ok || taken[ref.ID] || !ref.Claimable(r) {
 				continue
 			}
 			taken[ref.ID] = true
@@ -329,13 +307,11 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	return out, tasks, nil
 }
 
-// RunUnplan deletes the given SCHEDULED runs that nodeID holds under the
-// given fence and rewinds each task's next_fire_at to its earliest deleted
-// run when that is earlier (or the task has none), as RunRelease does.
-// Runs delivered before (waiting for a retry, or redelivered) are no
-// planner's to make again either: they are handed back to no node, as they
-// are, for any node to claim. It locks the runs' tasks in ID order, then
-// the runs.
+// RunUnplan gives up the given SCHEDULED runs that nodeID holds under the
+// given fence, as sundial.Unplan decides: planned fires are deleted and
+// their tasks rewound, runs delivered before (waiting for a retry, or
+// redelivered) handed back to no node, as they are, for any node to claim.
+// It locks the runs' tasks in ID order, then the runs.
 func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
 	defer s.classify(&err)
 	if len(refs) == 0 {
@@ -354,68 +330,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		if err != nil {
 			return err
 		}
-		var (
-			del, handBack []int64
-			rewind        = map[int64]int64{} // task ID -> earliest scheduled_at
-			order         []int64
-		)
-		for _, ref := range refs {
-			r, ok := cur[ref.ID]
-			if !ok || r.Fence != ref.Fence || r.Status != sundial.RunScheduled || r.NodeID != nodeID {
-				continue
-			}
-			if r.Deliveries > 0 {
-				delete(cur, ref.ID)
-				handBack = append(handBack, r.ID)
-				continue
-			}
-			if r.Trigger == sundial.TriggerManual {
-				continue // a manual run is no planner's to make again
-			}
-			delete(cur, ref.ID) // a run listed twice is deleted once
-			del = append(del, r.ID)
-			at := sqlrow.Micros(r.ScheduledTime)
-			if prev, seen := rewind[r.TaskID]; !seen {
-				rewind[r.TaskID] = at
-				order = append(order, r.TaskID)
-			} else if at < prev {
-				rewind[r.TaskID] = at
-			}
-		}
-		for part := range slices.Chunk(del, batchIDs) {
-			// By primary key alone (a single-table DELETE takes no index
-			// hint): the rows were checked under their locks.
-			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(part))+`)`,
-				int64Args(part)...)
-			if err != nil {
-				return err
-			}
-			if n, err := res.RowsAffected(); err != nil {
-				return err
-			} else if n != int64(len(part)) {
-				return fmt.Errorf("unplan deleted %d of %d locked runs: %w", n, len(part), errRetry)
-			}
-		}
-		for part := range slices.Chunk(handBack, batchIDs) {
-			if err := applyBatch(ctx, tx, `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = '', updated_at = ?
-				WHERE id IN (`+placeholders(len(part))+`) AND status = 'SCHEDULED'`, len(part),
-				append([]any{now}, int64Args(part)...)); err != nil {
-				return err
-			}
-		}
-		slices.Sort(order)
-		for _, part := range chunks(len(order), nil, nil) {
-			args := make([]any, 0, 2*len(part))
-			for _, i := range part {
-				args = append(args, order[i], rewind[order[i]])
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "rewind_at"}, len(part))+`
-				SET t.next_fire_at = LEAST(COALESCE(t.next_fire_at, v.rewind_at), v.rewind_at)
-				WHERE t.deleted = 0`, args...); err != nil {
-				return err
-			}
-		}
-		return nil
+		return apply(ctx, tx, sundial.Unplan(cur, nodeID, refs, sqlrow.FromMicros(now)))
 	})
 	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
 }
@@ -473,50 +388,17 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 		if err != nil {
 			return err
 		}
-		var (
-			del    []int64
-			rewind = map[int64]int64{} // task ID -> earliest scheduled_at
-			order  []int64
-		)
+		// Decided again under the locks: started, or gone, since it was read.
+		locked := make([]*sundial.Run, 0, len(ids))
 		for _, id := range ids {
-			r, ok := cur[id]
-			if !ok || r.Status != sundial.RunScheduled || r.Deliveries > 0 || r.Trigger != sundial.TriggerSchedule {
-				continue // started, or gone, since it was read
-			}
-			del = append(del, id)
-			at := sqlrow.Micros(r.ScheduledTime)
-			if prev, seen := rewind[r.TaskID]; !seen {
-				rewind[r.TaskID] = at
-				order = append(order, r.TaskID)
-			} else if at < prev {
-				rewind[r.TaskID] = at
+			if r := cur[id]; r != nil {
+				locked = append(locked, r)
 			}
 		}
-		for part := range slices.Chunk(del, batchIDs) {
-			res, err := tx.ExecContext(ctx, `DELETE FROM runs WHERE id IN (`+placeholders(len(part))+`)`,
-				int64Args(part)...)
-			if err != nil {
-				return err
-			}
-			n, err := res.RowsAffected()
-			if err != nil {
-				return err
-			}
-			deleted += int(n)
-		}
-		slices.Sort(order)
-		for _, part := range chunks(len(order), nil, nil) {
-			args := make([]any, 0, 2*len(part))
-			for _, i := range part {
-				args = append(args, order[i], rewind[order[i]])
-			}
-			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "rewind_at"}, len(part))+`
-				SET t.next_fire_at = LEAST(COALESCE(t.next_fire_at, v.rewind_at), v.rewind_at)
-				WHERE t.deleted = 0`, args...); err != nil {
-				return err
-			}
-		}
-		return nil
+		// missed answered on the candidates, once each.
+		c := sundial.UnplanMissed(locked, tasks, before, func(*sundial.Run, *sundial.Task) bool { return true })
+		deleted = len(c.Delete)
+		return apply(ctx, tx, c)
 	})
 	if err != nil {
 		return 0, 0, sqlrow.Wrap(err, "unplan missed fires")
@@ -536,24 +418,22 @@ const redeliverCandidatesSQL = `SELECT id, task_id, scheduled_at FROM runs FORCE
 const redeliverAfterSQL = ` AND (scheduled_at > ? OR (scheduled_at = ? AND id > ?))`
 
 // RunRedeliver takes up to limit INTERRUPTED runs, oldest first (scheduled
-// time, then ID): each with fewer than maxDeliveries deliveries and a live
-// task becomes SCHEDULED again, held by nodeID with fence+1, due now and
-// with no finish time, and is returned with its task; the others become
-// FAILED, finished at now, their interruption's reason kept in Error after
-// why they failed, and a one-off task whose scheduled run fails so fails
-// too (if still ENABLED). Failed runs do not count in limit. Each round
-// reads candidates without locking, locks their live tasks (shared, in ID
-// order) so that none is deleted meanwhile, then the runs by primary key
-// with SKIP LOCKED: two redeliverers do not wait for each other. (Failing
-// a one-off task upgrades its shared lock; two redeliverers never fail the
-// same run, so a deadlock there is rare, and retried.)
+// time, then ID), as sundial.Redeliver decides: each it may deliver again
+// becomes SCHEDULED again, held by nodeID, and is returned with its task;
+// the others become FAILED with their RedeliveryError, and a one-off task
+// whose scheduled run fails so fails too. Failed runs do not count in
+// limit. Each round reads candidates without locking, locks their tasks
+// (shared, in ID order) so that none is deleted meanwhile, then the runs by
+// primary key with SKIP LOCKED: two redeliverers do not wait for each
+// other. (Failing a one-off task upgrades its shared lock; two
+// redeliverers never fail the same run, so a deadlock there is rare, and
+// retried.)
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
 	}
 	now = sqlrow.Norm(now)
-	at := sqlrow.Micros(now)
 	var (
 		out   []*sundial.Run
 		tasks map[int64]*sundial.Task
@@ -590,7 +470,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 				break
 			}
 			slices.Sort(taskIDs)
-			live, err := lockTasks(ctx, tx, slices.Compact(taskIDs), false, true)
+			all, deleted, err := lockTasksDeleted(ctx, tx, slices.Compact(taskIDs))
 			if err != nil {
 				return err
 			}
@@ -607,55 +487,14 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			slices.SortFunc(locked, func(a, b *sundial.Run) int {
 				return cmp.Or(cmp.Compare(sqlrow.Micros(a.ScheduledTime), sqlrow.Micros(b.ScheduledTime)), cmp.Compare(a.ID, b.ID))
 			})
-			var (
-				again     []*sundial.Run
-				failed    []any   // id, error pairs
-				failTasks []int64 // tasks of failed scheduled fires: one-off tasks fail with them
-			)
-			for _, r := range locked {
-				t, isLive := live[r.TaskID]
-				why := ""
-				switch {
-				case !isLive:
-					why = "its task was deleted"
-				case r.CancelRequested:
-					why = "its cancellation was requested"
-				case r.Deliveries >= maxDeliveries:
-					why = fmt.Sprintf("no deliveries left (%d of at most %d made)", r.Deliveries, maxDeliveries)
-				case len(out)+len(again) < limit:
-					again = append(again, r)
-					tasks[t.ID] = t
-				}
-				if why != "" {
-					failed = append(failed, r.ID, failReason(r, why))
-					if r.Trigger == sundial.TriggerSchedule && (!isLive || t.OneOff()) {
-						failTasks = append(failTasks, r.TaskID)
-					}
-				}
+			again, c := sundial.Redeliver(locked, all, deleted, nodeID, maxDeliveries, limit-len(out), now)
+			if err := apply(ctx, tx, c); err != nil {
+				return err
 			}
-			for part := range slices.Chunk(again, batchIDs) {
-				if err := redeliver(ctx, tx, nodeID, part, at); err != nil {
-					return err
-				}
+			for _, r := range again {
+				tasks[r.TaskID] = all[r.TaskID]
 			}
 			out = append(out, again...)
-			for _, part := range chunks(len(failed)/2, func(i int) int { return len(failed[2*i+1].(string)) }, nil) {
-				args := failed[2*part[0] : 2*(part[len(part)-1]+1)]
-				if err := applyBatch(ctx, tx, `UPDATE `+joinValues("runs", "r", []string{"id", "error"}, len(part))+`
-					SET r.status = 'FAILED', r.error = v.error, r.finished_at = ?, r.updated_at = ?
-					WHERE r.status = 'INTERRUPTED'`, len(part), append(slices.Clone(args), at, at)); err != nil {
-					return err
-				}
-			}
-			slices.Sort(failTasks)
-			for part := range slices.Chunk(slices.Compact(failTasks), batchIDs) {
-				if _, err := tx.ExecContext(ctx, `UPDATE tasks FORCE INDEX (PRIMARY)
-					SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = ?
-					WHERE id IN (`+placeholders(len(part))+`) AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`,
-					append([]any{at}, int64Args(part)...)...); err != nil {
-					return err
-				}
-			}
 			if len(ids) < want {
 				break // no more INTERRUPTED runs
 			}
@@ -668,41 +507,32 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	return out, tasks, nil
 }
 
-// failReason is the Error of an interrupted run that will not be delivered
-// again: why, then the interruption's reason.
-func failReason(r *sundial.Run, why string) string {
-	msg := "interrupted and not delivered again: " + why
-	if r.Error != "" {
-		msg += "; " + r.Error
+// lockTasksDeleted locks the tasks ids (ascending), deleted ones too,
+// shared, and returns them by ID with those that are deleted.
+func lockTasksDeleted(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Task, map[int64]bool, error) {
+	tasks := make(map[int64]*sundial.Task, len(ids))
+	deleted := map[int64]bool{}
+	for part := range slices.Chunk(ids, batchIDs) {
+		rows, err := tx.QueryContext(ctx, `SELECT `+sqlrow.TaskCols+`, deleted FROM tasks FORCE INDEX (PRIMARY)
+			WHERE id IN (`+placeholders(len(part))+`) ORDER BY id LOCK IN SHARE MODE`, int64Args(part)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		for rows.Next() {
+			var gone bool
+			t, err := sqlrow.ScanTask(withExtra{rows, []any{&gone}})
+			if err != nil {
+				rows.Close()
+				return nil, nil, err
+			}
+			tasks[t.ID], deleted[t.ID] = t, gone
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, nil, err
+		}
 	}
-	return text(msg)
-}
-
-// redeliver makes the INTERRUPTED runs this transaction has locked
-// SCHEDULED again, held by nodeID with fence+1 and due at, in the database
-// and in runs.
-func redeliver(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, at int64) error {
-	ids := make([]int64, len(runs))
-	for i, r := range runs {
-		ids[i] = r.ID
-	}
-	res, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (PRIMARY)
-		SET status = 'SCHEDULED', node_id = ?, fence = fence + 1, finished_at = NULL, due_at = ?, updated_at = ?
-		WHERE id IN (`+placeholders(len(ids))+`) AND status = 'INTERRUPTED'`,
-		append([]any{nodeID, at, at}, int64Args(ids)...)...)
-	if err != nil {
-		return err
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return err
-	} else if n != int64(len(ids)) {
-		return fmt.Errorf("redelivery matched %d of %d locked runs: %w", n, len(ids), errRetry)
-	}
-	for _, r := range runs {
-		r.Status, r.NodeID, r.Fence = sundial.RunScheduled, nodeID, r.Fence+1
-		r.FinishedAt, r.DueAt, r.UpdatedAt = nil, sqlrow.FromMicros(at), sqlrow.FromMicros(at)
-	}
-	return nil
+	return tasks, deleted, nil
 }
 
 // findStuckSQL: SCHEDULED runs due before a time that the node holds, that
@@ -732,8 +562,8 @@ func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 	return out, nil
 }
 
-const cancelRequestedSQL = `SELECT id FROM runs FORCE INDEX (runs_claim)
-	WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = ? AND cancel_requested = 1
+var cancelRequestedSQL = `SELECT id FROM runs FORCE INDEX (runs_claim)
+	WHERE status IN ` + sqlrow.Statuses(sundial.RunStatus.Active) + ` AND node_id = ? AND cancel_requested = 1
 	ORDER BY id`
 
 // RunCancelRequested returns, by ID, the RUNNING and WAITING_CALLBACK runs
@@ -757,7 +587,7 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 		for i, r := range part {
 			ids[i] = r.ID
 		}
-		rows, err := s.db.QueryContext(ctx, `SELECT id, fence, status, cancel_requested FROM runs
+		rows, err := s.db.QueryContext(ctx, `SELECT `+sqlrow.SendCheckCols+` FROM runs
 			WHERE id IN (`+placeholders(len(ids))+`)`, int64Args(ids)...)
 		if err == nil {
 			err = sqlrow.SendChecks(rows, part, out[lo:])

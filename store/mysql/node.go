@@ -99,6 +99,7 @@ func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
 // DEAD, and a late heartbeat finds them no longer ALIVE.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	var dead []string
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		dead = nil

@@ -158,44 +158,32 @@ func runListSQL(f sundial.RunFilter) (string, []any) {
 	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ?`, append(args, sqlrow.ClampLimit(f.Limit))
 }
 
-// runState is what RunStart and RunFinish check before changing a run,
-// and what RunFinish records of it in an attempt.
-type runState struct {
-	taskID     int64
-	fence      int64
-	status     sundial.RunStatus
-	deliveries int
-	nodeID     string
-	startedAt  sql.NullInt64
-}
-
-// lockRuns locks the runs ids by primary key and returns their state;
-// missing runs are absent from the map.
-func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]runState, error) {
-	args := make([]any, len(ids))
-	for i, id := range ids {
-		args[i] = id
-	}
-	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, fence, status, deliveries, node_id, started_at FROM runs
-		WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, args...)
+// lockRuns locks the runs ids by primary key and returns what RunStart and
+// RunFinish read of them (the columns of lockRunsCols), by ID, with the
+// server's clock; missing runs are absent from the map.
+func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Run, int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, fence, status, deliveries, node_id, started_at, due_at, `+
+		nowSQL+` FROM runs WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, int64Args(ids)...)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
-	out := make(map[int64]runState, len(ids))
+	out := make(map[int64]*sundial.Run, len(ids))
+	var now int64
 	for rows.Next() {
 		var (
-			id     int64
-			st     runState
-			status string
+			r       sundial.Run
+			status  string
+			started sql.NullInt64
+			due     int64
 		)
-		if err := rows.Scan(&id, &st.taskID, &st.fence, &status, &st.deliveries, &st.nodeID, &st.startedAt); err != nil {
-			return nil, err
+		if err := rows.Scan(&r.ID, &r.TaskID, &r.Fence, &status, &r.Deliveries, &r.NodeID, &started, &due, &now); err != nil {
+			return nil, 0, err
 		}
-		st.status = sundial.RunStatus(status)
-		out[id] = st
+		r.Status, r.StartedAt, r.DueAt = sundial.RunStatus(status), sqlrow.TimePtr(started), sqlrow.FromMicros(due)
+		out[r.ID] = &r
 	}
-	return out, rows.Err()
+	return out, now, rows.Err()
 }
 
 // applyBatch runs one UPDATE that joins runs to a derived table of the
@@ -218,6 +206,8 @@ func applyBatch(ctx context.Context, tx *sql.Tx, query string, want int, args []
 
 var runStartCols = []string{"id", "fence", "attempt", "started_at", "trace_id"}
 
+// runStartSQL starts n runs (sundial.RunStart.Apply); its condition,
+// sundial.RunStart.Applies, checked under the locks, only guards.
 func runStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", runStartCols, n) + `
 	SET r.status = 'RUNNING', r.attempt = v.attempt, r.started_at = v.started_at, r.trace_id = v.trace_id,
@@ -242,7 +232,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bo
 			for j, i := range part {
 				ids[j] = starts[i].ID
 			}
-			cur, err := lockRuns(ctx, tx, ids)
+			cur, _, err := lockRuns(ctx, tx, ids)
 			if err != nil {
 				return err
 			}
@@ -252,7 +242,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bo
 			)
 			for _, i := range part {
 				st := starts[i]
-				if c, found := cur[st.ID]; !found || c.fence != st.Fence || c.status != sundial.RunScheduled {
+				if c, found := cur[st.ID]; !found || !st.Applies(c) {
 					continue
 				}
 				apply = append(apply, i)
@@ -276,44 +266,19 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bo
 	return ok, nil
 }
 
-// finishFrom lists, for each status RunFinish may record, the active
-// statuses it may be reached from. Any other target is refused.
-var finishFrom = func() map[sundial.RunStatus][]sundial.RunStatus {
-	m := map[sundial.RunStatus][]sundial.RunStatus{}
-	for _, to := range []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
-		sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunWaitingCallback, sundial.RunInterrupted} {
-		for _, f := range []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback} {
-			if sundial.CanTransition(f, to) {
-				m[to] = append(m[to], f)
-			}
-		}
-	}
-	return m
-}()
+// runFinishCols are the columns of an outcome's batch: the run, its status
+// as read under its lock, and what sundial.RunFinish.Apply left.
+var runFinishCols = []string{"id", "was", "status", "node_id", "due_at", "started_at", "finished_at",
+	"http_status", "response_body", "error", "updated_at"}
 
-var (
-	runFinishCols = []string{"id", "fence", "status", "from1", "from2", "started_at", "finished_at",
-		"http_status", "response_body", "error", "updated_at"}
-	// runFinishMoreCols add what only retries and callback deadlines set:
-	// the holder (NULL: kept) and due_at (NULL: kept).
-	runFinishMoreCols = append(slices.Clone(runFinishCols), "node_id", "due_at")
-)
-
-// runFinishSQL records n outcomes; updated_at falls back to the server's
-// clock for an outcome without a finish time. more is for a chunk that
-// holds a retry or a callback deadline (runFinishMoreCols): the common
-// chunk does without the two columns.
-func runFinishSQL(n int, more bool) string {
-	cols, set := runFinishCols, ""
-	if more {
-		cols, set = runFinishMoreCols, `,
-		r.node_id = COALESCE(v.node_id, r.node_id), r.due_at = COALESCE(v.due_at, r.due_at)`
-	}
-	return `UPDATE ` + joinValues("runs", "r", cols, n) + `
-	SET r.status = v.status, r.started_at = COALESCE(v.started_at, r.started_at),
+// runFinishSQL records n outcomes as sundial.RunFinish.Apply left their
+// runs; the status as read under the runs' locks only guards.
+func runFinishSQL(n int) string {
+	return `UPDATE ` + joinValues("runs", "r", runFinishCols, n) + `
+	SET r.status = v.status, r.node_id = v.node_id, r.due_at = v.due_at, r.started_at = v.started_at,
 		r.finished_at = v.finished_at, r.http_status = v.http_status, r.response_body = v.response_body,
-		r.error = v.error, r.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)` + set + `
-	WHERE r.fence = v.fence AND r.status IN (v.from1, v.from2)`
+		r.error = v.error, r.updated_at = v.updated_at
+	WHERE r.status = v.was`
 }
 
 // completeTaskSQL sets the status of n tasks that are still ENABLED (a
@@ -364,22 +329,17 @@ func lockTaskRows(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	return nil
 }
 
-// RunFinish records outcomes of active runs, each only if its fence matches
-// and its status may move to the outcome's. An outcome no active run may
-// reach (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
-// Like RunStart, it locks the batch's runs and updates those that apply in
-// one UPDATE per chunk; a run listed twice is finished in order. Each
-// applied outcome of a RUNNING run is also an attempt, numbered by the run's
-// deliveries and held by its node, inserted by one multi-row INSERT per
-// chunk from the outcome's values (a retry's attempt has the outcome's
-// status, its run SCHEDULED); an outcome of a WAITING_CALLBACK run (its
-// callback) is none.
-//
-// A retry goes back to SCHEDULED, held by no node, due at DueAt, its fence
-// unchanged (the next claim bumps it). When an outcome ends a task
-// (CompleteTask), the tasks of those outcomes are locked first, before the
-// runs, in the lock order of every method; a batch without one reads no
-// task.
+// RunFinish records outcomes of active runs, each only if it applies
+// (sundial.RunFinish.Applies: its fence matches and its status may move to
+// the outcome's). An outcome no active run may reach (SCHEDULED, SKIPPED,
+// ...) refuses the whole batch with EConflict. Like RunStart, it locks the
+// batch's runs, decides in Go what each outcome makes of its run and its
+// attempt (sundial.RunFinish.Apply), and writes the runs in one UPDATE and
+// the attempts in one INSERT per chunk; a run listed twice is finished in
+// order (its second outcome meets it as the first left it). When an outcome
+// ends a task (CompleteTask), the tasks of those outcomes are locked
+// first, before the runs, in the lock order of every method; a batch
+// without one reads no task.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
@@ -388,8 +348,8 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 	}
 	var ending []int64 // runs whose outcome may end their task
 	for _, f := range finishes {
-		if _, legal := finishFrom[f.Status]; !legal {
-			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		if err := f.Check(); err != nil {
+			return nil, err
 		}
 		if f.CompleteTask != "" {
 			ending = append(ending, f.ID)
@@ -414,12 +374,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 		}
 		for _, part := range parts {
 			ids := make([]int64, len(part))
-			more := false
 			for j, i := range part {
 				ids[j] = finishes[i].ID
-				more = more || finishes[i].Retry || !finishes[i].DueAt.IsZero()
 			}
-			cur, err := lockRuns(ctx, tx, ids)
+			cur, now, err := lockRuns(ctx, tx, ids)
 			if err != nil {
 				return err
 			}
@@ -432,55 +390,32 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 			)
 			for _, i := range part {
 				f := finishes[i]
-				from := finishFrom[f.Status]
-				c, found := cur[f.ID]
-				if !found || c.fence != f.Fence || !slices.Contains(from, c.status) {
+				r, found := cur[f.ID]
+				if !found || !f.Applies(r) {
 					continue
 				}
-				var started, finished *time.Time
-				if !f.StartedAt.IsZero() {
-					started = &f.StartedAt
-				}
-				if !f.FinishedAt.IsZero() {
-					finished = &f.FinishedAt
-				}
-				body, msg := bin(sundial.CutResponseBody(f.ResponseBody)), text(f.Error)
-				status, runFinished := string(f.Status), sqlrow.NullMicros(finished)
-				if f.Retry {
-					status, runFinished = string(sundial.RunScheduled), sql.NullInt64{}
-				}
+				was := r.Status
+				a := f.Apply(r, sqlrow.FromMicros(now))
 				apply = append(apply, i)
-				args = append(args, f.ID, f.Fence, status, string(from[0]), string(from[len(from)-1]),
-					sqlrow.NullMicros(started), runFinished, f.HTTPStatus, body, msg,
-					sqlrow.NullMicros(finished))
-				if more {
-					var node sql.NullString
-					if f.Retry {
-						node.Valid = true // held by no node
-					}
-					var due sql.NullInt64
-					if !f.DueAt.IsZero() && (f.Retry || f.Status == sundial.RunWaitingCallback) {
-						due = sql.NullInt64{Int64: sqlrow.Micros(f.DueAt), Valid: true}
-					}
-					args = append(args, node, due)
-				}
-				if c.status == sundial.RunRunning { // the end of a delivery's call
-					attStarted := c.startedAt // the run's, as the UPDATE keeps it
-					if started != nil {
-						attStarted = sqlrow.NullMicros(started)
-					}
+				body := bin(r.ResponseBody)
+				args = append(args, r.ID, string(was), string(r.Status), r.NodeID, sqlrow.Micros(r.DueAt),
+					sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, body,
+					text(r.Error), sqlrow.Micros(r.UpdatedAt))
+				if a != nil { // the end of a delivery's call
 					nAtt++
-					attempts = attemptArgs(attempts, f.ID, c.deliveries, c.nodeID, f.Status, f.HTTPStatus,
-						msg, body, attStarted, sqlrow.NullMicros(finished))
+					attempts = attemptArgs(attempts, a.RunID, a.Delivery, a.NodeID, a.Status, a.HTTPStatus,
+						text(a.Error), body, sqlrow.NullMicros(a.StartedAt),
+						sql.NullInt64{Int64: sqlrow.Micros(a.FinishedAt), Valid: true})
 				}
 				if f.CompleteTask != "" {
-					ends = append(ends, taskEnd{c.taskID, f.CompleteTask, sqlrow.NullMicros(finished)})
+					ends = append(ends, taskEnd{r.TaskID, f.CompleteTask,
+						sql.NullInt64{Int64: sqlrow.Micros(r.UpdatedAt), Valid: true}})
 				}
 			}
 			if len(apply) == 0 {
 				continue
 			}
-			if err := applyBatch(ctx, tx, runFinishSQL(len(apply), more), len(apply), args); err != nil {
+			if err := applyBatch(ctx, tx, runFinishSQL(len(apply)), len(apply), args); err != nil {
 				return err
 			}
 			if nAtt > 0 {
@@ -503,105 +438,72 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 	return ok, nil
 }
 
-// completeStatuses are what RunComplete may end a run as.
-var completeStatuses = []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunFailedTimeout,
-	sundial.RunCanceled}
-
 // lockReporting locks run id for a report of its delivery (RunComplete,
-// RunProgress) and checks it: a missing run is ENotFound, another fence
-// EConflict "fence", a run neither RUNNING nor WAITING_CALLBACK EConflict
-// "status". With lockTask, the run's task is locked first, in the lock
-// order of every method (a run's task never changes, so it is read
-// unlocked).
-func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bool) (*sundial.Run, error) {
+// RunProgress) and checks it (sundial.Run.CheckReport), returning it with
+// the server's clock. With lockTask, the run's task is locked first, in
+// the lock order of every method (a run's task never changes, so it is
+// read unlocked).
+func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bool) (*sundial.Run, time.Time, error) {
 	if lockTask {
 		var taskID int64
 		err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, id).Scan(&taskID)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, sqlrow.NotFound("", "run %d not found", id)
+			return nil, time.Time{}, sqlrow.NotFound("", "run %d not found", id)
 		}
 		if err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 		if err := lockTaskRows(ctx, tx, []int64{taskID}); err != nil {
-			return nil, err
+			return nil, time.Time{}, err
 		}
 	}
-	r, err := getRun(ctx, tx, id, true)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("", "run %d not found", id)
-	}
+	got, now, err := lockRunsFull(ctx, tx, []int64{id})
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
-	if r.Fence != fence {
-		return nil, sqlrow.Conflict("fence", "run %d was delivered again since: this callback is from a superseded delivery", id)
+	r := got[id]
+	if r == nil {
+		return nil, time.Time{}, sqlrow.NotFound("", "run %d not found", id)
 	}
-	if r.Status != sundial.RunRunning && r.Status != sundial.RunWaitingCallback {
-		return nil, sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
-	}
-	return r, nil
+	return r, sqlrow.FromMicros(now), r.CheckReport(fence)
 }
+
+// latestAttemptSQL gives a callback's outcome to a run's latest attempt
+// (its call's, recorded WAITING_CALLBACK): a range of run_attempts_run,
+// read backwards.
+const latestAttemptSQL = `UPDATE run_attempts SET status = ?, error = ?, finished_at = ?
+	WHERE run_id = ? ORDER BY id DESC LIMIT 1`
 
 // RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose callback
 // came before its call's answer was recorded, or sends it back to
-// SCHEDULED for a retry. A RUNNING run's delivery is recorded as a new
-// attempt; a WAITING_CALLBACK run's latest attempt (its delivery's, from
-// RunFinish) takes the outcome.
+// SCHEDULED for a retry, as sundial.RunCompletion.Apply decides. A
+// RUNNING run's delivery is recorded as a new attempt; a WAITING_CALLBACK
+// run's latest attempt (its delivery's, from RunFinish) takes the outcome.
 func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
-	if !slices.Contains(completeStatuses, c.Status) {
-		return nil, sundial.Errorf(sundial.EInvalid, "status", "run %d cannot be completed as %q: give SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED",
-			c.ID, c.Status)
+	if err := c.Check(); err != nil {
+		return nil, err
 	}
-	var finished sql.NullInt64
-	if !c.FinishedAt.IsZero() {
-		finished = sql.NullInt64{Int64: sqlrow.Micros(c.FinishedAt), Valid: true}
-	}
-	var due sql.NullInt64
-	if !c.DueAt.IsZero() {
-		due = sql.NullInt64{Int64: sqlrow.Micros(c.DueAt), Valid: true}
-	}
-	msg, result, note := text(c.Error), jsonText(c.Result), text(c.Message)
+	c.FinishedAt, c.DueAt = sqlrow.NormZero(c.FinishedAt), sqlrow.NormZero(c.DueAt)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		r, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "")
+		r, now, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "")
 		if err != nil {
 			return err
 		}
-		if r.Status == sundial.RunRunning {
-			_, err = tx.ExecContext(ctx, attemptInsertSQL(1), attemptArgs(nil, r.ID, r.Deliveries, r.NodeID, c.Status, 0,
-				msg, []byte{}, sqlrow.NullMicros(r.StartedAt), finished)...)
-		} else {
-			// The latest attempt: a range of run_attempts_run, read backwards.
-			_, err = tx.ExecContext(ctx, `UPDATE run_attempts
-				SET status = ?, error = ?, finished_at = COALESCE(?, `+nowSQL+`)
-				WHERE run_id = ? ORDER BY id DESC LIMIT 1`, string(c.Status), msg, finished, r.ID)
-		}
-		if err != nil {
-			return err
-		}
-		if c.Retry {
-			_, err = tx.ExecContext(ctx, `UPDATE runs
-				SET status = 'SCHEDULED', node_id = '', due_at = COALESCE(?, due_at), error = ?, result_json = ?,
-					message = ?, finished_at = NULL, updated_at = COALESCE(?, `+nowSQL+`)
-				WHERE id = ?`, due, msg, result, note, finished, r.ID)
-		} else {
-			_, err = tx.ExecContext(ctx, `UPDATE runs
-				SET status = ?, finished_at = COALESCE(?, `+nowSQL+`), error = ?, result_json = ?,
-					message = ?, updated_at = COALESCE(?, `+nowSQL+`)
-				WHERE id = ?`, string(c.Status), finished, msg, result, note, finished, r.ID)
-		}
-		if err != nil {
+		a, fresh := c.Apply(r, now)
+		ch := sundial.RunChanges{Update: []*sundial.Run{r}}
+		if fresh {
+			ch.Attempts = []*sundial.Attempt{a}
+		} else if _, err := tx.ExecContext(ctx, latestAttemptSQL, string(a.Status), text(a.Error),
+			sqlrow.Micros(a.FinishedAt), r.ID); err != nil {
 			return err
 		}
 		if c.CompleteTask != "" {
-			if err := completeTasks(ctx, tx, []taskEnd{{r.TaskID, c.CompleteTask, finished}}); err != nil {
-				return err
-			}
+			ch.Ends = []sundial.TaskEnd{{TaskID: r.TaskID, Status: c.CompleteTask, At: a.FinishedAt}}
 		}
-		out, err = getRun(ctx, tx, r.ID, false)
-		return err
+		out = r
+		return apply(ctx, tx, ch)
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "complete run %d", c.ID)
@@ -610,29 +512,22 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *su
 }
 
 // RunProgress saves what a RUNNING or WAITING_CALLBACK run reports about
-// itself (nil keeps the saved value) and moves a WAITING_CALLBACK run's
-// callback deadline to p.DueAt when that is later. Errors as RunComplete.
+// itself, as sundial.RunProgress.Apply decides. Errors as RunComplete.
 func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
-	progress, checkpoint := jsonText(p.Progress), jsonText(p.Checkpoint)
+	p.DueAt = sqlrow.NormZero(p.DueAt)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		r, err := lockReporting(ctx, tx, p.ID, p.Fence, false)
+		r, now, err := lockReporting(ctx, tx, p.ID, p.Fence, false)
 		if err != nil {
 			return err
 		}
-		due := sqlrow.Micros(r.DueAt)
-		if r.Status == sundial.RunWaitingCallback && !p.DueAt.IsZero() && sqlrow.Micros(p.DueAt) > due {
-			due = sqlrow.Micros(p.DueAt)
+		if !p.Now.IsZero() {
+			now = sqlrow.Norm(p.Now)
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE runs
-			SET progress_json = COALESCE(?, progress_json), checkpoint_json = COALESCE(?, checkpoint_json),
-				due_at = ?, updated_at = ?
-			WHERE id = ?`, progress, checkpoint, due, sqlrow.Micros(p.Now), r.ID); err != nil {
-			return err
-		}
-		out, err = getRun(ctx, tx, r.ID, false)
-		return err
+		p.Apply(r, now)
+		out = r
+		return apply(ctx, tx, sundial.RunChanges{Update: []*sundial.Run{r}})
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "save progress of run %d", p.ID)
@@ -686,69 +581,44 @@ func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*
 	return out, nil
 }
 
-// RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
-// WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
-// run is EConflict. A one-off task whose scheduled run is cancelled at once
-// becomes FAILED: its task is then locked first, before the run, in the
+// RunCancel cancels a run as sundial.Cancel decides: SCHEDULED and QUEUED
+// ones at once; RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
+// CancelRequested. A final run is EConflict. The run's task is locked
+// first (its one-off end may come with the run's), then the run, in the
 // lock order of every method.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		// Whether the run may end a one-off task, read unlocked: a run's
-		// task never changes, and the run is checked again under its lock.
-		var taskID int64
-		err := tx.QueryRowContext(ctx, `SELECT r.task_id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-			WHERE r.id = ? AND r.trigger_type = 'SCHEDULE' AND r.status IN ('SCHEDULED', 'QUEUED')
-				AND t.cron_expr = '' AND t.run_at IS NOT NULL`, id).Scan(&taskID)
-		oneOff := err == nil
-		if err != nil && !errors.Is(err, sql.ErrNoRows) {
-			return err
-		}
-		if oneOff {
-			if err := lockTaskRows(ctx, tx, []int64{taskID}); err != nil {
-				return err
-			}
-		}
-		r, err := getRun(ctx, tx, id, true)
-		if errors.Is(err, sql.ErrNoRows) {
-			return sqlrow.NotFound("", "run %d not found", id)
-		}
+		// A run's task never changes: read unlocked, then locked.
+		taskIDs, err := taskIDsOfRuns(ctx, tx, []int64{id})
 		if err != nil {
 			return err
 		}
-		if r.Status.Final() {
-			return sqlrow.Conflict("status", "run %d is already %s", id, r.Status)
+		tasks, err := lockTasks(ctx, tx, taskIDs, true, false)
+		if err != nil {
+			return err
 		}
-		out, err = cancelRun(ctx, tx, r, now, oneOff)
-		return err
+		got, _, err := lockRunsFull(ctx, tx, []int64{id})
+		if err != nil {
+			return err
+		}
+		r := got[id]
+		if r == nil {
+			return sqlrow.NotFound("", "run %d not found", id)
+		}
+		c, err := sundial.Cancel(tasks[r.TaskID], r, now)
+		if err != nil {
+			return err
+		}
+		out = r
+		return apply(ctx, tx, c)
 	})
 	if err != nil {
 		return nil, sqlrow.Wrap(err, "cancel run %d", id)
 	}
 	return out, nil
-}
-
-// cancelRun cancels the unfinished run r, locked by tx, and returns it
-// updated. oneOff says r's task is a one-off task, which fails with its
-// scheduled run cancelled at once (the caller holds the task's lock).
-func cancelRun(ctx context.Context, tx *sql.Tx, r *sundial.Run, now time.Time, oneOff bool) (*sundial.Run, error) {
-	at := sqlrow.Micros(now)
-	var err error
-	if sundial.CanTransition(r.Status, sundial.RunCanceled) && !r.Status.Active() {
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET status = 'CANCELED', finished_at = ?, updated_at = ?
-			WHERE id = ?`, at, at, r.ID)
-		if err == nil && oneOff && r.Trigger == sundial.TriggerSchedule {
-			_, err = tx.ExecContext(ctx, `UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = ?
-				WHERE id = ? AND status = 'ENABLED' AND cron_expr = '' AND run_at IS NOT NULL`, at, r.TaskID)
-		}
-	} else {
-		_, err = tx.ExecContext(ctx, `UPDATE runs SET cancel_requested = 1, updated_at = ? WHERE id = ?`, at, r.ID)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return getRun(ctx, tx, r.ID, false)
 }
 
 // RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
@@ -771,7 +641,7 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run
 func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = ?
+		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Held)+` AND node_id = ?
 		ORDER BY scheduled_at, id`, nodeID))
 	if err != nil {
 		return nil, fmt.Errorf("list runs of node %s: %w", nodeID, err)
@@ -789,7 +659,7 @@ func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ in
 	var n int64
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE created_at < ? AND status IN ('SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED')
+			WHERE created_at < ? AND status IN `+sqlrow.Statuses(sundial.RunStatus.Final)+`
 			ORDER BY created_at, id LIMIT ?`, sqlrow.Micros(before), limit)
 		if err != nil {
 			return err

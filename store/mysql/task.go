@@ -395,11 +395,21 @@ func taskListSQL(f sundial.TaskFilter) (string, []any) {
 	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + where.String() + ` ORDER BY id LIMIT ?`, args
 }
 
-// TaskUpdate replaces the task whose ID and Version match t and deletes its
-// upcoming runs: planned (non-manual) SCHEDULED runs never delivered; runs
-// waiting for a retry, and its other SCHEDULED and QUEUED runs, stay, with
-// the task's new priority. The UPDATE locks the task row first, then the
-// runs: the lock order of every method.
+// taskRunsSQL locks and reads the runs of a task that a change of it may
+// take back (sundial.RunStatus.Held): a range of runs_task_status.
+var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
+	WHERE task_id = ? AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + `
+	ORDER BY id FOR UPDATE`
+
+// lockTaskRuns locks and reads the runs of task id that a change of it may
+// take back.
+func lockTaskRuns(ctx context.Context, tx *sql.Tx, id int64) ([]*sundial.Run, error) {
+	return sqlrow.ScanRuns(tx.QueryContext(ctx, taskRunsSQL, id))
+}
+
+// TaskUpdate replaces the task whose ID and Version match t, and takes back
+// its runs as sundial.TakeBackOnUpdate decides. The UPDATE locks the task
+// row first, then the runs: the lock order of every method.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := taskArgs(t)
@@ -438,51 +448,11 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if err := tx.QueryRowContext(ctx, `SELECT created_at FROM tasks WHERE id = ?`, t.ID).Scan(&created); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL' AND deliveries = 0`, t.ID); err != nil {
+		runs, err := lockTaskRuns(ctx, tx, t.ID)
+		if err != nil {
 			return err
 		}
-		// Fires committed ahead and not yet sent are taken back. The runs
-		// left (waiting for a retry, manual, queued) are fires already
-		// made, not plans: they stay, at the task's new priority, and those
-		// to deliver again go back to no node, to be claimed with the new
-		// task.
-		at, cut := sqlrow.Micros(now), sqlrow.Micros(sundial.SendCutoff(now))
-		for _, q := range []struct {
-			sql  string
-			args []any
-		}{
-			{takeBackFirstSQL, []any{t.ID, cut}},
-			{`UPDATE runs FORCE INDEX (runs_task_status) SET deliveries = deliveries - 1,
-					status = 'SCHEDULED', node_id = '', fence = fence + 1, updated_at = ?
-				WHERE task_id = ? AND status = 'RUNNING' AND started_at > ?`, []any{at, t.ID, cut}},
-			{`UPDATE runs FORCE INDEX (runs_task_status) SET node_id = '', fence = fence + 1, updated_at = ?
-				WHERE task_id = ? AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, []any{at, t.ID}},
-			{`UPDATE runs FORCE INDEX (runs_task_status) SET priority = ?
-				WHERE task_id = ? AND status IN ('SCHEDULED', 'QUEUED') AND priority <> ?`, []any{t.Priority, t.ID, t.Priority}},
-		} {
-			if _, err := tx.ExecContext(ctx, q.sql, q.args...); err != nil {
-				return err
-			}
-		}
-		if t.Status != sundial.TaskEnabled {
-			// A disabled task sends nothing more: its queued runs are
-			// skipped, recorded.
-			if _, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
-				SET status = 'SKIPPED', skip_reason = ?, error = ?, finished_at = ?, updated_at = ?
-				WHERE task_id = ? AND status = 'QUEUED'`,
-				string(sundial.SkipDisabled), sundial.DisabledQueuedError, at, at, t.ID); err != nil {
-				return err
-			}
-			// Its runs waiting for another delivery (taken back above if
-			// committed) are cancelled.
-			_, err := tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
-				SET status = 'CANCELED', error = ?, finished_at = ?, updated_at = ?
-				WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries > 0`,
-				sundial.DisabledRetryError, at, at, t.ID)
-			return err
-		}
-		return nil
+		return apply(ctx, tx, sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now), now))
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "update task %d", t.ID)
@@ -494,19 +464,11 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// takeBackFirstSQL deletes a task's first deliveries committed RUNNING
-// ahead of an instant past the send cutoff: fires not yet sent, which the
-// node that holds them drops when it checks them (RunCheckSend).
-const takeBackFirstSQL = `DELETE FROM runs
-	WHERE task_id = ? AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > ?`
-
-// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-// delivered and its first deliveries committed ahead of an instant past the
-// send cutoff, and cancels its QUEUED ones, the SCHEDULED ones delivered
-// before (waiting for a retry), whose attempts stay on record, and its
-// other runs committed ahead of such an instant.
+// TaskDelete marks the task deleted, and takes back its runs as
+// sundial.TakeBackOnDelete decides.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	at := sqlrow.Micros(now)
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE tasks
@@ -520,21 +482,11 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err er
 		} else if n == 0 {
 			return sqlrow.NotFound("", "task %d not found", id)
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM runs
-			WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0`, id); err != nil {
+		runs, err := lockTaskRuns(ctx, tx, id)
+		if err != nil {
 			return err
 		}
-		cut := sqlrow.Micros(sundial.SendCutoff(now))
-		if _, err := tx.ExecContext(ctx, takeBackFirstSQL, id, cut); err != nil {
-			return err
-		}
-		// MySQL assigns left to right: deliveries reads the old status.
-		_, err = tx.ExecContext(ctx, `UPDATE runs FORCE INDEX (runs_task_status)
-			SET deliveries = deliveries - (status = 'RUNNING'),
-				status = 'CANCELED', error = 'task deleted', finished_at = ?, updated_at = ?
-			WHERE task_id = ? AND (status IN ('QUEUED', 'SCHEDULED') OR status = 'RUNNING' AND started_at > ?)`,
-			at, at, id, cut)
-		return err
+		return apply(ctx, tx, sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now), now))
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "delete task %d", id)
