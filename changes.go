@@ -1,6 +1,9 @@
 package sundial
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // RunChanges are the writes a rule decides for runs that a store read under
 // their locks (Release, Unplan, Redeliver, Cancel, TakeBack, ...), for the
@@ -41,6 +44,27 @@ func (c *RunChanges) DeleteIDs() []int64 {
 		ids[i] = r.ID
 	}
 	return ids
+}
+
+// Add adds the changes o to c, as if one rule had decided both: a task is
+// rewound to the earliest fire of either, and ended once.
+func (c *RunChanges) Add(o RunChanges) {
+	c.Delete = append(c.Delete, o.Delete...)
+	c.Update = append(c.Update, o.Update...)
+	c.Attempts = append(c.Attempts, o.Attempts...)
+	for task, at := range o.Rewind {
+		if c.Rewind == nil {
+			c.Rewind = map[int64]time.Time{}
+		}
+		if cur, ok := c.Rewind[task]; !ok || at.Before(cur) {
+			c.Rewind[task] = at
+		}
+	}
+	for _, e := range o.Ends {
+		if !slices.ContainsFunc(c.Ends, func(d TaskEnd) bool { return d.TaskID == e.TaskID }) {
+			c.Ends = append(c.Ends, e)
+		}
+	}
 }
 
 // unplan deletes the planned fire r and rewinds its task to it.

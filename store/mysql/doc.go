@@ -20,6 +20,15 @@
 // for a lock sees what the holder committed, and a locking read that finds a
 // row no longer matching its WHERE releases it at once.
 //
+// # Rules
+//
+// The adapter decides nothing of its own: a method locks and reads the
+// rows, calls the domain's rule (sundial.Release, sundial.Redeliver,
+// sundial.TakeBackOnUpdate, sundial.RunFinish.Apply, ...) and writes what
+// it returned (a sundial.RunChanges: see apply), in one transaction. The
+// status lists of its statements come from the domain's predicates
+// (sqlrow.Statuses).
+//
 // # Concurrency
 //
 // Several nodes run every method at once. Each point where they could
@@ -50,41 +59,43 @@
 //     limit. (RunStart, for runs the scheduler admits without policies,
 //     does not take the task's lock.)
 //   - RunStart and RunFinish lock the batch's runs by primary key
-//     (SELECT ... FOR UPDATE), decide in Go which rows apply (fence and
-//     status), and update those in one UPDATE joined to the batch's values,
-//     still guarded by fence and status. A run is changed only under its
-//     row lock, so a late write with an old fence is refused. RunFinish
-//     then inserts, in the same transaction, one attempt per applied
-//     outcome of a RUNNING run, in one multi-row INSERT per chunk, from
-//     what it read under the lock (deliveries, node, start time); outcomes
-//     of WAITING_CALLBACK runs (callbacks) are none. A batch with outcomes
-//     that end their task (CompleteTask) first locks those tasks, in ID
-//     order, before the runs; a batch without reads no task.
+//     (SELECT ... FOR UPDATE), ask the rule which apply
+//     (sundial.RunStart.Applies, RunFinish.Applies: fence and status) and
+//     what they become (RunFinish.Apply), and write those in one UPDATE
+//     joined to the batch's values, still guarded by the status read. A run
+//     is changed only under its row lock, so a late write with an old fence
+//     is refused. RunFinish then inserts, in the same transaction, the
+//     attempt RunFinish.Apply gives of each outcome of a RUNNING run, in
+//     one multi-row INSERT per chunk; outcomes of WAITING_CALLBACK runs
+//     (callbacks) are none. A batch with outcomes that end their task
+//     (CompleteTask) first locks those tasks, in ID order, before the runs;
+//     a batch without reads no task.
 //   - RunComplete and RunProgress lock their run by primary key (its task
 //     first when the completion ends the task) and check fence and status
-//     under the lock. RunCancel locks the task of a one-off task's
-//     scheduled run before the run, as it may fail the task.
+//     under the lock (sundial.Run.CheckReport). RunCancel locks the run's
+//     task, then the run, as the cancel may fail a one-off task.
 //   - TaskCreateMany reads the live tasks with the batch's names, then
 //     request IDs (live_name, live_request_id), decides in Go, and inserts
 //     in multi-row INSERTs. A concurrent creation of one of the names or
 //     request IDs makes the INSERT wait on the unique index and fail when
 //     the other commits: the transaction then runs again and finds the
 //     other's task, so concurrent creations of one request make one task.
-//   - TaskUpdate, TaskDelete, RunRelease and NodeReap lock the task rows
-//     they change before the runs they delete, and NodeReap locks the node
-//     rows it declares dead, so two reapers do not release one node twice.
-//     RunRelease and NodeReap lock the node's RUNNING runs (FOR UPDATE, a
-//     range of runs_claim), insert an INTERRUPTED attempt of each, and
-//     interrupt exactly those by primary key: a run that starts on the node
-//     meanwhile gets neither.
+//   - TaskUpdate and TaskDelete lock the task row they change, then its
+//     runs a change may take back (FOR UPDATE, a range of
+//     runs_task_status). RunRelease and NodeReap lock the tasks of the
+//     node's SCHEDULED and RUNNING runs, then those runs (a range of
+//     runs_claim), and NodeReap locks the node rows it declares dead first,
+//     so two reapers do not release one node twice: the runs changed and
+//     the INTERRUPTED attempts recorded are exactly those read under the
+//     locks.
 //   - RunClaimDue, every node's hot path, works as PlanDue does, on runs:
 //     it reads the most urgent unowned due runs without locking (a covering
 //     range scan of runs_claim (status, node_id, due_at, priority DESC, id)
 //     in its order; the first read happens before the transaction, so an
 //     idle call is one statement that reads no row),
 //     locks them by primary key with FOR UPDATE SKIP LOCKED, re-checking
-//     that each is still SCHEDULED, unowned and due and telling which the
-//     claim starts (sundial.ClaimStart, judged on the locked row), gives
+//     that each is still SCHEDULED, unowned and due, asks the rule which
+//     the claim starts (sundial.ClaimStart.Starts, on the locked row), gives
 //     the others to the node (node_id, fence + 1) in one UPDATE by primary
 //     key and the selected ones, started as RunStart would, in one more
 //     (joined to their new trace IDs), so that each run is written once,
@@ -98,7 +109,7 @@
 //     and decide in Go which apply (status, holder, fence) before one
 //     UPDATE or DELETE by primary key.
 //   - RunRedeliver reads INTERRUPTED candidates oldest first without
-//     locking, locks their live tasks shared in ID order (a task cannot be
+//     locking, locks their tasks shared in ID order (a task cannot be
 //     deleted while its run becomes SCHEDULED again), then the runs by
 //     primary key with SKIP LOCKED, so two redeliverers do not wait for
 //     each other.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,9 +12,6 @@ import (
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
-
-// MaxSkipsSinceLast caps AdmitState.SkipsSinceLast.
-const MaxSkipsSinceLast = 10
 
 // The admission reads take the run's ID as $1 and find its task and
 // scheduled time by primary key, so that all of them go in the round trip
@@ -23,18 +21,19 @@ const (
 	admitAt   = `(SELECT scheduled_at FROM runs WHERE id = $1)`
 )
 
-const (
+var (
 	// admitLockSQL locks the run's live task: admissions of one task wait
 	// for each other here, on every node.
 	admitLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id = ` + admitTask + ` AND NOT deleted FOR UPDATE`
 
 	admitRunSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-		WHERE id = $1 AND fence = $2 AND status IN ('SCHEDULED', 'QUEUED')`
+		WHERE id = $1 AND fence = $2 AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Waiting)
 
-	// Pending: every other RUNNING, WAITING_CALLBACK and QUEUED run of the
-	// task, and the SCHEDULED ones before this run by (scheduled_at, id).
+	// Pending (sundial.RunStatus.Pending): every other active or QUEUED
+	// run of the task, and the SCHEDULED ones before this run by
+	// (scheduled_at, id).
 	admitPendingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-		WHERE task_id = ` + admitTask + ` AND status IN ('RUNNING', 'WAITING_CALLBACK', 'QUEUED') AND id <> $1
+		WHERE task_id = ` + admitTask + ` AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Pending) + ` AND id <> $1
 		UNION ALL
 		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE task_id = ` + admitTask + ` AND status = 'SCHEDULED' AND (scheduled_at, id) < (` + admitAt + `, $1)
@@ -42,10 +41,11 @@ const (
 )
 
 // admitLastFrom finds LastEffective: the latest run (by scheduled_at, id)
-// other than this one whose status is not SCHEDULED, QUEUED or SKIPPED. It
-// probes the index once per effective status instead of walking back over
-// the SCHEDULED runs planned ahead and the history of skips.
-var admitLastFrom = `FROM (VALUES ` + values(filter(allStatuses, effective)) + `) AS s (status)
+// other than this one whose status is effective
+// (sundial.RunStatus.Effective). It probes the index once per effective
+// status instead of walking back over the SCHEDULED runs planned ahead and
+// the history of skips.
+var admitLastFrom = `FROM (VALUES ` + effectiveValues() + `) AS s (status)
 	CROSS JOIN LATERAL (
 		SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE runs.task_id = ` + admitTask + ` AND runs.status = s.status AND runs.id <> $1
@@ -55,21 +55,16 @@ var admitLastFrom = `FROM (VALUES ` + values(filter(allStatuses, effective)) + `
 	ORDER BY l.scheduled_at DESC, l.id DESC
 	LIMIT 1`
 
-// effective reports whether a run in status s counts as LastEffective.
-func effective(s sundial.RunStatus) bool {
-	return s != sundial.RunScheduled && s != sundial.RunQueued && s != sundial.RunSkipped
-}
-
-// values renders statuses as the rows of a VALUES list: ('A'), ('B').
-func values(statuses []sundial.RunStatus) string {
-	var out string
-	for i, s := range statuses {
-		if i > 0 {
-			out += ", "
+// effectiveValues renders the effective statuses as the rows of a VALUES
+// list: ('A'), ('B').
+func effectiveValues() string {
+	var rows []string
+	for _, st := range sundial.RunStatuses() {
+		if st.Effective() {
+			rows = append(rows, "('"+string(st)+"')")
 		}
-		out += sqlList(s)
 	}
-	return out
+	return strings.Join(rows, ", ")
 }
 
 var (
@@ -87,35 +82,11 @@ var (
 		LIMIT $2`
 )
 
-// The admission writes are guarded by the run's fence and status as read:
-// RunStart, RunCancel and RunRelease change runs without the task lock.
-var (
-	admitRunningSQL = `UPDATE runs
-		SET status = 'RUNNING', attempt = $1, started_at = $2, deliveries = deliveries + 1,
-			trace_id = $3, updated_at = $2, ` + sqlrow.StartClears("") + `
-		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + sqlrow.RunCols
-	admitQueuedSQL = `UPDATE runs SET status = 'QUEUED', attempt = $1, updated_at = $2
-		WHERE id = $3 AND fence = $4 AND status = $5 RETURNING ` + sqlrow.RunCols
-	admitSkippedSQL = `UPDATE runs
-		SET status = 'SKIPPED', skip_reason = $1, attempt = $2, finished_at = $3, updated_at = $3
-		WHERE id = $4 AND fence = $5 AND status = $6 RETURNING ` + sqlrow.RunCols
-
-	// admitLockRunsSQL locks the runs an admission changes in ID order
-	// before changing them, as RunStart and RunFinish do.
-	admitLockRunsSQL = `SELECT id FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE`
-)
-
-// admitCancelSQL cancels (as RunCancel does) the unfinished runs of task
-// $3 among $2, and fails the task if it is one-off and its scheduled run
-// was among those cancelled at once.
-var admitCancelSQL = `WITH c AS (
-		UPDATE runs SET ` + cancelSet + `
-		WHERE id = ANY($2) AND task_id = $3 AND status NOT IN ` + finalStatuses + `
-		RETURNING status, trigger_type
-	)
-	UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = $1
-	WHERE id = $3 AND ` + oneOffFailed + `
-		AND EXISTS (SELECT 1 FROM c WHERE status = 'CANCELED' AND trigger_type = 'SCHEDULE')`
+// admitWriteSQL writes the admitted run back as the decision left it
+// (runsWriteSQL, of one run), guarded by its fence ($23) and status ($24)
+// as read: RunStart, RunCancel and RunRelease change runs without the task
+// lock.
+var admitWriteSQL = runsWriteSQL + ` AND runs.fence = $23 AND runs.status = $24 RETURNING runs.id`
 
 // RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
 // in one transaction that holds the task's row lock, in three round trips:
@@ -124,9 +95,10 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
 	var (
-		task  *sundial.Task
-		state sundial.AdmitState
-		out   *sundial.Run
+		task         *sundial.Task
+		pendingRuns  []*sundial.Run
+		last, skips  []*sundial.Run
+		out, readRun *sundial.Run
 	)
 	b := beginBatch()
 	b.Queue(admitLockSQL, id).QueryRow(func(row pgx.Row) error {
@@ -138,82 +110,78 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 		return err
 	})
 	b.Queue(admitRunSQL, id, fence).QueryRow(func(row pgx.Row) error {
-		run, err := scanRun(row)
+		r, err := scanRun(row)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
 		case err != nil:
 			return err
 		case task == nil:
-			return sqlrow.NotFound("", "task %d of run %d not found", run.TaskID, id)
+			return sqlrow.NotFound("", "task %d of run %d not found", r.TaskID, id)
 		}
-		state = sundial.AdmitState{Task: task, Run: run}
+		readRun = r
 		return nil
 	})
-	b.Queue(admitPendingSQL, id).Query(func(rows pgx.Rows) error {
-		var err error
-		if state.Pending, err = scanRuns(rows); err != nil {
-			return err
-		}
-		for _, p := range state.Pending {
-			switch {
-			case p.Status.Active():
-				state.Active++
-			case p.Status == sundial.RunQueued:
-				state.Queued++
-			}
-		}
-		return nil
-	})
-	b.Queue(admitLastSQL, id).Query(func(rows pgx.Rows) error {
-		last, err := scanRuns(rows)
-		if len(last) > 0 {
-			state.LastEffective = last[0]
-		}
-		return err
-	})
-	b.Queue(admitSkipsSQL, id, MaxSkipsSinceLast).Query(func(rows pgx.Rows) error {
-		var err error
-		state.SkipsSinceLast, err = scanRuns(rows)
-		return err
-	})
+	b.Queue(admitPendingSQL, id).Query(lockedRuns(&pendingRuns))
+	b.Queue(admitLastSQL, id).Query(lockedRuns(&last))
+	b.Queue(admitSkipsSQL, id, sundial.MaxSkipsSinceLast).Query(lockedRuns(&skips))
 	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
-		from := state.Run.Status
-		d := decide(state)
+		var lastRun *sundial.Run
+		if len(last) > 0 {
+			lastRun = last[0]
+		}
+		from := readRun.Status
+		d := decide(sundial.AdmitStateOf(task, readRun, pendingRuns, lastRun, skips))
 		if err := d.Check(id, from); err != nil {
 			return err
 		}
-		// A decision ends its task only with its run: SKIPPED, the one-off
-		// task's only fire not run.
-		complete := d.EndsTask() != ""
-		wb := &pgx.Batch{}
+		var c sundial.RunChanges
 		if cancel := slices.DeleteFunc(slices.Clone(d.Cancel), func(c int64) bool { return c == id }); len(cancel) > 0 {
-			wb.Queue(admitLockRunsSQL, append(slices.Clone(cancel), id))
-			wb.Queue(admitCancelSQL, sqlrow.Micros(now), cancel, state.Run.TaskID)
-		}
-		var q *pgx.QueuedQuery
-		switch d.Status {
-		case sundial.RunRunning:
-			q = wb.Queue(admitRunningSQL, d.Attempt, sqlrow.Micros(now), cleanText(d.TraceID), id, fence, string(from))
-		case sundial.RunQueued:
-			q = wb.Queue(admitQueuedSQL, d.Attempt, sqlrow.Micros(now), id, fence, string(from))
-		case sundial.RunSkipped:
-			q = wb.Queue(admitSkippedSQL, string(d.SkipReason), d.Attempt, sqlrow.Micros(now), id, fence, string(from))
-		}
-		q.QueryRow(func(row pgx.Row) error {
-			var err error
-			out, err = scanRun(row)
-			if errors.Is(err, pgx.ErrNoRows) {
-				// Changed since it was read, by a statement that does not
-				// take the task lock: no longer this admission's to decide.
-				return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
+			// CANCEL_PREV: the runs to cancel (and this one), locked in ID
+			// order as RunStart and RunFinish lock runs, then cancelled as
+			// RunCancel does.
+			var locked []*sundial.Run
+			lb := &pgx.Batch{}
+			lb.Queue(runsLockSQL, append(slices.Clone(cancel), id)).Query(lockedRuns(&locked))
+			if err := sendBatch(ctx, tx, lb); err != nil {
+				return err
 			}
-			return err
-		})
-		if complete {
-			// The task's lock is this transaction's since its first statement.
-			wb.Queue(completeTaskSQL, string(d.CompleteTask), sqlrow.Micros(now), state.Run.TaskID)
+			for _, prev := range locked {
+				if prev.ID == id || !slices.Contains(cancel, prev.ID) || prev.TaskID != task.ID || prev.Status.Final() {
+					continue
+				}
+				pc, err := sundial.Cancel(task, prev, now)
+				if err != nil {
+					return err
+				}
+				c.Add(pc)
+			}
 		}
+		// The decision applies to a copy: decide may keep its state.
+		admitted := *readRun
+		d.Apply(&admitted, now)
+		if end := d.EndsTask(); end != "" {
+			// A one-off task whose only fire is skipped ends with it. The
+			// task's lock is this transaction's since its first statement.
+			c.Ends = append(c.Ends, sundial.TaskEnd{TaskID: task.ID, Status: end, At: now})
+		}
+		wb := &pgx.Batch{}
+		wb.Queue(customPlans)
+		wb.Queue(admitWriteSQL, append(runsWriteArgs([]*sundial.Run{&admitted}), fence, string(from))...).QueryRow(
+			func(row pgx.Row) error {
+				var got int64
+				if err := row.Scan(&got); errors.Is(err, pgx.ErrNoRows) {
+					// Changed since it was read, by a statement that does
+					// not take the task lock: no longer this admission's to
+					// decide.
+					return sqlrow.NotFound("", "run %d is not waiting for admission under fence %d", id, fence)
+				} else if err != nil {
+					return err
+				}
+				out = &admitted
+				return nil
+			})
+		queueChanges(wb, c)
 		return sendBatch(ctx, tx, wb)
 	})
 	if err != nil {

@@ -55,6 +55,10 @@ func qualified(alias, cols string) string {
 // claimed task comes once, with the first of its runs; its other runs have
 // NULL in the task's columns. $1 node, $2 until, $3 limit, $4 now, $5
 // ClaimStart.By, $6 ClaimStart.FreshAfter.
+//
+// It is RunClaimDue on a hot path, one statement: its selection is
+// sundial.Run.Unclaimed, st.s is sundial.ClaimStart.Starts and its SET
+// ClaimStart.Claim, which the conformance suite holds it to (ClaimRule).
 var claimDueSQL = `WITH claimed AS (
 		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4,
 			(status, attempt, started_at, trace_id, deliveries,
@@ -174,19 +178,11 @@ const runTasksLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
 	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
 	ORDER BY id FOR SHARE`
 
-// runClaimSQL takes over the runs of $1 whose fence is the one in $2 and
-// that are SCHEDULED or QUEUED, for node $3 at $4.
-var runClaimSQL = `UPDATE runs SET node_id = $3, fence = runs.fence + 1, updated_at = $4
-	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
-	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
-		AND runs.status IN ('SCHEDULED', 'QUEUED')
-	RETURNING ` + qualified("runs", sqlrow.RunCols)
-
 // RunClaim takes over the given SCHEDULED or QUEUED runs whose fence still
-// matches, in one round trip and one implicit transaction: the runs' tasks
-// are locked first (FOR SHARE, in ID order), then the runs are updated as
-// RunStart updates its batch (one statement per repeat of an ID, so a batch
-// applies as if its items ran one after another). It returns the runs it
+// matches (sundial.RunRef.Claimable), in one transaction: BEGIN with the
+// runs' tasks locked (FOR SHARE, in ID order: claims of one task need not
+// wait for each other, admissions, updates and deletes of it do) and the
+// runs locked and read, then the write, then COMMIT. It returns the runs it
 // took in the order of refs, each once, and their tasks as read under the
 // lock.
 func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
@@ -194,52 +190,61 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	if len(refs) == 0 {
 		return nil, nil, nil
 	}
-	ids := make([]int64, len(refs))
-	for i, ref := range refs {
-		ids[i] = ref.ID
-	}
-	now := sqlrow.Micros(s.clock())
+	ids := refIDs(refs)
+	now := sqlrow.Norm(s.clock())
 	var (
-		locked map[int64]*sundial.Task
-		took   map[int64]*sundial.Run
+		runs  []*sundial.Run
+		tasks map[int64]*sundial.Task
 	)
-	stmts := []stmt{{runTasksLockSQL, []any{ids}, func(rows pgx.Rows) error {
-		ts, err := scanTasks(rows)
-		for _, t := range ts {
-			locked[t.ID] = t
-		}
-		return err
-	}}}
-	for _, round := range rounds(ids) {
-		var id, fence []int64
-		for _, i := range round {
-			id, fence = append(id, refs[i].ID), append(fence, refs[i].Fence)
-		}
-		stmts = append(stmts, stmt{runClaimSQL, []any{id, fence, nodeID, now}, func(rows pgx.Rows) error {
-			rs, err := scanRuns(rows)
-			for _, r := range rs {
-				took[r.ID] = r
+	err = retry(ctx, func() error {
+		runs, tasks = nil, map[int64]*sundial.Task{}
+		var locked []*sundial.Run
+		b := beginBatch()
+		b.Queue(runTasksLockSQL, ids).Query(func(rows pgx.Rows) error {
+			ts, err := scanTasks(rows)
+			for _, t := range ts {
+				tasks[t.ID] = t
 			}
 			return err
-		}})
-	}
-	err = retry(ctx, func() error {
-		locked, took = map[int64]*sundial.Task{}, map[int64]*sundial.Run{}
-		return sendBatch(ctx, s.pool, batchOf(stmts))
+		})
+		b.Queue(runsLockSQL, ids).Query(lockedRuns(&locked))
+		return s.inTx(ctx, b, func(tx pgx.Tx) error {
+			byID := make(map[int64]*sundial.Run, len(locked))
+			for _, r := range locked {
+				byID[r.ID] = r
+			}
+			var c sundial.RunChanges
+			for _, ref := range refs {
+				if r := byID[ref.ID]; r != nil && ref.Claimable(r) {
+					r.ClaimFor(nodeID, now)
+					c.Update = append(c.Update, r)
+				}
+			}
+			runs = c.Update
+			if len(runs) == 0 {
+				return nil
+			}
+			return sendBatch(ctx, tx, changesBatch(c))
+		})
 	})
 	if err != nil {
 		return nil, nil, sqlrow.Wrap(badTextOr(err), "claim runs for node %s", nodeID)
 	}
-	var runs []*sundial.Run
-	tasks := map[int64]*sundial.Task{}
-	for _, id := range ids {
-		if r := took[id]; r != nil {
-			runs = append(runs, r)
-			tasks[r.TaskID] = locked[r.TaskID]
-			delete(took, id)
-		}
+	taken := map[int64]*sundial.Task{}
+	for _, r := range runs {
+		taken[r.TaskID] = tasks[r.TaskID]
 	}
-	return runs, tasks, nil
+	return runs, taken, nil
+}
+
+// refIDs returns the IDs refs name, ascending, each once.
+func refIDs(refs []sundial.RunRef) []int64 {
+	ids := make([]int64, len(refs))
+	for i, r := range refs {
+		ids[i] = r.ID
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // runUnplanLockSQL locks, in ID order, the tasks of the runs $1: RunUnplan
@@ -248,54 +253,40 @@ const runUnplanLockSQL = `SELECT id FROM tasks
 	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
 	ORDER BY id FOR UPDATE`
 
-// runUnplanSQL deletes the SCHEDULED runs never delivered of $1 held by
-// node $3 whose fence is the one in $2, and rewinds each task's
-// next_fire_at to the earliest of its deleted runs when that is earlier.
-// LEAST ignores NULL: a task with no next fire gets the earliest.
-const runUnplanSQL = `WITH gone AS (
-		DELETE FROM runs USING unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
-		WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
-			AND runs.status = 'SCHEDULED' AND runs.node_id = $3 AND runs.trigger_type <> 'MANUAL'
-			AND runs.deliveries = 0
-		RETURNING runs.task_id, runs.scheduled_at
-	)
-	UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
-	FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
-	WHERE tasks.id = e.task_id`
-
-// runHandBackSQL hands the SCHEDULED runs delivered before among $1, held
-// by node $3 with the fence in $2, back to no node, as they are (due_at
-// kept, fence kept: the next claim bumps it): a retry is not a fire the
-// planner makes again. $4 now.
-const runHandBackSQL = `UPDATE runs SET node_id = '', updated_at = $4
-	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, fence)
-	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence
-		AND runs.status = 'SCHEDULED' AND runs.node_id = $3 AND runs.deliveries > 0`
-
-// RunUnplan deletes the given SCHEDULED runs nodeID holds (each only if
-// its fence matches) and rewinds their tasks, or hands them back to no
-// node if they were delivered before, in one round trip and one implicit
-// transaction that locks the tasks first.
+// RunUnplan gives up the given SCHEDULED runs that nodeID holds under the
+// given fence, as sundial.Unplan decides: planned fires are deleted and
+// their tasks rewound, runs delivered before handed back to no node. One
+// transaction: BEGIN with the runs' tasks locked (FOR UPDATE, in ID order)
+// and the runs locked and read, then the writes, then COMMIT.
 func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
 	defer s.classify(&err)
 	if len(refs) == 0 {
 		return nil
 	}
-	sorted := slices.SortedFunc(slices.Values(refs), func(a, b sundial.RunRef) int { return cmp.Compare(a.ID, b.ID) })
-	ids, fences := make([]int64, len(sorted)), make([]int64, len(sorted))
-	for i, ref := range sorted {
-		ids[i], fences[i] = ref.ID, ref.Fence
-	}
-	stmts := []stmt{
-		{runUnplanLockSQL, []any{ids}, nil},
-		{runUnplanSQL, []any{ids, fences, nodeID}, nil},
-		{runHandBackSQL, []any{ids, fences, nodeID, sqlrow.Micros(s.clock())}, nil},
-	}
-	err = retry(ctx, func() error { return sendBatch(ctx, s.pool, batchOf(stmts)) })
+	ids := refIDs(refs)
+	now := sqlrow.Norm(s.clock())
+	err = retry(ctx, func() error {
+		var locked []*sundial.Run
+		b := beginBatch()
+		b.Queue(runUnplanLockSQL, ids)
+		b.Queue(runsLockSQL, ids).Query(lockedRuns(&locked))
+		return s.inTx(ctx, b, func(tx pgx.Tx) error {
+			byID := make(map[int64]*sundial.Run, len(locked))
+			for _, r := range locked {
+				byID[r.ID] = r
+			}
+			c := sundial.Unplan(byID, nodeID, refs, now)
+			if c.Empty() {
+				return nil
+			}
+			return sendBatch(ctx, tx, changesBatch(c))
+		})
+	})
 	return sqlrow.Wrap(badTextOr(err), "unplan runs of node %s", nodeID)
 }
 
-// missedPickSQL reads the planned fires due before $1 that no node holds
+// missedPickSQL reads the planned fires (sundial.Run.Missable) due before
+// $1 that no node holds
 // (through runs_unclaimed, in its order) and those a node holds (few:
 // claimed a moment before their instant), up to $2 of each.
 var missedPickSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs
@@ -306,23 +297,10 @@ var missedPickSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE status = 'SCHEDULED' AND node_id <> '' AND due_at < $1 AND deliveries = 0 AND trigger_type = 'SCHEDULE'
 		ORDER BY due_at, id LIMIT $2)`
 
-// missedDeleteSQL deletes the runs $1 that are still planned fires never
-// delivered, whoever holds them, and rewinds each task's next_fire_at to
-// the earliest of its deleted runs when that is earlier (as runUnplanSQL).
-const missedDeleteSQL = `WITH gone AS (
-		DELETE FROM runs
-		WHERE id = ANY($1) AND status = 'SCHEDULED' AND deliveries = 0 AND trigger_type = 'SCHEDULE'
-		RETURNING task_id, scheduled_at
-	), rewound AS (
-		UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
-		FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
-		WHERE tasks.id = e.task_id
-	)
-	SELECT count(*) FROM gone`
-
 // RunUnplanMissed deletes the planned fires that missed reports too late
-// to start, whoever holds them, and rewinds their tasks. Their tasks are
-// locked first, in ID order, as every writer of a task's runs does.
+// to start, whoever holds them, and rewinds their tasks, as
+// sundial.UnplanMissed decides. Their tasks are locked first, in ID order,
+// as every writer of a task's runs does, then the runs to delete.
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
 	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
 	defer s.classify(&err)
@@ -371,7 +349,19 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 			if len(gone) == 0 {
 				return nil
 			}
-			return tx.QueryRow(ctx, missedDeleteSQL, gone).Scan(&deleted)
+			// Decided again under the runs' locks (missed answered on the
+			// candidates, once each): started, or gone, since they were read.
+			var locked []*sundial.Run
+			lb := &pgx.Batch{}
+			lb.Queue(runsLockSQL, gone).Query(lockedRuns(&locked))
+			if err := sendBatch(ctx, tx, lb); err != nil {
+				return err
+			}
+			c := sundial.UnplanMissed(locked, tasks, before, func(*sundial.Run, *sundial.Task) bool { return true })
+			if deleted = len(c.Delete); deleted == 0 {
+				return nil
+			}
+			return sendBatch(ctx, tx, changesBatch(c))
 		})
 	})
 	if err != nil {
@@ -381,56 +371,31 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 }
 
 // redeliverPickSQL picks the oldest INTERRUPTED runs (by scheduled time,
-// then ID): up to $2 that may be delivered again (fewer than $1 deliveries,
-// task live, no cancellation asked) and up to 1,000 others, which fail.
-const redeliverPickSQL = `(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-		WHERE r.status = 'INTERRUPTED' AND r.deliveries < $1 AND NOT t.deleted AND NOT r.cancel_requested
-		ORDER BY r.scheduled_at, r.id LIMIT $2)
-	UNION ALL
-	(SELECT r.id FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-		WHERE r.status = 'INTERRUPTED' AND (r.deliveries >= $1 OR t.deleted OR r.cancel_requested)
-		ORDER BY r.scheduled_at, r.id LIMIT 1000)`
+// then ID), up to $1: the refused ones fail, and so do not hold back those
+// after them for long.
+const redeliverPickSQL = `SELECT id FROM runs WHERE status = 'INTERRUPTED' ORDER BY scheduled_at, id LIMIT $1`
 
-// redeliverSQL decides again, under the task locks, each picked run ($1)
-// that is still INTERRUPTED: one with fewer than $3 deliveries and a live
-// task becomes SCHEDULED for node $2 with a new fence, due at once ($4);
-// the others become FAILED at $4, the reason added to the interruption's,
-// and so does the one-off task whose scheduled run failed, if still
-// ENABLED (its lock, FOR SHARE since the batch's first statement, becomes
-// an exclusive one). The runs are locked in ID order with SKIP LOCKED: a
-// run another redeliverer holds is its to decide.
-var redeliverSQL = `WITH d AS (UPDATE runs SET
-		status = CASE WHEN e.ok THEN 'SCHEDULED' ELSE 'FAILED' END,
-		node_id = CASE WHEN e.ok THEN $2 ELSE runs.node_id END,
-		fence = CASE WHEN e.ok THEN runs.fence + 1 ELSE runs.fence END,
-		due_at = CASE WHEN e.ok THEN $4::bigint ELSE runs.due_at END,
-		finished_at = CASE WHEN e.ok THEN NULL ELSE $4::bigint END,
-		error = CASE WHEN e.ok THEN runs.error WHEN runs.error = '' THEN e.why ELSE runs.error || '; ' || e.why END,
-		updated_at = $4
-	FROM (
-		SELECT r.id, r.deliveries < $3::integer AND NOT t.deleted AND NOT r.cancel_requested AS ok,
-			CASE WHEN t.deleted THEN 'its task was deleted'
-				WHEN r.cancel_requested THEN 'its cancellation was requested'
-				ELSE format('no delivery left (%s of %s made)', r.deliveries, $3::integer) END AS why
-		FROM runs AS r JOIN tasks AS t ON t.id = r.task_id
-		WHERE r.id = ANY($1) AND r.status = 'INTERRUPTED'
-		ORDER BY r.id
-		FOR UPDATE OF r SKIP LOCKED
-	) AS e
-	WHERE runs.id = e.id
-	RETURNING ` + qualified("runs", sqlrow.RunCols) + `
-	), failed AS (
-		UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = $4
-		WHERE tasks.id = ANY (ARRAY(SELECT task_id FROM d WHERE status = 'FAILED' AND trigger_type = 'SCHEDULE'))
-			AND ` + oneOffFailed + `
-	)
-	SELECT ` + sqlrow.RunCols + ` FROM d`
+// redeliverLockSQL locks the runs $1 that are still INTERRUPTED, in ID
+// order, passing over those another redeliverer holds (SKIP LOCKED): they
+// are its to decide.
+const redeliverLockSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ANY($1) AND status = 'INTERRUPTED'
+	ORDER BY id FOR UPDATE SKIP LOCKED`
+
+// redeliverTasksSQL locks the tasks of the runs $1, deleted ones too, FOR
+// SHARE in ID order (so that none is deleted while its run is scheduled
+// again), and reads them with whether they are deleted.
+const redeliverTasksSQL = `SELECT ` + sqlrow.TaskCols + `, deleted FROM tasks
+	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
+	ORDER BY id FOR SHARE`
 
 // RunRedeliver takes up to limit INTERRUPTED runs that may be delivered
-// again, oldest first, and schedules them for nodeID; up to 1,000 others,
-// oldest first, fail (the limit counts only the runs it redelivers). Two round trips: the pick, then one implicit
-// transaction that locks the picked runs' tasks (FOR SHARE, in ID order)
-// and decides each run again under the locks.
+// again, oldest first, and schedules them for nodeID, and fails the others
+// among the oldest (up to four times limit, at most 1,000), as
+// sundial.Redeliver decides: the limit counts only the runs it
+// redelivers. The pick takes no lock; then one transaction locks the
+// picked runs' tasks (FOR SHARE, in ID order) and the runs, decides each
+// under the locks, and writes. (Failing a one-off task upgrades its shared
+// lock to an exclusive one.)
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -438,12 +403,12 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	}
 	now = sqlrow.Norm(now)
 	var (
-		runs   []*sundial.Run
-		locked map[int64]*sundial.Task
+		runs  []*sundial.Run
+		tasks map[int64]*sundial.Task
 	)
 	err = retry(ctx, func() error {
-		runs, locked = nil, map[int64]*sundial.Task{}
-		rows, err := s.pool.Query(ctx, redeliverPickSQL, maxDeliveries, limit)
+		runs, tasks = nil, map[int64]*sundial.Task{}
+		rows, err := s.pool.Query(ctx, redeliverPickSQL, sqlrow.ClampLimit(limit*4))
 		if err != nil {
 			return err
 		}
@@ -452,34 +417,45 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 			return err
 		}
 		slices.Sort(ids)
-		return sendBatch(ctx, s.pool, batchOf([]stmt{
-			{runTasksLockSQL, []any{ids}, func(rows pgx.Rows) error {
-				ts, err := scanTasks(rows)
-				for _, t := range ts {
-					locked[t.ID] = t
+		var (
+			locked  []*sundial.Run
+			all     = map[int64]*sundial.Task{}
+			deleted = map[int64]bool{}
+		)
+		b := beginBatch()
+		b.Queue(redeliverTasksSQL, ids).Query(func(rows pgx.Rows) error {
+			defer rows.Close()
+			for rows.Next() {
+				var gone bool
+				t, err := sqlrow.ScanTask(rowFunc(func(dest ...any) error { return rows.Scan(append(dest, &gone)...) }))
+				if err != nil {
+					return err
 				}
+				all[t.ID], deleted[t.ID] = t, gone
+			}
+			return rows.Err()
+		})
+		b.Queue(redeliverLockSQL, ids).Query(lockedRuns(&locked))
+		return s.inTx(ctx, b, func(tx pgx.Tx) error {
+			slices.SortFunc(locked, func(a, b *sundial.Run) int {
+				return cmp.Or(a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
+			})
+			again, c := sundial.Redeliver(locked, all, deleted, nodeID, maxDeliveries, limit, now)
+			if c.Empty() {
+				return nil
+			}
+			if err := sendBatch(ctx, tx, changesBatch(c)); err != nil {
 				return err
-			}},
-			{redeliverSQL, []any{ids, nodeID, maxDeliveries, sqlrow.Micros(now)}, func(rows pgx.Rows) error {
-				rs, err := scanRuns(rows)
-				for _, r := range rs {
-					if r.Status == sundial.RunScheduled {
-						runs = append(runs, r)
-					}
-				}
-				return err
-			}},
-		}))
+			}
+			runs = again
+			for _, r := range again {
+				tasks[r.TaskID] = all[r.TaskID]
+			}
+			return nil
+		})
 	})
 	if err != nil {
 		return nil, nil, sqlrow.Wrap(badTextOr(err), "redeliver interrupted runs for node %s", nodeID)
-	}
-	slices.SortFunc(runs, func(a, b *sundial.Run) int {
-		return cmp.Or(a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
-	})
-	tasks := map[int64]*sundial.Task{}
-	for _, r := range runs {
-		tasks[r.TaskID] = locked[r.TaskID]
 	}
 	return runs, tasks, nil
 }
@@ -519,7 +495,7 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 		ids[i], at[r.ID] = r.ID, i
 	}
 	out := make([]sundial.SendCheck, len(refs))
-	rows, err := s.pool.Query(ctx, `SELECT id, fence, status, cancel_requested FROM runs WHERE id = ANY($1)`, ids)
+	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.SendCheckCols+` FROM runs WHERE id = ANY($1)`, ids)
 	if err == nil {
 		var (
 			id, fence int64
@@ -543,7 +519,7 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
 	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, `SELECT id FROM runs
-		WHERE status IN ('RUNNING', 'WAITING_CALLBACK') AND node_id = $1 AND cancel_requested
+		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Active)+` AND node_id = $1 AND cancel_requested
 		ORDER BY id`, nodeID)
 	var ids []int64
 	if err == nil {

@@ -33,6 +33,18 @@
 // ON DELETE CASCADE, so that deleting a run (RunPurge, or a SCHEDULED run
 // delivered before) deletes its attempts.
 //
+// # Rules
+//
+// The adapter decides nothing of its own: a method locks and reads the
+// rows, calls the domain's rule (sundial.Release, sundial.Redeliver,
+// sundial.TakeBackOnUpdate, sundial.Cancel, ...) and writes what it
+// returned (a sundial.RunChanges: queueChanges, one statement per kind of
+// write from unnest(arrays)). Only the hot paths (PlanDue, RunClaimDue,
+// RunStart, RunFinish, RunCheckSend) keep a rule in their SQL, one
+// statement each, and name the rule it expresses; the conformance suite
+// holds that SQL to the rule. The status lists of every statement come from
+// the domain's predicates (sqlrow.Statuses).
+//
 // # Concurrency
 //
 // Transactions run at READ COMMITTED, so each statement sees what committed
@@ -80,9 +92,9 @@
 //   - RunComplete locks the run (SELECT ... FOR UPDATE; its task first
 //     when it ends the task) and decides from what it holds, so of two
 //     callbacks, or a callback and its call's RunFinish, the second finds
-//     the run changed. RunProgress is one UPDATE guarded by fence and
-//     status. RunCancel locks the run's task first when it is one-off (the
-//     cancel may end it FAILED), then cancels in one statement.
+//     the run changed. RunProgress locks and reads the run the same way.
+//     RunCancel locks the run's task first (the cancel may end a one-off
+//     task FAILED), then the run.
 //   - TaskCreateMany reads the live tasks with its request IDs and names,
 //     then inserts from unnest(arrays) in one statement; a concurrent
 //     creation of the same request (or name) that wins the unique index
@@ -90,12 +102,13 @@
 //     SettingEnsure inserts with ON CONFLICT DO NOTHING, then reads.
 //   - RunInsert takes FOR SHARE on its task, so it and TaskDelete (which
 //     deletes the task's SCHEDULED runs) cannot interleave.
-//   - RunRelease and NodeReap lock the tasks whose runs they release before
-//     touching the runs, and record each RUNNING run they interrupt as an
-//     INTERRUPTED attempt in the same statement (UPDATE ... RETURNING
-//     feeding an INSERT); NodeReap claims dead nodes with FOR UPDATE SKIP
-//     LOCKED, so two reapers never release one node twice. RunPurge deletes
-//     with SKIP LOCKED too.
+//   - RunRelease and NodeReap lock the tasks whose runs they release, then
+//     the runs (SCHEDULED and RUNNING, in ID order), and write what
+//     sundial.Release makes of exactly those runs, the INTERRUPTED attempts
+//     included; NodeReap claims dead nodes with FOR UPDATE SKIP LOCKED, so
+//     two reapers never release one node twice. RunPurge deletes with SKIP
+//     LOCKED too. TaskUpdate and TaskDelete lock the task (their UPDATE),
+//     then the task's runs a change may take back.
 //   - RunClaimDue, every node's hot path, is one statement in one round
 //     trip: it picks the due runs no node holds (empty node_id) through the
 //     partial index runs_unclaimed, most urgent first (due time, then
@@ -114,15 +127,15 @@
 //     before sending finds them gone.
 //   - RunClaim locks the runs' tasks FOR SHARE (claims of one task need not
 //     wait for each other; admissions, updates and deletes of the task do),
-//     then updates the runs as RunStart does, guarded by fence and status.
-//     RunUnplan locks the runs' tasks FOR UPDATE, then deletes the runs
-//     (guarded by holder, fence and status) and rewinds the tasks in one
-//     statement. Each is one round trip and one implicit transaction.
+//     then the runs in ID order, and writes those sundial.RunRef.Claimable
+//     takes. RunUnplan locks the runs' tasks FOR UPDATE, then the runs, and
+//     writes what sundial.Unplan decides.
 //   - RunRedeliver picks INTERRUPTED runs without a lock, then in one
-//     implicit transaction locks their tasks FOR SHARE, so that none is
-//     deleted while its run is scheduled again, and decides each run again
-//     under the locks; the runs are locked FOR UPDATE SKIP LOCKED, so two
-//     redeliverers never take one run and do not wait for each other.
+//     transaction locks their tasks FOR SHARE, so that none is deleted
+//     while its run is scheduled again, and the runs FOR UPDATE SKIP
+//     LOCKED, so two redeliverers never take one run and do not wait for
+//     each other, and writes what sundial.Redeliver decides under the
+//     locks.
 //   - RunFindStuck and RunCancelRequested only read: what they return is
 //     acted on through fenced writes (RunClaim, RunFinish). RunAttempts
 //     only reads too.
@@ -132,17 +145,18 @@
 //
 // Locks are taken in one order: a node row, then task rows, then run rows.
 // Where one statement locks several rows of a kind it takes them in ID
-// order (ORDER BY id FOR UPDATE), except RunStart, RunClaim and RunUnplan,
-// whose order follows the plan (their input is sorted by ID).
-// RunClaim, RunUnplan and RunRedeliver lock the runs' tasks before the
-// runs, as RunRelease does, and so do RunFinish, RunComplete and RunCancel
-// where they may end a task. (RunRedeliver holds its tasks FOR SHARE and
-// takes the exclusive lock of a one-off task it fails under it.) PlanDue cannot deadlock: it never waits for a
-// task lock, and it inserts runs only for the tasks it holds; RunClaimDue
-// cannot either, as it waits for no lock. The methods that take no callback
-// (RunStart, RunFinish, RunRelease, NodeReap, RunPurge, RunClaim, RunUnplan,
-// RunRedeliver) are retried a few times if PostgreSQL reports a deadlock or
-// serialisation failure; RunAdmit is not, because that would call decide
-// again, so the rare deadlock between a CANCEL_PREV admission and a
-// RunFinish of the runs it cancels reaches its caller as an internal error.
+// order (ORDER BY id FOR UPDATE), except RunStart, whose order follows the
+// plan (its input is sorted by ID). RunClaim, RunUnplan, RunUnplanMissed
+// and RunRedeliver lock the runs' tasks before the runs, as RunRelease
+// does, and so do RunFinish, RunComplete and RunCancel where they may end a
+// task. (RunRedeliver holds its tasks FOR SHARE and takes the exclusive
+// lock of a one-off task it fails under it.) PlanDue cannot deadlock: it
+// never waits for a task lock, and it inserts runs only for the tasks it
+// holds; RunClaimDue cannot either, as it waits for no lock. The methods
+// that take no callback (RunStart, RunFinish, RunRelease, NodeReap,
+// RunPurge, RunClaim, RunUnplan, RunUnplanMissed, RunRedeliver) are retried
+// a few times if PostgreSQL reports a deadlock or serialisation failure;
+// RunAdmit is not, because that would call decide again, so the rare
+// deadlock between a CANCEL_PREV admission and a RunFinish of the runs it
+// cancels reaches its caller as an internal error.
 package postgres

@@ -101,6 +101,7 @@ const nodeReapSQL = `UPDATE nodes SET state = 'DEAD' WHERE id = ANY (ARRAY(
 // and returns their IDs in order, all in one transaction.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	var dead []string
 	err = retry(ctx, func() error {
 		dead = dead[:0]
@@ -120,11 +121,11 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 				return nil
 			}
 			slices.Sort(dead)
-			rb := &pgx.Batch{}
+			reasons := make(map[string]string, len(dead))
 			for _, id := range dead {
-				queueRelease(rb, id, fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter), now)
+				reasons[id] = fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter)
 			}
-			return sendBatch(ctx, tx, rb)
+			return release(ctx, tx, reasons, now)
 		})
 	})
 	if err != nil {

@@ -801,6 +801,11 @@ func TestQueryPlans(t *testing.T) {
 		completed := "COMPLETED"
 		trues, ends = append(trues, true), append(ends, &completed)
 	}
+	// A rule's runs written back.
+	writeBack := make([]*sundial.Run, n)
+	for i := range writeBack {
+		writeBack[i] = &sundial.Run{ID: ids[i], Status: sundial.RunScheduled}
+	}
 	// RunFinish's arrays of retries, due times and task ends, NULL when a
 	// batch sets none.
 	var (
@@ -839,7 +844,7 @@ func TestQueryPlans(t *testing.T) {
 		{"admit pending", admitPendingSQL, []any{10}, "runs_task_status", "runs_status_node"},
 		{"admit last effective", admitLastSQL, []any{10}, "runs_task_status", "runs_status_node"},
 		{"admit skips", admitSkipsSQL, []any{10, 10}, "runs_task_status", "runs_status_node"},
-		{"admit cancel", admitCancelSQL, []any{1, ids[:3], 10}, "runs_", "runs_status_node"},
+		{"admit cancel lock", runsLockSQL, []any{ids[:3]}, "runs_pkey", "runs_status_node"},
 		// A batch's runs by primary key, never through the status index.
 		{"RunStart", runStartSQL, []any{ids, fences, ints, times, texts}, "runs_pkey", "runs_status_node"},
 		{"RunFinish", runFinishSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies, texts, times,
@@ -849,13 +854,16 @@ func TestQueryPlans(t *testing.T) {
 		{"RunFinish complete", runFinishCompleteSQL, []any{ids, fences, finals, nulls, nulls, ints, bodies,
 			texts, times, noRetry, noDue, ends}, "runs_pkey", "runs_status_node"},
 		{"RunPurge", runPurgeSQL, []any{40_000, 500}, "runs_created", ""},
-		{"TaskUpdate priority", taskRunsPrioritySQL, []any{2, 10}, "runs_task_status", "runs_status_node"},
-		{"release lock", releaseLockSQL, []any{"node-1"}, "tasks_pkey", ""},
-		{"release running", releaseRunningSQL, []any{"node-1", "", 1}, "runs_pkey", ""},
-		{"release hand back", releaseHandBackSQL, []any{"node-1", 1}, "runs_status_node", ""},
+		{"take back", taskRunsSQL, []any{10}, "runs_task_status", "runs_status_node"},
+		{"release lock", releaseLockSQL, []any{[]string{"node-1"}}, "tasks_pkey", ""},
+		{"release runs", releaseRunsSQL, []any{[]string{"node-1"}}, "runs_status_node", ""},
+		// A rule's changes, by primary key.
+		{"write back runs", runsWriteSQL, runsWriteArgs(writeBack), "runs_pkey", "runs_status_node"},
+		{"delete runs", runsDeleteSQL, []any{ids}, "runs_pkey", "runs_status_node"},
+		{"rewind tasks", tasksRewindSQL, []any{ids[:10], times[:10]}, "tasks_pkey", ""},
 		{"RunAttempts", runAttemptsSQL, []any{40}, "run_attempts_run", ""},
 		{"RunComplete latest attempt", runCompleteLatestSQL, []any{40, "SUCCESS", "", 1}, "run_attempts_run", ""},
-		{"RunProgress", runProgressSQL, []any{40, 1, nil, nil, nil, 1}, "runs_pkey", ""},
+		{"RunProgress", runCompleteReadSQL, []any{40}, "runs_pkey", ""},
 		// Claims. An idle claim (nothing due), a claim in a burst (5,000
 		// runs due at one instant) and a claim of 1,000 runs read the runs
 		// no node holds only, in the index's order (due_at, priority DESC,
@@ -864,14 +872,13 @@ func TestQueryPlans(t *testing.T) {
 		{"RunClaimDue burst", claimDueSQL, []any{"node-0", 199_000, 250, 1, 0, 0}, "runs_unclaimed", "runs_status_node"},
 		{"RunClaimDue", claimDueSQL, []any{"node-0", 300_000, 1000, 1, 0, 0}, "runs_unclaimed", "runs_status_node"},
 		{"claim lock", runTasksLockSQL, []any{ids}, "tasks_pkey", ""},
-		{"RunClaim", runClaimSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
+		{"RunClaim", runsLockSQL, []any{ids}, "runs_pkey", "runs_status_node"},
 		{"unplan lock", runUnplanLockSQL, []any{ids}, "tasks_pkey", ""},
-		{"RunUnplan", runUnplanSQL, []any{ids, fences, "node-0"}, "runs_pkey", "runs_status_node"},
-		{"RunUnplan hand back", runHandBackSQL, []any{ids, fences, "node-0", 1}, "runs_pkey", "runs_status_node"},
-		{"redeliver pick", redeliverPickSQL, []any{3, 100}, "runs_status_node", ""},
+		{"redeliver pick", redeliverPickSQL, []any{100}, "runs_status_node", ""},
 		// INTERRUPTED runs are few, and all of them are being redelivered:
 		// through the status index or the primary key.
-		{"redeliver", redeliverSQL, []any{ids, "node-0", 3, 1}, "runs_", ""},
+		{"redeliver", redeliverLockSQL, []any{ids}, "runs_", ""},
+		{"redeliver tasks", redeliverTasksSQL, []any{ids}, "tasks_pkey", ""},
 		{"RunFindStuck", runFindStuckSQL, []any{"node-0", 40_000, 100}, "runs_status_node", ""},
 		// The callback sweep reads the waiting runs only, idle or not.
 		{"RunCallbackExpired idle", callbackExpiredSQL, []any{300_000, 100}, "runs_waiting", "runs_status_node"},

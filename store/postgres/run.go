@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,33 +63,6 @@ func scanRuns(rows pgx.Rows) ([]*sundial.Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-// Status lists, from the domain's definitions.
-var (
-	finalStatuses = sqlList(filter(allStatuses, sundial.RunStatus.Final)...)
-	// cancelAtOnce are the statuses RunCancel ends (CANCELED) instead of
-	// flagging for the owner: those that may become CANCELED and hold no
-	// delivery in flight.
-	cancelAtOnce = sqlList(filter(allStatuses, func(s sundial.RunStatus) bool {
-		return sundial.CanTransition(s, sundial.RunCanceled) && !s.Active()
-	})...)
-)
-
-var allStatuses = []sundial.RunStatus{
-	sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
-	sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
-	sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted,
-}
-
-func filter[T any](items []T, keep func(T) bool) []T {
-	var out []T
-	for _, it := range items {
-		if keep(it) {
-			out = append(out, it)
-		}
-	}
-	return out
 }
 
 // runUnnest turns the arrays of runArrays.args into rows of
@@ -328,6 +302,10 @@ func applied(ok []bool, ids []int64, round []int) func(pgx.Rows) error {
 // that read every SCHEDULED run through runs_status_node, or rescanned the
 // batch's arrays once per run, for each batch (TestPlansStaleStatistics).
 // status is NOT NULL: the coalesce changes no result.
+//
+// It is RunStart on a hot path, one statement per round: its condition is
+// sundial.RunStart.Applies and its SET RunStart.Apply, which the
+// conformance suite holds it to (StartRule).
 var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = u.attempt, started_at = u.started_at, trace_id = u.trace_id,
 		deliveries = runs.deliveries + 1, updated_at = u.started_at, ` + sqlrow.StartClears("") + `
@@ -376,25 +354,23 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bo
 }
 
 // finishEdges are the status changes RunFinish may make, from an active
-// status to an outcome, as an SQL list of (from, to) pairs; finishTargets
-// the outcomes among them.
-var finishEdges, finishTargets = func() (string, map[sundial.RunStatus]bool) {
+// status to an outcome (sundial.FinishFrom), as an SQL list of (from, to)
+// pairs.
+var finishEdges = func() string {
 	var pairs []string
-	targets := map[sundial.RunStatus]bool{}
-	for _, from := range []sundial.RunStatus{sundial.RunRunning, sundial.RunWaitingCallback} {
-		for _, to := range []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
-			sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunWaitingCallback, sundial.RunInterrupted} {
-			if sundial.CanTransition(from, to) {
-				pairs = append(pairs, fmt.Sprintf("('%s', '%s')", from, to))
-				targets[to] = true
-			}
+	for _, to := range sundial.RunStatuses() {
+		for _, from := range sundial.FinishFrom(to) {
+			pairs = append(pairs, fmt.Sprintf("('%s', '%s')", from, to))
 		}
 	}
-	return "(" + strings.Join(pairs, ", ") + ")", targets
+	return "(" + strings.Join(pairs, ", ") + ")"
 }()
 
 // runFinishSQL applies one round of outcomes and records an attempt for
-// each that ends a delivery's call. The CTE prev finds the runs by primary
+// each that ends a delivery's call. It is RunFinish on a hot path, one
+// statement per round: sundial.RunFinish.Apply (its condition
+// RunFinish.Applies, its attempt the one Apply returns) and Task.End, in
+// SQL, which the conformance suite holds it to (FinishRule). The CTE prev finds the runs by primary
 // key, as RunStart does, and locks them in ID order before the UPDATE (FOR
 // NO KEY UPDATE, the lock the UPDATE takes): the status and node it returns
 // (was, node) are the ones the UPDATE replaces, read again under the lock
@@ -480,13 +456,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 	ids := make([]int64, len(finishes))
 	var completing []int64 // the runs whose tasks end with them
 	for i, f := range finishes {
-		if !finishTargets[f.Status] {
-			return nil, sqlrow.Conflict("status", "run %d cannot finish as %q", f.ID, f.Status)
+		if err := f.Check(); err != nil {
+			return nil, err
 		}
 		if f.CompleteTask != "" {
-			if err := checkTaskEnd(f.CompleteTask); err != nil {
-				return nil, err
-			}
 			completing = append(completing, f.ID)
 		}
 		ids[i] = f.ID
@@ -571,72 +544,51 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ 
 // outcomes end them: RunUnplan's lock of the tasks it rewinds.
 const taskEndLockSQL = runUnplanLockSQL
 
-// checkTaskEnd refuses a status a run's outcome cannot give its task: a
-// one-off task ends COMPLETED or FAILED.
-func checkTaskEnd(st sundial.TaskStatus) error {
-	if st != sundial.TaskCompleted && st != sundial.TaskFailed {
-		return sundial.Errorf(sundial.EInvalid, "status", "a run ends its task COMPLETED or FAILED, not %q", st)
-	}
-	return nil
-}
-
 // completeTaskSQL ends task $3 with status $1 at $2 if it is still
 // ENABLED: the end of a one-off task, with its run's. The caller holds the
 // task's lock, taken before the run's.
 const completeTaskSQL = `UPDATE tasks SET status = $1, version = version + 1, next_fire_at = NULL, updated_at = $2
 	WHERE id = $3 AND status = 'ENABLED'`
 
-// cancelSet is the SET clause that cancels an unfinished run at $1 (a time):
-// SCHEDULED and QUEUED ones end CANCELED, the others (RUNNING,
-// WAITING_CALLBACK, INTERRUPTED) are flagged for their owner.
-var cancelSet = `status = CASE WHEN status IN ` + cancelAtOnce + ` THEN 'CANCELED' ELSE status END,
-	finished_at = CASE WHEN status IN ` + cancelAtOnce + ` THEN $1 ELSE finished_at END,
-	cancel_requested = cancel_requested OR status NOT IN ` + cancelAtOnce + `,
-	updated_at = $1`
-
-// runCancelSQL cancels run $2 at $1 and, when that ends a one-off task's
-// scheduled run at once, the task FAILED: its only fire will not run.
-var runCancelSQL = `WITH c AS (
-		UPDATE runs SET ` + cancelSet + `
-		WHERE id = $2 AND status NOT IN ` + finalStatuses + `
-		RETURNING ` + sqlrow.RunCols + `
-	), failed AS (
-		UPDATE tasks SET status = 'FAILED', version = version + 1, next_fire_at = NULL, updated_at = $1
-		WHERE id = (SELECT task_id FROM c WHERE status = 'CANCELED' AND trigger_type = 'SCHEDULE')
-			AND ` + oneOffFailed + `
-	)
-	SELECT * FROM c`
-
-// RunCancel cancels a run: SCHEDULED and QUEUED ones at once; RUNNING,
-// WAITING_CALLBACK and INTERRUPTED ones by setting CancelRequested. A final
-// run is EConflict. It is one round trip and one implicit transaction: the
-// run's task is locked first if it is a one-off task (which the cancel may
-// end), then one statement cancels the run, whose row lock orders it with
-// any other change of the run.
+// RunCancel cancels a run as sundial.Cancel decides: SCHEDULED and QUEUED
+// ones at once; RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
+// CancelRequested. A final run is EConflict. It is one transaction and
+// three round trips: BEGIN with the locks of the run's task (its one-off
+// end may come with the run's) and of the run, then the writes, then
+// COMMIT.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
-	var r *sundial.Run
-	b := &pgx.Batch{}
-	b.Queue(oneOffLockSQL, id)
-	b.Queue(runCancelSQL, sqlrow.Micros(now), id).QueryRow(func(row pgx.Row) error {
+	now = sqlrow.Norm(now)
+	var (
+		task *sundial.Task
+		r    *sundial.Run
+	)
+	b := beginBatch()
+	b.Queue(runTaskLockSQL, id).QueryRow(func(row pgx.Row) error {
 		var err error
-		r, err = scanRun(row)
+		task, err = sqlrow.ScanTask(row)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return sqlrow.NotFound("", "run %d not found", id)
+		}
 		return err
 	})
-	err = sendBatch(ctx, s.pool, b)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Missing, or final (a final run stays final).
-		var status string
-		err = s.pool.QueryRow(ctx, `SELECT status FROM runs WHERE id = $1`, id).Scan(&status)
+	b.Queue(`SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1 FOR UPDATE`, id).QueryRow(func(row pgx.Row) error {
+		var err error
+		r, err = scanRun(row)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, sqlrow.NotFound("", "run %d not found", id)
+			return sqlrow.NotFound("", "run %d not found", id)
 		}
-		if err == nil {
-			return nil, sqlrow.Conflict("status", "run %d is already %s", id, status)
+		return err
+	})
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
+		c, err := sundial.Cancel(task, r, now)
+		if err != nil {
+			return err
 		}
-	}
+		return sendBatch(ctx, tx, changesBatch(c))
+	})
 	if err != nil {
-		return nil, fmt.Errorf("cancel run %d: %w", id, err)
+		return nil, sqlrow.Wrap(badTextOr(err), "cancel run %d", id)
 	}
 	return r, nil
 }
@@ -661,7 +613,7 @@ func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run
 func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status IN ('SCHEDULED', 'QUEUED', 'RUNNING') AND node_id = $1
+		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Held)+` AND node_id = $1
 		ORDER BY scheduled_at, id`, nodeID)
 	if err == nil {
 		var out []*sundial.Run
@@ -672,90 +624,70 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run,
 	return nil, sqlrow.Wrap(badTextOr(err), "list runs of node %s", nodeID)
 }
 
-// RunRelease gives up nodeID's runs on shutdown, in one round trip and one
-// transaction.
+// RunRelease gives up nodeID's runs on shutdown (see release).
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
+	reasons := map[string]string{nodeID: reason}
 	err = retry(ctx, func() error {
-		b := &pgx.Batch{}
-		queueRelease(b, nodeID, reason, now)
-		return sendBatch(ctx, s.pool, b)
+		return s.inTx(ctx, beginBatch(), func(tx pgx.Tx) error {
+			return release(ctx, tx, reasons, now)
+		})
 	})
 	return sqlrow.Wrap(badTextOr(err), "release runs of node %s", nodeID)
 }
 
-// The statements of a release, each taking the node's ID as $1.
-const (
-	// releaseLockSQL locks the tasks of the node's SCHEDULED and RUNNING
-	// runs, in ID order.
+// releases reports whether a release may change a run in status st
+// (sundial.ReleaseOf): SCHEDULED and RUNNING.
+func releases(st sundial.RunStatus) bool {
+	return st == sundial.RunScheduled || st == sundial.RunRunning
+}
+
+var (
+	// releaseLockSQL locks the tasks of the runs of the nodes $1 that a
+	// release may change, in ID order.
 	releaseLockSQL = `SELECT id FROM tasks WHERE id = ANY (ARRAY(
-			SELECT DISTINCT task_id FROM runs WHERE status IN ('SCHEDULED', 'RUNNING') AND node_id = $1))
+			SELECT DISTINCT task_id FROM runs WHERE status IN ` + sqlrow.Statuses(releases) + ` AND node_id = ANY($1)))
 		ORDER BY id FOR UPDATE`
-	// releasePlannedSQL deletes the node's planned SCHEDULED runs never
-	// delivered and rewinds their tasks. LEAST ignores NULL: a task with no
-	// next fire gets the earliest.
-	releasePlannedSQL = `WITH gone AS (
-			DELETE FROM runs WHERE status = 'SCHEDULED' AND node_id = $1 AND trigger_type <> 'MANUAL'
-				AND deliveries = 0
-			RETURNING task_id, scheduled_at
-		)
-		UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at, e.at)
-		FROM (SELECT task_id, min(scheduled_at) AS at FROM gone GROUP BY task_id) AS e
-		WHERE tasks.id = e.task_id`
-	// releaseHandBackSQL hands the node's SCHEDULED runs delivered before
-	// (waiting for a retry, or redelivered) back to no node, as they are.
-	releaseHandBackSQL = `UPDATE runs SET node_id = '', updated_at = $2
-		WHERE status = 'SCHEDULED' AND node_id = $1 AND deliveries > 0`
-	// releaseManualSQL skips the node's SCHEDULED runs left: MANUAL ones
-	// never delivered.
-	releaseManualSQL = `UPDATE runs
-		SET status = 'SKIPPED', skip_reason = 'MISFIRE', missed_count = 1, error = $2,
-			finished_at = $3, updated_at = $3
-		WHERE status = 'SCHEDULED' AND node_id = $1`
-	// releaseRunningSQL interrupts the node's RUNNING runs, locked in ID
-	// order, and records each cut-off delivery as an INTERRUPTED attempt of
-	// the node, with the reason.
-	releaseRunningSQL = `WITH cut AS (
-			UPDATE runs
-			SET status = 'INTERRUPTED', error = $2, finished_at = $3, updated_at = $3, fence = fence + 1
-			WHERE status = 'RUNNING' AND node_id = $1 AND id = ANY (ARRAY(
-				SELECT id FROM runs WHERE status = 'RUNNING' AND node_id = $1 ORDER BY id FOR UPDATE))
-			RETURNING id, deliveries, started_at
-		)
-		INSERT INTO run_attempts (run_id, delivery, node_id, status, error, started_at, finished_at)
-		SELECT id, deliveries, $1, 'INTERRUPTED', $2, started_at, $3 FROM cut`
+	// releaseRunsSQL locks and reads those runs, in ID order.
+	releaseRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
+		WHERE status IN ` + sqlrow.Statuses(releases) + ` AND node_id = ANY($1)
+		ORDER BY id FOR UPDATE`
 )
 
-// queueRelease queues onto b the statements that give up nodeID's runs:
-//   - the tasks of its SCHEDULED and RUNNING runs are locked first, in ID
-//     order, so that no admission or planning of them is under way;
-//   - planned SCHEDULED runs never delivered are deleted and their tasks'
-//     next_fire_at rewound to the earliest of them, so that a planner plans
-//     them again;
-//   - SCHEDULED runs delivered before (a retry waiting for its backoff, a
-//     redelivery), which no planner would make again, are handed back to
-//     no node as they are: any node claims them when they are due;
-//   - MANUAL SCHEDULED runs never delivered, which no planner would make
-//     again, are recorded as SKIPPED (MISFIRE) with the reason;
-//   - RUNNING runs become INTERRUPTED with the reason and a new fence, so a
-//     late write from the old owner is refused, and each delivery so cut
-//     off is recorded as an INTERRUPTED attempt of nodeID.
-//
-// QUEUED runs stay: the queue is the task's, drained by whichever node frees
-// a slot (RunQueuedNext).
-func queueRelease(b *pgx.Batch, nodeID, reason string, now time.Time) {
-	reason = cleanText(reason)
-	b.Queue(releaseLockSQL, nodeID)
-	b.Queue(releasePlannedSQL, nodeID)
-	b.Queue(releaseHandBackSQL, nodeID, sqlrow.Micros(now))
-	b.Queue(releaseManualSQL, nodeID, reason, sqlrow.Micros(now))
-	b.Queue(releaseRunningSQL, nodeID, reason, sqlrow.Micros(now))
+// release gives up the runs of the nodes of reasons (node ID -> reason)
+// inside tx, as sundial.Release decides: planned fires are deleted and
+// their tasks rewound, runs delivered before handed back to no node,
+// manual ones skipped (MISFIRE), running ones interrupted, each with an
+// INTERRUPTED attempt of its node. QUEUED runs stay: the queue is the
+// task's, drained by whichever node frees a slot (RunQueuedNext). The
+// tasks of the runs are locked first, in ID order, so that no admission or
+// planning of them is under way, then the runs. Two round trips: the locks
+// and the read, then the writes.
+func release(ctx context.Context, tx pgx.Tx, reasons map[string]string, now time.Time) error {
+	nodes := slices.Sorted(maps.Keys(reasons))
+	var runs []*sundial.Run
+	b := &pgx.Batch{}
+	b.Queue(releaseLockSQL, nodes)
+	b.Queue(releaseRunsSQL, nodes).Query(lockedRuns(&runs))
+	if err := sendBatch(ctx, tx, b); err != nil || len(runs) == 0 {
+		return err
+	}
+	byNode := map[string][]*sundial.Run{}
+	for _, r := range runs {
+		byNode[r.NodeID] = append(byNode[r.NodeID], r)
+	}
+	var all sundial.RunChanges
+	for _, node := range nodes {
+		all.Add(sundial.Release(byNode[node], cleanText(reasons[node]), now))
+	}
+	return sendBatch(ctx, tx, changesBatch(all))
 }
 
 // runPurgeSQL collects the IDs first (ARRAY(...) is evaluated once), so
 // the DELETE finds its rows by primary key.
 var runPurgeSQL = `DELETE FROM runs WHERE id = ANY (ARRAY(
-	SELECT id FROM runs WHERE created_at < $1 AND status IN ` + finalStatuses + `
+	SELECT id FROM runs WHERE created_at < $1 AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Final) + `
 	ORDER BY created_at, id LIMIT $2
 	FOR UPDATE SKIP LOCKED))`
 

@@ -304,12 +304,3 @@ func timePtr(v *int64) *time.Time {
 	t := sqlrow.FromMicros(*v)
 	return &t
 }
-
-// sqlList renders statuses as an SQL list of literals: ('A', 'B').
-func sqlList[S ~string](items ...S) string {
-	q := make([]string, len(items))
-	for i, s := range items {
-		q[i] = "'" + strings.ReplaceAll(string(s), "'", "''") + "'"
-	}
-	return "(" + strings.Join(q, ", ") + ")"
-}

@@ -185,13 +185,19 @@ var taskUpdateSQL = `UPDATE tasks SET (` + taskWriteCols + `) = (` + params(1, n
 	WHERE id = $` + strconv.Itoa(nTaskWriteCols+2) + ` AND version = $` + strconv.Itoa(nTaskWriteCols+3) + ` AND NOT deleted
 	RETURNING created_at`
 
-// TaskUpdate replaces the task whose ID and Version match t and deletes its
-// upcoming runs: planned (non-manual) SCHEDULED runs never delivered; a run
-// waiting for a retry (delivered before) stays, and it and the task's other
-// SCHEDULED and QUEUED runs (manual ones, queued ones) take the task's new
-// priority, which claims order by (runs_task_status finds them). The UPDATE takes the task's row lock
-// first, so the DELETE (a later statement, with a later snapshot) also sees
-// the runs a planner that held the lock just committed.
+// taskRunsSQL locks and reads the runs of task $1 that a change of it may
+// take back (sundial.RunStatus.Held), through runs_task_status, in ID
+// order.
+var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
+	WHERE task_id = $1 AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + `
+	ORDER BY id FOR UPDATE`
+
+// TaskUpdate replaces the task whose ID and Version match t, and takes back
+// its runs as sundial.TakeBackOnUpdate decides, in one transaction and
+// three round trips: BEGIN with the UPDATE and the read of the runs (locked),
+// the writes, COMMIT. The UPDATE takes the task's row lock first, so the
+// read (a later statement, with a later snapshot) also sees the runs a
+// planner that held the lock just committed.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
@@ -209,31 +215,15 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		}
 		return taskWriteErr(err, t)
 	})
-	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND trigger_type <> 'MANUAL'
-		AND deliveries = 0`, t.ID)
-	// Fires committed ahead and not yet sent are taken back; runs
-	// delivered before go back to no node, to be claimed with the new task.
-	cut := sqlrow.Micros(sundial.SendCutoff(now))
-	b.Queue(takeBackFirstSQL, t.ID, cut)
-	b.Queue(`UPDATE runs SET status = 'SCHEDULED', node_id = '', fence = fence + 1,
-			deliveries = deliveries - 1, updated_at = $3
-		WHERE task_id = $1 AND status = 'RUNNING' AND started_at > $2`, t.ID, cut, sqlrow.Micros(now))
-	b.Queue(`UPDATE runs SET node_id = '', fence = fence + 1, updated_at = $2
-		WHERE task_id = $1 AND status = 'SCHEDULED' AND node_id <> '' AND deliveries > 0`, t.ID, sqlrow.Micros(now))
-	b.Queue(taskRunsPrioritySQL, t.Priority, t.ID)
-	if t.Status != sundial.TaskEnabled {
-		// A disabled task sends nothing more: its queued runs are skipped,
-		// recorded.
-		b.Queue(`UPDATE runs SET status = 'SKIPPED', skip_reason = $2, error = $3, finished_at = $4, updated_at = $4
-			WHERE task_id = $1 AND status = 'QUEUED'`,
-			t.ID, string(sundial.SkipDisabled), sundial.DisabledQueuedError, sqlrow.Micros(now))
-		// Its runs waiting for another delivery (taken back above if
-		// committed) are cancelled.
-		b.Queue(`UPDATE runs SET status = 'CANCELED', error = $2, finished_at = $3, updated_at = $3
-			WHERE task_id = $1 AND status = 'SCHEDULED' AND deliveries > 0`,
-			t.ID, sundial.DisabledRetryError, sqlrow.Micros(now))
-	}
-	err = s.inTx(ctx, b, nil)
+	var runs []*sundial.Run
+	b.Queue(taskRunsSQL, t.ID).Query(lockedRuns(&runs))
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
+		c := sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now), now)
+		if c.Empty() {
+			return nil
+		}
+		return sendBatch(ctx, tx, changesBatch(c))
+	})
 	if errors.Is(err, errStaleOrGone) {
 		// Why nothing matched: the task is gone, or at another version.
 		var v int64
@@ -255,30 +245,16 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// takeBackFirstSQL deletes task $1's first deliveries committed RUNNING
-// ahead of an instant past the send cutoff $2: fires not yet sent, which
-// the node that holds them drops when it checks them (RunCheckSend).
-const takeBackFirstSQL = `DELETE FROM runs
-	WHERE task_id = $1 AND status = 'RUNNING' AND trigger_type <> 'MANUAL' AND deliveries = 1 AND started_at > $2`
-
-// taskRunsPrioritySQL gives the SCHEDULED and QUEUED runs of task $2 that
-// TaskUpdate leaves (waiting for a retry, manual, queued) the task's new
-// priority $1, writing only those whose priority changes.
-const taskRunsPrioritySQL = `UPDATE runs SET priority = $1
-	WHERE task_id = $2 AND status IN ('SCHEDULED', 'QUEUED') AND priority <> $1`
-
 // errStaleOrGone stops TaskUpdate's batch when no live task has the ID and
-// version, before its DELETE runs.
+// version, before its runs are read.
 var errStaleOrGone = errors.New("no live task with this ID and version")
 
-// TaskDelete marks the task deleted, deletes its SCHEDULED runs never
-// delivered and its first deliveries committed ahead of an instant past the
-// send cutoff, and cancels its QUEUED ones, its SCHEDULED ones delivered
-// before (waiting for a retry, or redelivered), whose attempts are history
-// to keep, and its other runs committed ahead of such an instant. As in TaskUpdate, the UPDATE locks the task before the
-// other statements look at its runs.
+// TaskDelete marks the task deleted and takes back its runs as
+// sundial.TakeBackOnDelete decides. As in TaskUpdate, the UPDATE locks the
+// task before the read of its runs.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
+	now = sqlrow.Norm(now)
 	b := beginBatch()
 	b.Queue(`UPDATE tasks SET deleted = true, deleted_at = $1, updated_at = $1, next_fire_at = NULL
 		WHERE id = $2 AND NOT deleted`, sqlrow.Micros(now), id).Exec(func(ct pgconn.CommandTag) error {
@@ -287,14 +263,16 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err er
 		}
 		return nil
 	})
-	b.Queue(`DELETE FROM runs WHERE task_id = $1 AND status = 'SCHEDULED' AND deliveries = 0`, id)
-	cut := sqlrow.Micros(sundial.SendCutoff(now))
-	b.Queue(takeBackFirstSQL, id, cut)
-	b.Queue(`UPDATE runs SET status = 'CANCELED', error = 'task deleted', finished_at = $1, updated_at = $1,
-			deliveries = deliveries - (status = 'RUNNING')::int
-		WHERE task_id = $2 AND (status IN ('QUEUED', 'SCHEDULED') OR status = 'RUNNING' AND started_at > $3)`,
-		sqlrow.Micros(now), id, cut)
-	return sqlrow.Wrap(s.inTx(ctx, b, nil), "delete task %d", id)
+	var runs []*sundial.Run
+	b.Queue(taskRunsSQL, id).Query(lockedRuns(&runs))
+	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
+		c := sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now), now)
+		if c.Empty() {
+			return nil
+		}
+		return sendBatch(ctx, tx, changesBatch(c))
+	})
+	return sqlrow.Wrap(err, "delete task %d", id)
 }
 
 // taskInsertManySQL inserts tasks from one array per column of

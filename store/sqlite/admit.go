@@ -109,7 +109,7 @@ func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, de
 			if err != nil {
 				return err
 			}
-			c.Update, c.Ends = append(c.Update, pc.Update...), append(c.Ends, pc.Ends...)
+			c.Add(pc)
 		}
 		// The decision applies to a copy: decide may keep its state.
 		admitted := *run
