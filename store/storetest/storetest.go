@@ -113,6 +113,13 @@ func Run(t *testing.T, b Backend) {
 		{"RunParams", testRunParams},
 		{"RunMessage", testRunMessage},
 		{"DeliveryStart", testDeliveryStart},
+		{"PlanRule", testPlanRule},
+		{"ClaimRule", testClaimRule},
+		{"StartRule", testStartRule},
+		{"FinishRule", testFinishRule},
+		{"ReleaseRule", testReleaseRule},
+		{"TakeBackRule", testTakeBackRule},
+		{"RedeliverRule", testRedeliverRule},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
