@@ -12,7 +12,7 @@ import (
 
 // attemptWriteCols are the columns an attempt is inserted with, in the
 // order of attemptArgs.
-const attemptWriteCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
+const attemptWriteCols = sqlrow.AttemptCols
 
 // attemptInsertSQL inserts n attempts in one statement; a finish time left
 // NULL is the server's clock, as a run's updated_at is in RunFinish.

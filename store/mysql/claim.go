@@ -287,7 +287,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 			out = append(out, r)
 		}
 		for part := range slices.Chunk(out, batchIDs) {
-			if err := claimLocked(ctx, tx, nodeID, part, now, `status IN ('SCHEDULED', 'QUEUED')`); err != nil {
+			if err := claimLocked(ctx, tx, nodeID, part, now, `status IN `+sqlrow.Statuses(sundial.RunStatus.Waiting)); err != nil {
 				return err
 			}
 		}

@@ -115,7 +115,7 @@ func testRunAdmit(t *testing.T, open Opener) {
 	t.Run("LastEffectiveKinds", func(t *testing.T) {
 		t.Parallel()
 		// Every status but SCHEDULED, QUEUED and SKIPPED is effective.
-		for _, s := range allStatuses {
+		for _, s := range sundial.RunStatuses() {
 			f := setup(t, open)
 			tk := f.task("a")
 			prev := f.run(tk.ID, at(0), sundial.RunSuccess)
@@ -331,7 +331,7 @@ func testTransitions(t *testing.T, open Opener) {
 			return err == nil && ok[0], err
 		}})
 	}
-	for _, from := range allStatuses {
+	for _, from := range sundial.RunStatuses() {
 		t.Run(string(from), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, open)

@@ -304,12 +304,6 @@ func (f *fixture) to(r *sundial.Run, status sundial.RunStatus) {
 	}
 }
 
-var allStatuses = []sundial.RunStatus{
-	sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
-	sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
-	sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted,
-}
-
 // wantErr fails t unless err is a *sundial.Error with code (and field, if
 // not empty).
 func wantErr(t *testing.T, err error, code, field string) {
