@@ -158,15 +158,16 @@ func SendChecks(rows *sql.Rows, refs []sundial.RunRef, out []sundial.SendCheck) 
 	}
 	for rows.Next() {
 		var (
-			r      sundial.Run
-			status string
+			id, fence int64
+			status    string
+			cancel    bool
 		)
-		if err := rows.Scan(&r.ID, &r.Fence, &status, &r.CancelRequested); err != nil {
+		if err := rows.Scan(&id, &fence, &status, &cancel); err != nil {
 			return err
 		}
-		r.Status = sundial.RunStatus(status)
-		if i, ok := at[r.ID]; ok {
-			out[i] = sundial.CheckSend(refs[i].Fence, &r)
+		if i, ok := at[id]; ok {
+			out[i] = sundial.CheckSend(refs[i].Fence,
+				&sundial.Run{Fence: fence, Status: sundial.RunStatus(status), CancelRequested: cancel})
 		}
 	}
 	return rows.Err()
