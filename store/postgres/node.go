@@ -125,7 +125,13 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 			for _, id := range dead {
 				reasons[id] = fmt.Sprintf("node %s declared dead: no heartbeat for %s", id, deadAfter)
 			}
-			return release(ctx, tx, reasons, now)
+			var runs []*sundial.Run
+			rb := &pgx.Batch{}
+			queueReleaseRead(rb, reasons, &runs)
+			if err := sendBatch(ctx, tx, rb); err != nil {
+				return err
+			}
+			return releaseWrite(ctx, tx, runs, reasons, now)
 		})
 	})
 	if err != nil {

@@ -630,9 +630,10 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 	now = sqlrow.Norm(now)
 	reasons := map[string]string{nodeID: reason}
 	err = retry(ctx, func() error {
-		return s.inTx(ctx, beginBatch(), func(tx pgx.Tx) error {
-			return release(ctx, tx, reasons, now)
-		})
+		var runs []*sundial.Run
+		b := beginBatch()
+		queueReleaseRead(b, reasons, &runs)
+		return s.inTx(ctx, b, func(tx pgx.Tx) error { return releaseWrite(ctx, tx, runs, reasons, now) })
 	})
 	return sqlrow.Wrap(badTextOr(err), "release runs of node %s", nodeID)
 }
@@ -655,30 +656,36 @@ var (
 		ORDER BY id FOR UPDATE`
 )
 
-// release gives up the runs of the nodes of reasons (node ID -> reason)
-// inside tx, as sundial.Release decides: planned fires are deleted and
-// their tasks rewound, runs delivered before handed back to no node,
-// manual ones skipped (MISFIRE), running ones interrupted, each with an
-// INTERRUPTED attempt of its node. QUEUED runs stay: the queue is the
-// task's, drained by whichever node frees a slot (RunQueuedNext). The
-// tasks of the runs are locked first, in ID order, so that no admission or
-// planning of them is under way, then the runs. Two round trips: the locks
-// and the read, then the writes.
-func release(ctx context.Context, tx pgx.Tx, reasons map[string]string, now time.Time) error {
+// A release gives up the runs of the nodes of reasons (node ID -> reason),
+// as sundial.Release decides: planned fires are deleted and their tasks
+// rewound, runs delivered before handed back to no node, manual ones
+// skipped (MISFIRE), running ones interrupted, each with an INTERRUPTED
+// attempt of its node. QUEUED runs stay: the queue is the task's, drained
+// by whichever node frees a slot (RunQueuedNext). The tasks of the runs are
+// locked first, in ID order, so that no admission or planning of them is
+// under way, then the runs (queueReleaseRead); releaseWrite writes what
+// the rule makes of them.
+
+// queueReleaseRead queues onto b the locks and the read of a release, the
+// runs read into *runs.
+func queueReleaseRead(b *pgx.Batch, reasons map[string]string, runs *[]*sundial.Run) {
 	nodes := slices.Sorted(maps.Keys(reasons))
-	var runs []*sundial.Run
-	b := &pgx.Batch{}
 	b.Queue(releaseLockSQL, nodes)
-	b.Queue(releaseRunsSQL, nodes).Query(lockedRuns(&runs))
-	if err := sendBatch(ctx, tx, b); err != nil || len(runs) == 0 {
-		return err
+	b.Queue(releaseRunsSQL, nodes).Query(lockedRuns(runs))
+}
+
+// releaseWrite writes, inside tx, what sundial.Release makes of runs, read
+// by queueReleaseRead for reasons.
+func releaseWrite(ctx context.Context, tx pgx.Tx, runs []*sundial.Run, reasons map[string]string, now time.Time) error {
+	if len(runs) == 0 {
+		return nil
 	}
 	byNode := map[string][]*sundial.Run{}
 	for _, r := range runs {
 		byNode[r.NodeID] = append(byNode[r.NodeID], r)
 	}
 	var all sundial.RunChanges
-	for _, node := range nodes {
+	for _, node := range slices.Sorted(maps.Keys(reasons)) {
 		all.Add(sundial.Release(byNode[node], cleanText(reasons[node]), now))
 	}
 	return sendBatch(ctx, tx, changesBatch(all))
