@@ -1,7 +1,10 @@
 // Package sundial holds Sundial's domain: tasks, runs, their policies and
-// state machine, the errors every layer shares, and the Store contract that
-// each database adapter implements. Adapters live in their own packages
-// (store/sqlite, executor, scheduler, api); cmd/sundial wires them together.
+// state machine, the errors every layer shares, the Store contract that
+// each database adapter implements, and every decision a store applies to
+// the rows it reads (delivery.go, admission.go, cancel.go, release.go,
+// takeback.go, oneoff.go), written once as pure functions. Adapters live in
+// their own packages (store/sqlite, executor, scheduler, api); cmd/sundial
+// wires them together.
 package sundial
 
 import (
