@@ -41,32 +41,12 @@ func attemptArgs(args []any, runID int64, delivery int, nodeID string, status su
 // ID): a range of run_attempts_run. An unknown run has none.
 func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
 	defer s.classify(&err)
-	rows, err := s.db.QueryContext(ctx, attemptsSQL, runID)
+	out, err := sqlrow.ScanAttempts(s.db.QueryContext(ctx, attemptsSQL, runID))
 	if err != nil {
-		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
-	}
-	defer rows.Close()
-	out := []*sundial.Attempt{}
-	for rows.Next() {
-		var (
-			a        sundial.Attempt
-			status   string
-			started  sql.NullInt64
-			finished int64
-		)
-		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error, &a.ResponseBody,
-			&started, &finished); err != nil {
-			return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
-		}
-		a.Status = sundial.RunStatus(status)
-		a.StartedAt = sqlrow.TimePtr(started)
-		a.FinishedAt = sqlrow.FromMicros(finished)
-		out = append(out, &a)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
 	}
 	return out, nil
 }
 
-const attemptsSQL = `SELECT ` + attemptWriteCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`
+// attemptsSQL reads a run's attempts: a range of run_attempts_run.
+const attemptsSQL = sqlrow.AttemptsSQL

@@ -364,30 +364,11 @@ const attemptFromRunSQL = `INSERT INTO run_attempts
 // RunAttempts returns the attempts of a run, oldest first.
 func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
 	defer s.classify(&err)
-	rows, err := s.r.QueryContext(ctx, `SELECT run_id, delivery, node_id, status, http_status, error,
-		response_body, started_at, finished_at FROM run_attempts WHERE run_id = ? ORDER BY id`, runID)
+	out, err := sqlrow.ScanAttempts(s.r.QueryContext(ctx, sqlrow.AttemptsSQL, runID))
 	if err != nil {
 		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
 	}
-	defer rows.Close()
-	out := []*sundial.Attempt{}
-	for rows.Next() {
-		var (
-			a        sundial.Attempt
-			status   string
-			started  sql.NullInt64
-			finished int64
-		)
-		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error,
-			&a.ResponseBody, &started, &finished); err != nil {
-			return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
-		}
-		a.Status = sundial.RunStatus(status)
-		a.StartedAt = sqlrow.TimePtr(started)
-		a.FinishedAt = sqlrow.FromMicros(finished)
-		out = append(out, &a)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // RunPurge deletes up to limit final runs created before before, oldest

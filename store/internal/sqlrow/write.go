@@ -1,6 +1,7 @@
 package sqlrow
 
 import (
+	"database/sql"
 	"strings"
 
 	"github.com/sundialhq/sundial"
@@ -53,6 +54,36 @@ func DeleteRunsSQL(n int) string {
 
 // AttemptCols are the columns of an attempt, in the order of AttemptArgs.
 const AttemptCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
+
+// AttemptsSQL reads the attempts of a run (the argument), oldest first,
+// for ScanAttempts.
+const AttemptsSQL = `SELECT ` + AttemptCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`
+
+// ScanAttempts reads the rows of AttemptCols that a query returned, and
+// closes them: none is an empty slice. It passes on the query's error.
+func ScanAttempts(rows *sql.Rows, err error) ([]*sundial.Attempt, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []*sundial.Attempt{}
+	for rows.Next() {
+		var (
+			a        sundial.Attempt
+			status   string
+			started  sql.NullInt64
+			finished int64
+		)
+		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error,
+			&a.ResponseBody, &started, &finished); err != nil {
+			return nil, err
+		}
+		a.Status = sundial.RunStatus(status)
+		a.StartedAt, a.FinishedAt = TimePtr(started), FromMicros(finished)
+		out = append(out, &a)
+	}
+	return out, rows.Err()
+}
 
 // AttemptInsertSQL records n attempts in one statement.
 func AttemptInsertSQL(n int) string {
