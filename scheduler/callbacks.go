@@ -105,20 +105,7 @@ func applyRetry(t *sundial.Task, r *sundial.Run, delivery int, fin *sundial.RunF
 			return
 		}
 	}
-	fin.CompleteTask = oneOffEnd(t, r, fin.Status)
-}
-
-// oneOffEnd is the status a one-off task takes when its scheduled run ends
-// with status: COMPLETED after a success, FAILED otherwise; "" for any other
-// run.
-func oneOffEnd(t *sundial.Task, r *sundial.Run, status sundial.RunStatus) sundial.TaskStatus {
-	if t == nil || !t.OneOff() || r.Trigger != sundial.TriggerSchedule || !status.Final() {
-		return ""
-	}
-	if status == sundial.RunSuccess {
-		return sundial.TaskCompleted
-	}
-	return sundial.TaskFailed
+	fin.CompleteTask = sundial.OneOffEnd(t, r, fin.Status)
 }
 
 // callbackFailed stands for the HTTP status of a failure reported by a
@@ -142,7 +129,7 @@ func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 		}
 	}
 	if !comp.Retry {
-		comp.CompleteTask = oneOffEnd(t, r, cb.Status)
+		comp.CompleteTask = sundial.OneOffEnd(t, r, cb.Status)
 	}
 	return c.end(ctx, t, comp)
 }
@@ -151,7 +138,7 @@ func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 // flight, the wait ends here. t is nil for a deleted task.
 func (c *callbacks) cancel(ctx context.Context, r *sundial.Run, t *sundial.Task) (*sundial.Run, error) {
 	comp := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
-		Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: oneOffEnd(t, r, sundial.RunCanceled)}
+		Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: sundial.OneOffEnd(t, r, sundial.RunCanceled)}
 	return c.end(ctx, t, comp)
 }
 
@@ -233,7 +220,7 @@ func (c *callbacks) expireCallbacks(ctx context.Context) {
 				if at, ok := retryAt(t, r, max(r.Deliveries, 1), sundial.RunFailedTimeout, 0, 0, now); ok {
 					comp.Retry, comp.DueAt = true, at
 				} else {
-					comp.CompleteTask = oneOffEnd(t, r, sundial.RunFailedTimeout)
+					comp.CompleteTask = sundial.OneOffEnd(t, r, sundial.RunFailedTimeout)
 				}
 			}
 			done, err := c.store.RunComplete(ctx, comp)
