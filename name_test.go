@@ -37,7 +37,7 @@ func TestNearestName(t *testing.T) {
 		{"timezon", "timezone"},
 		{"TimeZone", "timezone"},
 		{"NAME", "name"},
-		{"nmae", "name"},
+		{"nmae", "name"}, //nolint:misspell // a misspelling on purpose
 		{"stauts", "status"},
 		{"max_queu", "max_queue"},
 		{"max_concurency", "max_concurrency"},

@@ -109,9 +109,11 @@ func TestDecodeJSON(t *testing.T) {
 			want:   errorDetail{Code: sundial.EInvalid, Field: "inner.on", Message: "must be a boolean, such as true; got a number"},
 		},
 		{
+			//nolint:misspell // a misspelt field on purpose
 			name: "unknown field", contentType: "application/json", body: `{"nmae":"a"}`,
 			status: http.StatusBadRequest,
-			want:   errorDetail{Code: sundial.EInvalid, Field: "nmae", Token: "nmae", Message: `unknown field "nmae"; did you mean "name"?`},
+			want: errorDetail{Code: sundial.EInvalid, Field: "nmae", Token: "nmae", //nolint:misspell // as above
+				Message: `unknown field "nmae"; did you mean "name"?`}, //nolint:misspell // as above
 		},
 		{
 			name: "second object", contentType: "application/json", body: `{"name":"a"} {"name":"b"}`,

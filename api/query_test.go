@@ -94,7 +94,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 	}
 
 	// The examples, and biz_id, which belongs to tasks, on runs.
-	for _, path := range []string{"/api/v1/tasks?nmae=hello", "/api/v1/runs?biz_id=order-1"} {
+	for _, path := range []string{"/api/v1/tasks?nmae=hello", "/api/v1/runs?biz_id=order-1"} { //nolint:misspell // on purpose
 		rec := b.do(t, http.MethodGet, path, nil)
 		if rec.Code != http.StatusBadRequest {
 			t.Errorf("GET %s: status %d, want 400; body %s", path, rec.Code, rec.Body)

@@ -74,8 +74,9 @@ func runCronNext(args []string, stdout, stderr io.Writer) error {
 		if t = sched.Next(t); t.IsZero() {
 			break // the schedule has no more fires
 		}
-		out.WriteString(t.In(loc).Format(time.RFC3339Nano))
-		out.WriteByte('\n')
+		// A write error sticks to the writer: Flush reports it.
+		_, _ = out.WriteString(t.In(loc).Format(time.RFC3339Nano))
+		_ = out.WriteByte('\n')
 	}
 	if err := out.Flush(); err != nil {
 		return fmt.Errorf("write: %w", err)

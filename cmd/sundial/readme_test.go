@@ -25,6 +25,8 @@ var readmeExcluded = []struct{ prefix, why string }{
 	// "Precision": benchmarks that take minutes, one on a PostgreSQL server.
 	{"go run ./cmd/sundial bench ", "a benchmark: it loads the machine for its whole duration, and the second needs a PostgreSQL server"},
 	{"go test -run XXX -bench", "a benchmark: it loads the machine for its whole duration"},
+	// "Development": CI runs the linter itself (.ci/run).
+	{"go run github.com/golangci/golangci-lint", "the linter, which .ci/run runs on the whole tree"},
 }
 
 // readmeStep is what the test expects of the README command it matches.
@@ -333,9 +335,10 @@ func readmeCommands(readme string) ([]string, error) {
 			case single:
 				single = c != '\''
 			case double:
-				if c == '\\' {
+				switch c {
+				case '\\':
 					i++
-				} else if c == '"' {
+				case '"':
 					double = false
 				}
 			case c == '\\':

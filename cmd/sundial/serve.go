@@ -141,7 +141,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		log.Info("stopping: no new fires; draining calls in flight", "drain_timeout", cfg.Scheduler.DrainTimeout)
 	case err := <-serveDone:
 		stopSched()
-		<-schedDone
+		if serr := <-schedDone; serr != nil {
+			log.Error("scheduler stop", "err", serr) // the API's failure is the one returned
+		}
 		return fmt.Errorf("serve http: %w", err)
 	case err := <-schedDone:
 		shutdownHTTP(httpSrv)

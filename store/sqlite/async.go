@@ -113,7 +113,7 @@ func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int
 	if err != nil {
 		return nil, nil, fmt.Errorf("find expired callbacks: %w", err)
 	}
-	defer tx.Rollback()
+	defer func() { _ = tx.Rollback() }() // a read: nothing to undo
 	runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, callbackExpiredSQL, sqlrow.Micros(now), limit))
 	if err != nil {
 		return nil, nil, fmt.Errorf("find expired callbacks: %w", err)

@@ -1,7 +1,6 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"maps"
@@ -116,9 +115,4 @@ func int64Args(ids []int64) []any {
 		args[i] = id
 	}
 	return args
-}
-
-// byScheduled orders runs by scheduled time, then ID: oldest first.
-func byScheduled(a, b *sundial.Run) int {
-	return cmp.Or(a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.ID, b.ID))
 }

@@ -193,7 +193,7 @@ func containsID(ids []int64, id int64) bool {
 func testRunCheckSend(t *testing.T, open Opener) {
 	f := setup(t, open)
 	tk := f.task("checked")
-	live := f.committed(tk.ID, at(5))
+	f.committed(tk.ID, at(5)) // taken back by the update below, and made again
 	asked := f.committed(tk.ID, at(6))
 	if _, err := f.s.RunCancel(f.ctx, asked.ID, t0); err != nil {
 		t.Fatalf("RunCancel: %v", err)
@@ -207,7 +207,7 @@ func testRunCheckSend(t *testing.T, open Opener) {
 	}
 	// The update took back deleted (and live, and asked): make live and
 	// asked again.
-	live = f.committed(tk.ID, at(5))
+	live := f.committed(tk.ID, at(5))
 	asked = f.committed(tk.ID, at(6))
 	if _, err := f.s.RunCancel(f.ctx, asked.ID, t0); err != nil {
 		t.Fatalf("RunCancel: %v", err)
