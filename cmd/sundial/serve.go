@@ -44,6 +44,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	log := newLogger(cfg.Log, stderr)
+	serveLog := log.With("component", "serve") // this command's own lines
 
 	// Bind before touching the database: a busy port fails at once,
 	// without having created or migrated anything.
@@ -118,7 +119,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 		// OPTIONS * goes to the API too, which answers it in JSON.
 		DisableGeneralOptionsHandler: true,
 	}
@@ -131,18 +132,18 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	go func() { serveDone <- httpSrv.Serve(api.Listener(ln)) }()
 
 	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
-	log.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
+	serveLog.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
 	if pprofAddr != nil {
-		log.Info("serving profiles", "url", "http://"+pprofAddr.String()+"/debug/pprof/")
+		serveLog.Info("serving profiles", "url", "http://"+pprofAddr.String()+"/debug/pprof/")
 	}
 
 	select {
 	case <-ctx.Done():
-		log.Info("stopping: no new fires; draining calls in flight", "drain_timeout", cfg.Scheduler.DrainTimeout)
+		serveLog.Info("stopping: no new fires; draining calls in flight", "drain_timeout", cfg.Scheduler.DrainTimeout)
 	case err := <-serveDone:
 		stopSched()
 		if serr := <-schedDone; serr != nil {
-			log.Error("scheduler stop", "err", serr) // the API's failure is the one returned
+			serveLog.Error("scheduler stop", "err", serr) // the API's failure is the one returned
 		}
 		return fmt.Errorf("serve http: %w", err)
 	case err := <-schedDone:
@@ -160,13 +161,13 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	select {
 	case err2 = <-schedDone:
 	case <-secondStop(ctx):
-		log.Warn("stopping at once: second signal while draining")
+		serveLog.Warn("stopping at once: second signal while draining")
 		sched.EndDrain()
 		err2 = <-schedDone
 		_ = httpSrv.Close()
 	}
 	if err2 != nil {
-		log.Error("scheduler stop", "err", err2)
+		serveLog.Error("scheduler stop", "err", err2)
 	}
 	shutdownHTTP(httpSrv)
 	fmt.Fprintln(stdout, "Sundial stopped")
@@ -355,7 +356,7 @@ func servePprof(addr string, log *slog.Logger) (bound net.Addr, stop func(), err
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr(), func() { _ = srv.Close() }, nil
 }

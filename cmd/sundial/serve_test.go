@@ -487,6 +487,9 @@ func TestServeJSONLogDurations(t *testing.T) {
 			t.Fatalf("log line %q is not JSON: %v", line, err)
 		}
 		msg, _ := rec["msg"].(string)
+		if c, _ := rec["component"].(string); c == "" {
+			t.Errorf("log line %q has no component", line)
+		}
 		attrs, ok := want[msg]
 		if !ok {
 			continue

@@ -94,7 +94,7 @@ func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: db, log: opts.Logger}
+	s := &Store{db: db, log: opts.Logger.With("component", "store")}
 	var iso string
 	if err := db.QueryRowContext(ctx, `SELECT @@`+isolationVar(mariadb)).Scan(&iso); err != nil {
 		db.Close()

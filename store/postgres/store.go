@@ -70,7 +70,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger, clock: time.Now}
+	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: time.Now}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

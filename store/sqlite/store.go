@@ -80,7 +80,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, runtime.GOMAXPROCS(0))
 	}
-	s := &Store{log: opts.Logger, clock: time.Now}
+	s := &Store{log: opts.Logger.With("component", "store"), clock: time.Now}
 
 	w, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, false))
 	if err != nil {
