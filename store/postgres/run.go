@@ -19,38 +19,9 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-func scanRun(row pgx.Row) (*sundial.Run, error) {
-	var (
-		r                       sundial.Run
-		trigger, status, reason string
-		scheduled, created, upd int64
-		started, finished       *int64
-		body                    []byte
-		due                     int64
-		result, progress, chk   *string
-		params                  *string
-	)
-	err := row.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
-		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &r.CancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &r.StartAhead, &params, &r.Message)
-	if err != nil {
-		return nil, err
-	}
-	r.DueAt = sqlrow.FromMicros(due)
-	r.Result, r.Progress, r.Checkpoint = jsonOf(result), jsonOf(progress), jsonOf(chk)
-	r.Params = jsonOf(params)
-	r.Trigger = sundial.Trigger(trigger)
-	r.Status = sundial.RunStatus(status)
-	r.SkipReason = sundial.SkipReason(reason)
-	r.ScheduledTime = sqlrow.FromMicros(scheduled)
-	r.StartedAt = timePtr(started)
-	r.FinishedAt = timePtr(finished)
-	r.ResponseBody = string(body)
-	r.CreatedAt = sqlrow.FromMicros(created)
-	r.UpdatedAt = sqlrow.FromMicros(upd)
-	return &r, nil
-}
+// scanRun reads a row of sqlrow.RunCols: pgx's Scan takes the shared
+// reader's destinations.
+func scanRun(row pgx.Row) (*sundial.Run, error) { return sqlrow.ScanRun(row) }
 
 func scanRuns(rows pgx.Rows) ([]*sundial.Run, error) {
 	defer rows.Close()
@@ -175,14 +146,6 @@ func nullJSON(raw json.RawMessage) *string {
 	}
 	s := string(raw)
 	return &s
-}
-
-// jsonOf is a nullable text column read back as raw JSON: nil for NULL.
-func jsonOf(v *string) json.RawMessage {
-	if v == nil {
-		return nil
-	}
-	return json.RawMessage(*v)
 }
 
 // RunInsert inserts a run (a manual trigger) of a live task, at the task's

@@ -3,6 +3,7 @@ package sqlrow
 import (
 	"cmp"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -33,23 +34,27 @@ func RunWriteArgs(r *sundial.Run) []any {
 		r.StartAhead, NullJSON(r.Params), r.Message}
 }
 
-// ScanRun reads a row of RunCols from a database/sql driver, which gives
-// response_body as text and cancel_requested as an integer.
+// ScanRun reads a row of RunCols from any of the drivers: database/sql's
+// (SQLite, MySQL) and pgx's (PostgreSQL), whose Scan takes the same
+// destinations. The columns whose type differs between the dialects
+// (booleans stored as integers, a body stored as text or bytes) are read
+// through flag and text, which take either form.
 func ScanRun(sc Scanner) (*sundial.Run, error) {
 	var (
 		r                       sundial.Run
 		trigger, status, reason string
 		scheduled, created, upd int64
 		started, finished       sql.NullInt64
-		cancelRequested, due    int64
-		startAhead              int64
+		cancelRequested, ahead  flag
+		body                    text
+		due                     int64
 		result, progress, chk   sql.NullString
 		params                  sql.NullString
 	)
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&r.ResponseBody, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &startAhead, &params, &r.Message)
+		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
+		&due, &result, &progress, &chk, &r.Priority, &ahead, &params, &r.Message)
 	if err != nil {
 		return nil, err
 	}
@@ -59,14 +64,54 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.ScheduledTime = FromMicros(scheduled)
 	r.StartedAt = TimePtr(started)
 	r.FinishedAt = TimePtr(finished)
-	r.CancelRequested = cancelRequested != 0
-	r.StartAhead = startAhead != 0
+	r.ResponseBody = string(body)
+	r.CancelRequested = bool(cancelRequested)
+	r.StartAhead = bool(ahead)
 	r.CreatedAt = FromMicros(created)
 	r.UpdatedAt = FromMicros(upd)
 	r.DueAt = FromMicros(due)
 	r.Result, r.Progress, r.Checkpoint = JSONOf(result), JSONOf(progress), JSONOf(chk)
 	r.Params = JSONOf(params)
 	return &r, nil
+}
+
+// flag reads a boolean column as each dialect stores it: a boolean
+// (PostgreSQL), or an integer (SQLite; MySQL, whose text protocol gives
+// its digits as bytes).
+type flag bool
+
+func (f *flag) Scan(v any) error {
+	switch x := v.(type) {
+	case bool:
+		*f = flag(x)
+	case int64:
+		*f = x != 0
+	case []byte:
+		*f = len(x) > 0 && string(x) != "0"
+	case nil:
+		*f = false
+	default:
+		return fmt.Errorf("read a flag from %T", v)
+	}
+	return nil
+}
+
+// text reads a text column stored as text or as bytes (PostgreSQL's
+// BYTEA response bodies).
+type text string
+
+func (t *text) Scan(v any) error {
+	switch x := v.(type) {
+	case string:
+		*t = text(x)
+	case []byte:
+		*t = text(x)
+	case nil:
+		*t = ""
+	default:
+		return fmt.Errorf("read text from %T", v)
+	}
+	return nil
 }
 
 // ScanRuns reads the rows of RunCols that a query returned, and closes
