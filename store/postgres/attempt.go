@@ -11,10 +11,8 @@ import (
 )
 
 // runAttemptsSQL reads a run's attempts through run_attempts_run, oldest
-// first.
-const runAttemptsSQL = `SELECT run_id, delivery, node_id, status, http_status, error, response_body,
-		started_at, finished_at
-	FROM run_attempts WHERE run_id = $1 ORDER BY id`
+// first (sqlrow.AttemptsSQL with PostgreSQL's placeholder).
+const runAttemptsSQL = `SELECT ` + sqlrow.AttemptCols + ` FROM run_attempts WHERE run_id = $1 ORDER BY id`
 
 // RunAttempts returns the attempts recorded for a run, oldest first: none
 // (an empty slice) for a run that has none or does not exist. RunFinish
@@ -35,22 +33,11 @@ func scanAttempts(rows pgx.Rows) ([]*sundial.Attempt, error) {
 	defer rows.Close()
 	out := []*sundial.Attempt{}
 	for rows.Next() {
-		var (
-			a        sundial.Attempt
-			status   string
-			body     []byte
-			started  *int64
-			finished int64
-		)
-		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error, &body,
-			&started, &finished); err != nil {
+		a, err := sqlrow.ScanAttempt(rows)
+		if err != nil {
 			return nil, err
 		}
-		a.Status = sundial.RunStatus(status)
-		a.ResponseBody = string(body)
-		a.StartedAt = timePtr(started)
-		a.FinishedAt = sqlrow.FromMicros(finished)
-		out = append(out, &a)
+		out = append(out, a)
 	}
 	return out, rows.Err()
 }

@@ -295,12 +295,3 @@ func nullMicros(t *time.Time) *int64 {
 	v := sqlrow.Micros(*t)
 	return &v
 }
-
-// timePtr is the time a nullable time column holds, or nil for NULL.
-func timePtr(v *int64) *time.Time {
-	if v == nil {
-		return nil
-	}
-	t := sqlrow.FromMicros(*v)
-	return &t
-}

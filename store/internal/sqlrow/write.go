@@ -68,21 +68,33 @@ func ScanAttempts(rows *sql.Rows, err error) ([]*sundial.Attempt, error) {
 	defer rows.Close()
 	out := []*sundial.Attempt{}
 	for rows.Next() {
-		var (
-			a        sundial.Attempt
-			status   string
-			started  sql.NullInt64
-			finished int64
-		)
-		if err := rows.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error,
-			&a.ResponseBody, &started, &finished); err != nil {
+		a, err := ScanAttempt(rows)
+		if err != nil {
 			return nil, err
 		}
-		a.Status = sundial.RunStatus(status)
-		a.StartedAt, a.FinishedAt = TimePtr(started), FromMicros(finished)
-		out = append(out, &a)
+		out = append(out, a)
 	}
 	return out, rows.Err()
+}
+
+// ScanAttempt reads a row of AttemptCols from any of the drivers (see
+// ScanRun): the body may come as text or bytes.
+func ScanAttempt(sc Scanner) (*sundial.Attempt, error) {
+	var (
+		a        sundial.Attempt
+		status   string
+		body     text
+		started  sql.NullInt64
+		finished int64
+	)
+	if err := sc.Scan(&a.RunID, &a.Delivery, &a.NodeID, &status, &a.HTTPStatus, &a.Error,
+		&body, &started, &finished); err != nil {
+		return nil, err
+	}
+	a.Status = sundial.RunStatus(status)
+	a.ResponseBody = string(body)
+	a.StartedAt, a.FinishedAt = TimePtr(started), FromMicros(finished)
+	return &a, nil
 }
 
 // AttemptInsertSQL records n attempts in one statement.
