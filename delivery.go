@@ -39,11 +39,11 @@ func (r *Run) StartDelivery(attempt int, at time.Time, traceID string) {
 
 // Applies reports whether the start s applies to r: r is SCHEDULED under
 // s's fence.
-func (s *RunStart) Applies(r *Run) bool { return r.Fence == s.Fence && r.Status == RunScheduled }
+func (s *RunStartParams) Applies(r *Run) bool { return r.Fence == s.Fence && r.Status == RunScheduled }
 
 // Apply starts r as RunStart does (see StartDelivery), updated at its
 // start.
-func (s *RunStart) Apply(r *Run) {
+func (s *RunStartParams) Apply(r *Run) {
 	r.StartDelivery(s.Attempt, s.StartedAt, s.TraceID)
 	r.UpdatedAt = s.StartedAt
 }
@@ -65,8 +65,8 @@ func (r *Run) ClaimFor(nodeID string, now time.Time) {
 // under ref's fence and still waits for admission.
 func (ref RunRef) Claimable(r *Run) bool { return r.Fence == ref.Fence && r.Status.Waiting() }
 
-// Starts reports whether a claim starts r at once: see ClaimStart.
-func (c ClaimStart) Starts(r *Run) bool {
+// Starts reports whether a claim starts r at once: see ClaimStartParams.
+func (c ClaimStartParams) Starts(r *Run) bool {
 	return !c.By.IsZero() && !r.DueAt.After(c.By) &&
 		(r.Deliveries > 0 || (r.StartAhead && !r.ScheduledTime.Before(c.FreshAfter)))
 }
@@ -74,7 +74,7 @@ func (c ClaimStart) Starts(r *Run) bool {
 // Claim gives the unclaimed run r to nodeID at now (ClaimFor), and starts
 // it when c Starts it, as RunStart would: attempt at least 1, started at
 // the later of its due time and now, with traceID.
-func (c ClaimStart) Claim(r *Run, nodeID string, now time.Time, traceID string) {
+func (c ClaimStartParams) Claim(r *Run, nodeID string, now time.Time, traceID string) {
 	start := c.Starts(r)
 	r.ClaimFor(nodeID, now)
 	if !start {
@@ -122,7 +122,7 @@ func finishes(from, to RunStatus) bool {
 
 // Check refuses an outcome no run may reach (EConflict: see FinishFrom),
 // and a task end that is none (EInvalid: see CheckTaskEnd).
-func (f *RunFinish) Check() error {
+func (f *RunFinishParams) Check() error {
 	if !finishes(RunRunning, f.Status) && !finishes(RunWaitingCallback, f.Status) {
 		return Errorf(EConflict, "status", "run %d cannot finish as %q", f.ID, f.Status)
 	}
@@ -134,7 +134,9 @@ func (f *RunFinish) Check() error {
 
 // Applies reports whether the outcome f applies to r: r is under f's fence,
 // in a status f.Status is reached from.
-func (f *RunFinish) Applies(r *Run) bool { return r.Fence == f.Fence && finishes(r.Status, f.Status) }
+func (f *RunFinishParams) Applies(r *Run) bool {
+	return r.Fence == f.Fence && finishes(r.Status, f.Status)
+}
 
 // Apply records the outcome f on r, to which it applies, as RunFinish does,
 // with now as the time of an outcome without FinishedAt:
@@ -150,7 +152,7 @@ func (f *RunFinish) Applies(r *Run) bool { return r.Fence == f.Fence && finishes
 // the outcome's status (a retry's included) and r's node before the retry:
 // nil for the outcome of a WAITING_CALLBACK run (its callback), whose call
 // was recorded when it was answered.
-func (f *RunFinish) Apply(r *Run, now time.Time) *Attempt {
+func (f *RunFinishParams) Apply(r *Run, now time.Time) *Attempt {
 	ended := now
 	if !f.FinishedAt.IsZero() {
 		ended = f.FinishedAt
@@ -198,7 +200,7 @@ func (r *Run) CheckReport(fence int64) error {
 // Check refuses a callback's outcome that does not end a run (EInvalid:
 // SUCCESS, FAILED, FAILED_TIMEOUT or CANCELED do), and a task end that is
 // none (see CheckTaskEnd).
-func (c *RunCompletion) Check() error {
+func (c *RunCompleteParams) Check() error {
 	switch c.Status {
 	case RunSuccess, RunFailed, RunFailedTimeout, RunCanceled:
 	default:
@@ -222,7 +224,7 @@ func (c *RunCompletion) Check() error {
 // deliveries, with its node and start. A WAITING_CALLBACK run's attempt was
 // recorded when its call was answered: the latest attempt of the run takes
 // the returned one's Status, Error and FinishedAt (fresh is false).
-func (c *RunCompletion) Apply(r *Run, now time.Time) (a *Attempt, fresh bool) {
+func (c *RunCompleteParams) Apply(r *Run, now time.Time) (a *Attempt, fresh bool) {
 	ended := now
 	if !c.FinishedAt.IsZero() {
 		ended = c.FinishedAt
@@ -247,7 +249,7 @@ func (c *RunCompletion) Apply(r *Run, now time.Time) (a *Attempt, fresh bool) {
 // RunProgress does, at now (p.Now, or the store's clock when p has none):
 // its progress and checkpoint, each kept when p has none, and its callback
 // deadline moved to p.DueAt when r is WAITING_CALLBACK and that is later.
-func (p *RunProgress) Apply(r *Run, now time.Time) {
+func (p *RunProgressParams) Apply(r *Run, now time.Time) {
 	if p.Progress != nil {
 		r.Progress = p.Progress
 	}

@@ -61,7 +61,7 @@ func TestRunStart(t *testing.T) {
 		{"queued", aRun(RunQueued), false},
 		{"running", aRun(RunRunning), false},
 	} {
-		s := RunStart{ID: 7, Fence: 3, Attempt: 2, StartedAt: ts(5), TraceID: "trace"}
+		s := RunStartParams{ID: 7, Fence: 3, Attempt: 2, StartedAt: ts(5), TraceID: "trace"}
 		if got := s.Applies(c.r); got != c.ok {
 			t.Errorf("%s: Applies = %v, want %v", c.name, got, c.ok)
 		}
@@ -69,7 +69,7 @@ func TestRunStart(t *testing.T) {
 	r := aRun(RunScheduled, func(r *Run) {
 		r.Deliveries, r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 1, 503, "busy", "failed", "said no"
 	})
-	s := RunStart{ID: 7, Fence: 3, Attempt: 2, StartedAt: ts(5), TraceID: "trace"}
+	s := RunStartParams{ID: 7, Fence: 3, Attempt: 2, StartedAt: ts(5), TraceID: "trace"}
 	s.Apply(r)
 	want := aRun(RunRunning, func(r *Run) {
 		r.Attempt, r.StartedAt, r.TraceID, r.Deliveries, r.UpdatedAt = 2, tp(5), "trace", 2, ts(5)
@@ -78,11 +78,11 @@ func TestRunStart(t *testing.T) {
 }
 
 func TestClaimStart(t *testing.T) {
-	c := ClaimStart{By: ts(20), FreshAfter: ts(8)}
+	c := ClaimStartParams{By: ts(20), FreshAfter: ts(8)}
 	for _, tc := range []struct {
 		name string
 		r    *Run
-		c    ClaimStart
+		c    ClaimStartParams
 		want bool
 	}{
 		{"fresh, marked", aRun(RunScheduled, func(r *Run) { r.ScheduledTime, r.DueAt, r.StartAhead = ts(12), ts(12), true }), c, true},
@@ -93,7 +93,7 @@ func TestClaimStart(t *testing.T) {
 		{"at FreshAfter", aRun(RunScheduled, func(r *Run) { r.ScheduledTime, r.DueAt, r.StartAhead = ts(8), ts(8), true }), c, true},
 		{"retry", aRun(RunScheduled, func(r *Run) { r.ScheduledTime, r.DueAt, r.Deliveries = ts(1), ts(15), 1 }), c, true},
 		{"retry due late", aRun(RunScheduled, func(r *Run) { r.ScheduledTime, r.DueAt, r.Deliveries = ts(1), ts(25), 1 }), c, false},
-		{"zero By", aRun(RunScheduled, func(r *Run) { r.Deliveries = 1 }), ClaimStart{}, false},
+		{"zero By", aRun(RunScheduled, func(r *Run) { r.Deliveries = 1 }), ClaimStartParams{}, false},
 	} {
 		if got := tc.c.Starts(tc.r); got != tc.want {
 			t.Errorf("%s: Starts = %v, want %v", tc.name, got, tc.want)
@@ -109,7 +109,7 @@ func TestClaimStart(t *testing.T) {
 		r := aRun(RunScheduled, func(r *Run) {
 			r.NodeID, r.Attempt, r.ScheduledTime, r.DueAt, r.StartAhead, r.Error = "", 0, ts(10), tc.due, true, "old"
 		})
-		ClaimStart{By: ts(20), FreshAfter: ts(0)}.Claim(r, "node-b", ts(10), "trace")
+		ClaimStartParams{By: ts(20), FreshAfter: ts(0)}.Claim(r, "node-b", ts(10), "trace")
 		want := aRun(RunRunning, func(r *Run) {
 			r.NodeID, r.Fence, r.UpdatedAt, r.ScheduledTime, r.DueAt, r.StartAhead = "node-b", 4, ts(10), ts(10), tc.due, true
 			r.Attempt, r.StartedAt, r.TraceID, r.Deliveries = 1, &tc.started, "trace", 1
@@ -118,7 +118,7 @@ func TestClaimStart(t *testing.T) {
 	}
 	// One that does not start is only claimed.
 	r := aRun(RunScheduled, func(r *Run) { r.NodeID = "" })
-	ClaimStart{}.Claim(r, "node-b", ts(10), "trace")
+	ClaimStartParams{}.Claim(r, "node-b", ts(10), "trace")
 	eqRunRule(t, "claimed", r, aRun(RunScheduled, func(r *Run) { r.NodeID, r.Fence, r.UpdatedAt = "node-b", 4, ts(10) }))
 
 	for _, tc := range []struct {
@@ -180,7 +180,7 @@ func TestRunFinishRule(t *testing.T) {
 		if !reflect.DeepEqual(got, wantFrom[s]) {
 			t.Errorf("FinishFrom(%s) = %v, want %v", s, got, wantFrom[s])
 		}
-		f := RunFinish{ID: 7, Fence: 3, Status: s}
+		f := RunFinishParams{ID: 7, Fence: 3, Status: s}
 		if err := f.Check(); (err == nil) != (wantFrom[s] != nil) || (err != nil && ErrorCode(err) != EConflict) {
 			t.Errorf("Check of an outcome %s = %v", s, err)
 		}
@@ -194,10 +194,10 @@ func TestRunFinishRule(t *testing.T) {
 			}
 		}
 	}
-	if (&RunFinish{Fence: 2, Status: RunSuccess}).Applies(aRun(RunRunning)) {
+	if (&RunFinishParams{Fence: 2, Status: RunSuccess}).Applies(aRun(RunRunning)) {
 		t.Error("an outcome under another fence applies")
 	}
-	if err := (&RunFinish{Status: RunSuccess, CompleteTask: TaskEnabled}).Check(); ErrorCode(err) != EInvalid {
+	if err := (&RunFinishParams{Status: RunSuccess, CompleteTask: TaskEnabled}).Check(); ErrorCode(err) != EInvalid {
 		t.Errorf("Check of a task end ENABLED = %v, want %s", err, EInvalid)
 	}
 
@@ -205,12 +205,12 @@ func TestRunFinishRule(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    *Run
-		f    RunFinish
+		f    RunFinishParams
 		want *Run
 		att  *Attempt
 	}{
 		{"success", aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 1 }),
-			RunFinish{Status: RunSuccess, FinishedAt: ts(3), HTTPStatus: 200, ResponseBody: body, Error: ""},
+			RunFinishParams{Status: RunSuccess, FinishedAt: ts(3), HTTPStatus: 200, ResponseBody: body, Error: ""},
 			aRun(RunSuccess, func(r *Run) {
 				r.StartedAt, r.Deliveries, r.FinishedAt, r.UpdatedAt = tp(1), 1, tp(3), ts(3)
 				r.HTTPStatus, r.ResponseBody = 200, body[:MaxResponseBody]
@@ -218,7 +218,7 @@ func TestRunFinishRule(t *testing.T) {
 			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunSuccess, HTTPStatus: 200,
 				ResponseBody: body[:MaxResponseBody], StartedAt: tp(1), FinishedAt: ts(3)}},
 		{"retry", aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 1 }),
-			RunFinish{Status: RunFailed, StartedAt: ts(2), FinishedAt: ts(3), HTTPStatus: 503, Error: "busy",
+			RunFinishParams{Status: RunFailed, StartedAt: ts(2), FinishedAt: ts(3), HTTPStatus: 503, Error: "busy",
 				Retry: true, DueAt: ts(30)},
 			aRun(RunScheduled, func(r *Run) {
 				r.NodeID, r.StartedAt, r.Deliveries, r.UpdatedAt, r.DueAt = "", tp(2), 1, ts(3), ts(30)
@@ -227,14 +227,14 @@ func TestRunFinishRule(t *testing.T) {
 			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunFailed, HTTPStatus: 503, Error: "busy",
 				StartedAt: tp(2), FinishedAt: ts(3)}},
 		{"accepted", aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 1 }),
-			RunFinish{Status: RunWaitingCallback, FinishedAt: ts(3), HTTPStatus: 202, DueAt: ts(60)},
+			RunFinishParams{Status: RunWaitingCallback, FinishedAt: ts(3), HTTPStatus: 202, DueAt: ts(60)},
 			aRun(RunWaitingCallback, func(r *Run) {
 				r.StartedAt, r.Deliveries, r.FinishedAt, r.UpdatedAt, r.DueAt, r.HTTPStatus = tp(1), 1, tp(3), ts(3), ts(60), 202
 			}),
 			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunWaitingCallback, HTTPStatus: 202,
 				StartedAt: tp(1), FinishedAt: ts(3)}},
 		{"callback, no finish time", aRun(RunWaitingCallback, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 1 }),
-			RunFinish{Status: RunFailedTimeout, Error: "no callback", DueAt: ts(90)},
+			RunFinishParams{Status: RunFailedTimeout, Error: "no callback", DueAt: ts(90)},
 			aRun(RunFailedTimeout, func(r *Run) {
 				r.StartedAt, r.Deliveries, r.UpdatedAt, r.Error = tp(1), 1, ts(10), "no callback"
 			}),
@@ -269,19 +269,19 @@ func TestCheckReport(t *testing.T) {
 func TestRunCompletionRule(t *testing.T) {
 	for s, ok := range map[RunStatus]bool{RunSuccess: true, RunFailed: true, RunFailedTimeout: true, RunCanceled: true,
 		RunTimeout: false, RunScheduled: false, RunWaitingCallback: false} {
-		c := RunCompletion{ID: 7, Status: s}
+		c := RunCompleteParams{ID: 7, Status: s}
 		if err := c.Check(); (err == nil) != ok || (err != nil && ErrorCode(err) != EInvalid) {
 			t.Errorf("Check of a completion %s = %v", s, err)
 		}
 	}
-	if err := (&RunCompletion{Status: RunSuccess, CompleteTask: TaskDisabled}).Check(); ErrorCode(err) != EInvalid {
+	if err := (&RunCompleteParams{Status: RunSuccess, CompleteTask: TaskDisabled}).Check(); ErrorCode(err) != EInvalid {
 		t.Errorf("Check of a task end DISABLED = %v", err)
 	}
 
 	result := json.RawMessage(`{"rows":1}`)
 	// The callback of a WAITING_CALLBACK run: its latest attempt takes it.
 	r := aRun(RunWaitingCallback, func(r *Run) { r.StartedAt, r.Deliveries, r.HTTPStatus = tp(1), 1, 202 })
-	c := RunCompletion{ID: 7, Fence: 3, Status: RunSuccess, Result: result, Message: "done", FinishedAt: ts(20)}
+	c := RunCompleteParams{ID: 7, Fence: 3, Status: RunSuccess, Result: result, Message: "done", FinishedAt: ts(20)}
 	a, fresh := c.Apply(r, ts(30))
 	eqRunRule(t, "completed", r, aRun(RunSuccess, func(r *Run) {
 		r.StartedAt, r.Deliveries, r.HTTPStatus, r.Result, r.Message, r.FinishedAt, r.UpdatedAt = tp(1), 1, 202, result, "done", tp(20), ts(20)
@@ -291,7 +291,7 @@ func TestRunCompletionRule(t *testing.T) {
 	}
 	// A RUNNING run's callback, before its answer, to retry: a new attempt.
 	r = aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 2 })
-	c = RunCompletion{ID: 7, Fence: 3, Status: RunFailed, Error: "bad", Message: "bad", Retry: true, DueAt: ts(40)}
+	c = RunCompleteParams{ID: 7, Fence: 3, Status: RunFailed, Error: "bad", Message: "bad", Retry: true, DueAt: ts(40)}
 	a, fresh = c.Apply(r, ts(30))
 	eqRunRule(t, "retried", r, aRun(RunScheduled, func(r *Run) {
 		r.NodeID, r.StartedAt, r.Deliveries, r.Error, r.Message, r.DueAt, r.UpdatedAt = "", tp(1), 2, "bad", "bad", ts(40), ts(30)
@@ -307,14 +307,14 @@ func TestRunProgressRule(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		status  RunStatus
-		p       RunProgress
+		p       RunProgressParams
 		due     time.Time
 		prog    json.RawMessage
 		checkpt json.RawMessage
 	}{
-		{"later deadline", RunWaitingCallback, RunProgress{Progress: json.RawMessage(`1`), DueAt: ts(50)}, ts(50), json.RawMessage(`1`), old},
-		{"earlier deadline", RunWaitingCallback, RunProgress{DueAt: ts(-5)}, ts(0), nil, old},
-		{"running", RunRunning, RunProgress{Checkpoint: json.RawMessage(`{"page":2}`), DueAt: ts(50)}, ts(0), nil, json.RawMessage(`{"page":2}`)},
+		{"later deadline", RunWaitingCallback, RunProgressParams{Progress: json.RawMessage(`1`), DueAt: ts(50)}, ts(50), json.RawMessage(`1`), old},
+		{"earlier deadline", RunWaitingCallback, RunProgressParams{DueAt: ts(-5)}, ts(0), nil, old},
+		{"running", RunRunning, RunProgressParams{Checkpoint: json.RawMessage(`{"page":2}`), DueAt: ts(50)}, ts(0), nil, json.RawMessage(`{"page":2}`)},
 	} {
 		r := aRun(tc.status, func(r *Run) { r.Checkpoint = old })
 		tc.p.Apply(r, ts(9))

@@ -203,7 +203,7 @@ type Run struct {
 	UpdatedAt       time.Time       `json:"updated_at"`
 	// StartAhead marks a run its planner found free of admission: its
 	// task's policies can neither hold it back nor skip it (see
-	// ClaimStart). A task's change deletes its planned runs, so the mark
+	// ClaimStartParams). A task's change deletes its planned runs, so the mark
 	// never outlives the definition it was made from.
 	StartAhead bool `json:"-"`
 }

@@ -47,7 +47,7 @@ type Store interface {
 	// ever had it.
 	TaskExists(ctx context.Context, id int64) (bool, error)
 	// TaskList returns live tasks ordered by ID.
-	TaskList(ctx context.Context, f TaskFilter) ([]*Task, error)
+	TaskList(ctx context.Context, f TaskListParams) ([]*Task, error)
 	// TaskUpdate replaces the task whose ID and Version match t, bumping
 	// Version and setting UpdatedAt, and deletes its upcoming runs so that
 	// the planner plans it anew from t.NextFireTime: planned SCHEDULED runs
@@ -88,7 +88,7 @@ type Store interface {
 	RunGet(ctx context.Context, id int64) (*Run, error)
 	// RunList returns runs newest first: by scheduled time, then (among
 	// runs scheduled at the same instant) by ID, both descending.
-	RunList(ctx context.Context, f RunFilter) ([]*Run, error)
+	RunList(ctx context.Context, f RunListParams) ([]*Run, error)
 	// RunAdmit decides, in one transaction holding the task's lock, what the
 	// SCHEDULED or QUEUED run id (with the given fence) becomes, by calling
 	// decide with the task's state, and applies the decision. It returns the
@@ -99,10 +99,10 @@ type Store interface {
 	// fence matches; ok[i] reports whether starts[i] applied.
 	//
 	// Every write that starts a delivery (RunStart, RunAdmit deciding
-	// RUNNING, a claim's ClaimStart) empties the run's HTTPStatus,
+	// RUNNING, a claim's ClaimStartParams) empties the run's HTTPStatus,
 	// ResponseBody, Error and Message: what the previous delivery left
 	// belongs to its attempt (RunAttempts), not to the one under way.
-	RunStart(ctx context.Context, starts []RunStart) (ok []bool, err error)
+	RunStart(ctx context.Context, starts []RunStartParams) (ok []bool, err error)
 	// RunCheckSend reports, for runs committed RUNNING ahead of their
 	// instant (RunStart), whether each may still be sent: SendGo if it is
 	// RUNNING with that fence, SendCancel if so but its cancellation was
@@ -122,7 +122,7 @@ type Store interface {
 	// sets DueAt, the callback deadline. CompleteTask, when set, becomes the
 	// status of the run's task in the same transaction (a one-off task that
 	// ended).
-	RunFinish(ctx context.Context, finishes []RunFinish) (ok []bool, err error)
+	RunFinish(ctx context.Context, finishes []RunFinishParams) (ok []bool, err error)
 	// RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose
 	// callback came before its call's answer was recorded (a callback, or
 	// a callback deadline passed): c.Status becomes the run's, or, with
@@ -133,12 +133,12 @@ type Store interface {
 	// ENotFound; a fence that is not the run's is EConflict (field
 	// "fence"): the delivery was superseded; a run that is not RUNNING or
 	// WAITING_CALLBACK is EConflict (field "status").
-	RunComplete(ctx context.Context, c RunCompletion) (*Run, error)
+	RunComplete(ctx context.Context, c RunCompleteParams) (*Run, error)
 	// RunProgress saves what a RUNNING or WAITING_CALLBACK run reports
 	// about itself (progress, checkpoint; nil keeps the saved one) and, for
 	// a WAITING_CALLBACK run, moves its callback deadline to p.DueAt when
 	// that is later. Errors as RunComplete.
-	RunProgress(ctx context.Context, p RunProgress) (*Run, error)
+	RunProgress(ctx context.Context, p RunProgressParams) (*Run, error)
 	// RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
 	// callback deadline (DueAt) is at or before now, oldest first, and
 	// their tasks (deleted ones too) by ID.
@@ -184,11 +184,11 @@ type Store interface {
 	// and their tasks by ID.
 	//
 	// In the claim's own write of each run it also starts the claimed runs
-	// that start selects (see ClaimStart), as RunStart would: RUNNING, Attempt at
+	// that start selects (see ClaimStartParams), as RunStart would: RUNNING, Attempt at
 	// least 1, StartedAt the later of DueAt and now, a new TraceID,
 	// Deliveries plus one. A fire that needs no admission is then written
 	// once between its plan and its outcome, not twice.
-	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start ClaimStart) ([]*Run, map[int64]*Task, error)
+	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start ClaimStartParams) ([]*Run, map[int64]*Task, error)
 	// RunClaim takes over the given SCHEDULED or QUEUED runs for nodeID,
 	// each only if its fence still matches: it sets their node and bumps
 	// their fence. It returns the runs it took, and their tasks by ID.
@@ -272,9 +272,9 @@ type Node struct {
 	HeartbeatAt time.Time `json:"heartbeat_at"`
 }
 
-// TaskFilter selects tasks for TaskList: those that match every condition
+// TaskListParams selects tasks for TaskList: those that match every condition
 // set.
-type TaskFilter struct {
+type TaskListParams struct {
 	Status     []TaskStatus // any of these; empty: any
 	Name       string       // exactly this name; empty: any
 	NamePrefix string       // names starting with this (case-sensitive); empty: any
@@ -284,9 +284,9 @@ type TaskFilter struct {
 	Limit      int
 }
 
-// RunFilter selects runs for RunList: those that match every condition
+// RunListParams selects runs for RunList: those that match every condition
 // set.
-type RunFilter struct {
+type RunListParams struct {
 	TaskID   int64       // 0: any
 	Status   []RunStatus // any of these; empty: any
 	From, To time.Time   // scheduled time in [From, To); zero: open
@@ -400,27 +400,27 @@ func SendCutoff(now time.Time) time.Time {
 	return now.Add(SendMargin)
 }
 
-// RunStart starts one run (RunStart): fields set on the run.
-type RunStart struct {
+// RunStartParams starts one run (Store.RunStart): fields set on the run.
+type RunStartParams struct {
 	ID, Fence int64
 	Attempt   int
 	StartedAt time.Time
 	TraceID   string
 }
 
-// ClaimStart selects the runs a claim (Store.RunClaimDue) starts at once,
+// ClaimStartParams selects the runs a claim (Store.RunClaimDue) starts at once,
 // committing them RUNNING ahead of their instant in the claim's own write.
 // A run is started if it is due at or before By and either was delivered
 // before (a retry: admitted already) or is marked StartAhead and scheduled
 // at or after FreshAfter (an older first delivery may have been missed,
 // which the claimer judges). A zero By starts nothing.
-type ClaimStart struct {
+type ClaimStartParams struct {
 	By         time.Time
 	FreshAfter time.Time
 }
 
-// RunFinish is the outcome of one delivery (RunFinish).
-type RunFinish struct {
+// RunFinishParams is the outcome of one delivery (Store.RunFinish).
+type RunFinishParams struct {
 	ID, Fence    int64
 	Status       RunStatus
 	StartedAt    time.Time // when the delivery really began
@@ -438,8 +438,8 @@ type RunFinish struct {
 	CompleteTask TaskStatus
 }
 
-// RunCompletion ends an ASYNC run (RunComplete).
-type RunCompletion struct {
+// RunCompleteParams ends an ASYNC run (Store.RunComplete).
+type RunCompleteParams struct {
 	ID, Fence    int64
 	Status       RunStatus // SUCCESS, FAILED or FAILED_TIMEOUT
 	Result       json.RawMessage
@@ -451,8 +451,8 @@ type RunCompletion struct {
 	CompleteTask TaskStatus
 }
 
-// RunProgress is a long job's report on its run (RunProgress).
-type RunProgress struct {
+// RunProgressParams is a long job's report on its run (Store.RunProgress).
+type RunProgressParams struct {
 	ID, Fence  int64
 	Progress   json.RawMessage // nil: keep
 	Checkpoint json.RawMessage // nil: keep

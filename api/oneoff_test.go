@@ -263,10 +263,10 @@ func waitingRun(t *testing.T, b *storeBundle, method string) (*sundial.Run, stri
 	if err := b.store.RunInsert(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: b.now()}}); err != nil {
+	if _, err := b.store.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: b.now()}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.store.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
+	if _, err := b.store.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
 		StartedAt: b.now(), FinishedAt: b.now(), HTTPStatus: 202, DueAt: b.now().Add(time.Hour)}}); err != nil {
 		t.Fatal(err)
 	}

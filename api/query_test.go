@@ -75,7 +75,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 	if got := b.get(t, tk.ID); got.Version != 1 || got.Status != sundial.TaskEnabled || got.Description != "" {
 		t.Errorf("task after refused requests: version %d, status %s, description %q", got.Version, got.Status, got.Description)
 	}
-	tasks, err := b.store.TaskList(context.Background(), sundial.TaskFilter{})
+	tasks, err := b.store.TaskList(context.Background(), sundial.TaskListParams{})
 	if err != nil || len(tasks) != 2 { // a, and the ASYNC task of the waiting run
 		t.Errorf("tasks after refused requests: %d, %v; want 2", len(tasks), err)
 	}
@@ -85,7 +85,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 			t.Errorf("run %d after refused requests: %v %v", r.ID, got, err)
 		}
 	}
-	runs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: tk.ID})
+	runs, err := b.store.RunList(context.Background(), sundial.RunListParams{TaskID: tk.ID})
 	if err != nil || len(runs) != 1 {
 		t.Errorf("runs of task a after refused requests: %d, %v; want 1 (no trigger)", len(runs), err)
 	}

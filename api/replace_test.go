@@ -23,14 +23,14 @@ func endOneOff(t *testing.T, b *storeBundle, id int64, end sundial.TaskStatus) {
 	if err := b.store.RunInsert(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: b.now()}}); err != nil || !ok[0] {
+	if ok, err := b.store.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: b.now()}}); err != nil || !ok[0] {
 		t.Fatalf("RunStart = %v, %v", ok, err)
 	}
 	status := sundial.RunSuccess
 	if end == sundial.TaskFailed {
 		status = sundial.RunFailed
 	}
-	if ok, err := b.store.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: status,
+	if ok, err := b.store.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: status,
 		StartedAt: b.now(), FinishedAt: b.now(), HTTPStatus: 200, CompleteTask: end}}); err != nil || !ok[0] {
 		t.Fatalf("RunFinish = %v, %v", ok, err)
 	}

@@ -51,7 +51,7 @@ func (s *Server) handleTaskRuns(w http.ResponseWriter, r *http.Request) {
 	s.listRuns(w, r, f, limit)
 }
 
-func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunFilter, limit int) {
+func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunListParams, limit int) {
 	f.Limit = limit + 1
 	runs, err := s.store.RunList(r.Context(), f)
 	if err != nil {
@@ -68,8 +68,8 @@ func (s *Server) listRuns(w http.ResponseWriter, r *http.Request, f sundial.RunF
 // runFilter reads the query of a run list. taskID is the task the path
 // names, or 0 (the route of a task takes no task_id parameter). Without
 // planned=true, the runs planned ahead of now are left out.
-func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunFilter, int, error) {
-	f := sundial.RunFilter{TaskID: taskID}
+func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunListParams, int, error) {
+	f := sundial.RunListParams{TaskID: taskID}
 	if v := q.Get("task_id"); v != "" {
 		id, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || id < 1 {

@@ -173,11 +173,11 @@ func TestRunGet(t *testing.T) {
 	}
 
 	// A delivery that ended is listed under the run.
-	ok, err := b.store.RunStart(t.Context(), []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: r.ScheduledTime}})
+	ok, err := b.store.RunStart(t.Context(), []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: r.ScheduledTime}})
 	if err != nil || !ok[0] {
 		t.Fatalf("RunStart: %v %v", ok, err)
 	}
-	ok, err = b.store.RunFinish(t.Context(), []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+	ok, err = b.store.RunFinish(t.Context(), []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 		StartedAt: r.ScheduledTime, FinishedAt: r.ScheduledTime.Add(time.Second), HTTPStatus: 503, Error: "HTTP 503"}})
 	if err != nil || !ok[0] {
 		t.Fatalf("RunFinish: %v %v", ok, err)
@@ -253,7 +253,7 @@ func TestRunListOrder(t *testing.T) {
 	// start starts r; finish ends it with status, or with a retry.
 	start := func(r *sundial.Run) {
 		t.Helper()
-		if ok, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1,
+		if ok, err := b.store.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1,
 			StartedAt: r.ScheduledTime}}); err != nil || !ok[0] {
 			t.Fatalf("RunStart %d: %v %v", r.ID, ok, err)
 		}
@@ -261,7 +261,7 @@ func TestRunListOrder(t *testing.T) {
 	finish := func(r *sundial.Run, status sundial.RunStatus, retry bool) {
 		t.Helper()
 		start(r)
-		if ok, err := b.store.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: status,
+		if ok, err := b.store.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: status,
 			StartedAt: r.ScheduledTime, FinishedAt: r.ScheduledTime.Add(time.Second), Retry: retry,
 			DueAt: noon.Add(5 * time.Minute)}}); err != nil || !ok[0] {
 			t.Fatalf("RunFinish %d: %v %v", r.ID, ok, err)
@@ -296,7 +296,7 @@ func TestRunListOrder(t *testing.T) {
 	finish(retry, sundial.RunFailed, true)
 	due := b.insertRun(t, a.ID, noon, sundial.RunScheduled) // due now, not started yet
 	catchUp := ended(a.ID, at(-3*time.Hour), sundial.RunSuccess)
-	// A fire committed RUNNING ahead of its instant (ClaimStart) shows too.
+	// A fire committed RUNNING ahead of its instant (ClaimStartParams) shows too.
 	ahead := b.insertRun(t, c.ID, at(time.Second), sundial.RunScheduled)
 	start(ahead)
 
@@ -418,11 +418,11 @@ func TestTaskRunsAfterDelete(t *testing.T) {
 	var history []int64
 	for i := range 3 {
 		r := b.insertRun(t, tk.ID, noon.Add(time.Duration(i-3)*time.Minute), sundial.RunScheduled)
-		if ok, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1,
+		if ok, err := b.store.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1,
 			StartedAt: r.ScheduledTime}}); err != nil || !ok[0] {
 			t.Fatalf("RunStart: %v %v", ok, err)
 		}
-		if ok, err := b.store.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+		if ok, err := b.store.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
 			StartedAt: r.ScheduledTime, FinishedAt: r.ScheduledTime.Add(time.Second), HTTPStatus: 200}}); err != nil || !ok[0] {
 			t.Fatalf("RunFinish: %v %v", ok, err)
 		}

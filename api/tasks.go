@@ -253,7 +253,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 // handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=.
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := sundial.TaskFilter{
+	f := sundial.TaskListParams{
 		Name:       q.Get("name"),
 		NamePrefix: q.Get("name_prefix"),
 		RequestID:  q.Get("request_id"),
@@ -360,7 +360,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 // no fire of the old definition starts after the change is answered.
 func (s *Server) awaitSending(ctx context.Context, id int64) {
 	limit := time.Now().Add(sundial.SendMargin)
-	runs, err := s.store.RunList(ctx, sundial.RunFilter{TaskID: id, Status: []sundial.RunStatus{sundial.RunRunning}, Limit: 1000})
+	runs, err := s.store.RunList(ctx, sundial.RunListParams{TaskID: id, Status: []sundial.RunStatus{sundial.RunRunning}, Limit: 1000})
 	if err != nil {
 		return // the change is made; only the wait is lost
 	}

@@ -478,7 +478,7 @@ func TestTaskCreateInvalid(t *testing.T) {
 			wantError(t, rec, tt.status, tt.err)
 
 			// Nothing changed, nothing was logged.
-			tasks, err := b.store.TaskList(context.Background(), sundial.TaskFilter{})
+			tasks, err := b.store.TaskList(context.Background(), sundial.TaskListParams{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -933,12 +933,12 @@ func TestTaskReplaceRoundTrip(t *testing.T) {
 func (f *fakeScheduler) CallbackSecret() []byte { return []byte("test-callback-secret") }
 
 func (f *fakeScheduler) Complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error) {
-	return f.store.RunComplete(ctx, sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status,
+	return f.store.RunComplete(ctx, sundial.RunCompleteParams{ID: r.ID, Fence: fence, Status: cb.Status,
 		Result: cb.Result, Error: cb.Failure(), Message: cb.Message, FinishedAt: f.now()})
 }
 
 func (f *fakeScheduler) Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error) {
-	return f.store.RunProgress(ctx, sundial.RunProgress{ID: r.ID, Fence: fence, Progress: progress,
+	return f.store.RunProgress(ctx, sundial.RunProgressParams{ID: r.ID, Fence: fence, Progress: progress,
 		Checkpoint: checkpoint, DueAt: f.now().Add(time.Minute), Now: f.now()})
 }
 
@@ -956,7 +956,7 @@ func TestChangeAwaitsSending(t *testing.T) {
 		if err := b.store.RunInsert(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := b.store.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: 1, Attempt: 1, StartedAt: at}}); err != nil || !ok[0] {
+		if ok, err := b.store.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: 1, Attempt: 1, StartedAt: at}}); err != nil || !ok[0] {
 			t.Fatalf("RunStart: %v %v", ok, err)
 		}
 		return r

@@ -41,7 +41,7 @@ func TestTaskTriggerBody(t *testing.T) {
 	}
 	runs := func(t *testing.T) int {
 		t.Helper()
-		rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: tk.ID})
+		rs, err := b.store.RunList(context.Background(), sundial.RunListParams{TaskID: tk.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

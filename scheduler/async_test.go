@@ -110,7 +110,7 @@ func (b *asyncBundle) oneOff(t *testing.T, delay int, mod func(*sundial.Task)) *
 
 func (b *asyncBundle) onlyRun(t *testing.T, taskID int64) *sundial.Run {
 	t.Helper()
-	rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: taskID})
+	rs, err := b.store.RunList(context.Background(), sundial.RunListParams{TaskID: taskID})
 	if err != nil || len(rs) != 1 {
 		t.Fatalf("runs of task %d: %v, %v; want one", taskID, rs, err)
 	}
@@ -633,7 +633,7 @@ func TestEditJustBeforeFire(t *testing.T) {
 		c := create("canceled", "http://127.0.0.1:9/c")
 		time.Sleep(2 * time.Second)
 		fire = before(150 * time.Millisecond)
-		runs, err := st.RunList(ctx, sundial.RunFilter{TaskID: c.ID, Status: []sundial.RunStatus{sundial.RunRunning}})
+		runs, err := st.RunList(ctx, sundial.RunListParams{TaskID: c.ID, Status: []sundial.RunStatus{sundial.RunRunning}})
 		if err != nil || len(runs) != 1 || !runs[0].ScheduledTime.Equal(fire) {
 			t.Fatalf("RUNNING runs of task %d 150 ms before %v: %v, %v; want its committed fire", c.ID, fire, runs, err)
 		}

@@ -17,8 +17,8 @@ import (
 
 // callbackStore is what the callbacks component needs of the store.
 type callbackStore interface {
-	RunComplete(ctx context.Context, c sundial.RunCompletion) (*sundial.Run, error)
-	RunProgress(ctx context.Context, p sundial.RunProgress) (*sundial.Run, error)
+	RunComplete(ctx context.Context, c sundial.RunCompleteParams) (*sundial.Run, error)
+	RunProgress(ctx context.Context, p sundial.RunProgressParams) (*sundial.Run, error)
 	RunCallbackExpired(ctx context.Context, now time.Time, limit int) ([]*sundial.Run, map[int64]*sundial.Task, error)
 }
 
@@ -98,7 +98,7 @@ func retryAt(t *sundial.Task, r *sundial.Run, delivery int, status sundial.RunSt
 // applyRetry turns the outcome of a delivery that failed into a retry when
 // the task's policy allows one, and otherwise ends a one-off task with its
 // run.
-func applyRetry(t *sundial.Task, r *sundial.Run, delivery int, fin *sundial.RunFinish, retryAfter time.Duration) {
+func applyRetry(t *sundial.Task, r *sundial.Run, delivery int, fin *sundial.RunFinishParams, retryAfter time.Duration) {
 	if fin.Status != sundial.RunSuccess {
 		if at, ok := retryAt(t, r, delivery, fin.Status, fin.HTTPStatus, retryAfter, fin.FinishedAt); ok {
 			fin.Retry, fin.DueAt = true, at
@@ -121,7 +121,7 @@ func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 		return nil, superseded(r.ID)
 	}
 	now := time.Now()
-	comp := sundial.RunCompletion{ID: r.ID, Fence: fence, Status: cb.Status, Result: cb.Result,
+	comp := sundial.RunCompleteParams{ID: r.ID, Fence: fence, Status: cb.Status, Result: cb.Result,
 		Error: cb.Failure(), Message: cb.Message, FinishedAt: now}
 	if cb.Status == sundial.RunFailed && !cb.NoRetry && t != nil {
 		if at, ok := retryAt(t, r, max(r.Deliveries, 1), sundial.RunFailed, callbackFailed, 0, now); ok {
@@ -137,14 +137,14 @@ func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 // cancel ends, CANCELED, a run waiting for its callback: no call is in
 // flight, the wait ends here. t is nil for a deleted task.
 func (c *callbacks) cancel(ctx context.Context, r *sundial.Run, t *sundial.Task) (*sundial.Run, error) {
-	comp := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
+	comp := sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
 		Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: sundial.OneOffEnd(t, r, sundial.RunCanceled)}
 	return c.end(ctx, t, comp)
 }
 
 // end applies a completion, records it, and starts the task's oldest
 // queued run: its slot has freed.
-func (c *callbacks) end(ctx context.Context, t *sundial.Task, comp sundial.RunCompletion) (*sundial.Run, error) {
+func (c *callbacks) end(ctx context.Context, t *sundial.Task, comp sundial.RunCompleteParams) (*sundial.Run, error) {
 	done, err := c.store.RunComplete(ctx, comp)
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (c *callbacks) progress(ctx context.Context, r *sundial.Run, t *sundial.Tas
 		return nil, superseded(r.ID)
 	}
 	now := time.Now()
-	p := sundial.RunProgress{ID: r.ID, Fence: fence, Progress: progress, Checkpoint: checkpoint, Now: now}
+	p := sundial.RunProgressParams{ID: r.ID, Fence: fence, Progress: progress, Checkpoint: checkpoint, Now: now}
 	if t != nil {
 		p.DueAt = now.Add(c.async.timeout(t))
 	}
@@ -175,7 +175,7 @@ func superseded(id int64) error {
 
 // recordCompletion records a run ended (or sent to retry) without a call
 // of this node: a callback, an expired deadline, a cancel.
-func (c *callbacks) recordCompletion(r *sundial.Run, t *sundial.Task, comp sundial.RunCompletion) {
+func (c *callbacks) recordCompletion(r *sundial.Run, t *sundial.Task, comp sundial.RunCompleteParams) {
 	c.record(outcome{run: r, task: t, status: comp.Status, retry: comp.Retry, dueAt: comp.DueAt, err: comp.Error,
 		trace: r.TraceID, attempt: r.Attempt, delivery: r.Deliveries})
 }
@@ -214,7 +214,7 @@ func (c *callbacks) expireCallbacks(ctx context.Context) {
 		}
 		for _, r := range runs {
 			t := tasks[r.TaskID]
-			comp := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailedTimeout,
+			comp := sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailedTimeout,
 				Error: "no callback before the deadline", FinishedAt: now}
 			if t != nil {
 				if at, ok := retryAt(t, r, max(r.Deliveries, 1), sundial.RunFailedTimeout, 0, 0, now); ok {

@@ -10,7 +10,7 @@ import (
 
 // claimStore is what the claimer needs of the store.
 type claimStore interface {
-	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error)
+	RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStartParams) ([]*sundial.Run, map[int64]*sundial.Task, error)
 	RunClaim(ctx context.Context, nodeID string, refs []sundial.RunRef) ([]*sundial.Run, map[int64]*sundial.Task, error)
 	RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*sundial.Run, error)
 }
@@ -96,7 +96,7 @@ func (c *claimer) claimOnce(ctx context.Context) {
 		// one interval before their instant.
 		until := now.Add(c.startAhead + c.interval)
 		runs, tasks, err := c.store.RunClaimDue(ctx, c.node, until, c.batch,
-			sundial.ClaimStart{By: until, FreshAfter: now.Add(-c.misfire)})
+			sundial.ClaimStartParams{By: until, FreshAfter: now.Add(-c.misfire)})
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Error("claim due runs", "err", err)

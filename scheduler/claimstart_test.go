@@ -12,13 +12,13 @@ import (
 )
 
 // startCounter counts the runs committed by RunStart, that is, not by the
-// claim that took them (sundial.ClaimStart).
+// claim that took them (sundial.ClaimStartParams).
 type startCounter struct {
 	sundial.Store
 	n atomic.Int64
 }
 
-func (c *startCounter) RunStart(ctx context.Context, s []sundial.RunStart) ([]bool, error) {
+func (c *startCounter) RunStart(ctx context.Context, s []sundial.RunStartParams) ([]bool, error) {
 	c.n.Add(int64(len(s)))
 	return c.Store.RunStart(ctx, s)
 }

@@ -61,21 +61,21 @@ func (p *partitioned) PlanDue(ctx context.Context, until time.Time, limit int, n
 	return p.Store.PlanDue(ctx, until, limit, node, now, plan)
 }
 
-func (p *partitioned) RunClaimDue(ctx context.Context, node string, until time.Time, limit int, start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (p *partitioned) RunClaimDue(ctx context.Context, node string, until time.Time, limit int, start sundial.ClaimStartParams) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	if err := p.err(); err != nil {
 		return nil, nil, err
 	}
 	return p.Store.RunClaimDue(ctx, node, until, limit, start)
 }
 
-func (p *partitioned) RunStart(ctx context.Context, s []sundial.RunStart) ([]bool, error) {
+func (p *partitioned) RunStart(ctx context.Context, s []sundial.RunStartParams) ([]bool, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return p.Store.RunStart(ctx, s)
 }
 
-func (p *partitioned) RunFinish(ctx context.Context, f []sundial.RunFinish) ([]bool, error) {
+func (p *partitioned) RunFinish(ctx context.Context, f []sundial.RunFinishParams) ([]bool, error) {
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -271,7 +271,7 @@ type lossy struct {
 	lost   []int64
 }
 
-func (l *lossy) RunClaimDue(ctx context.Context, node string, until time.Time, limit int, start sundial.ClaimStart) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+func (l *lossy) RunClaimDue(ctx context.Context, node string, until time.Time, limit int, start sundial.ClaimStartParams) ([]*sundial.Run, map[int64]*sundial.Task, error) {
 	runs, tasks, err := l.Store.RunClaimDue(ctx, node, until, limit, start)
 	if err == nil && len(runs) > 0 && l.failed.CompareAndSwap(false, true) {
 		for _, r := range runs {

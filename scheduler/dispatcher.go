@@ -76,7 +76,7 @@ func (h *runHeap) Pop() any {
 
 // dispatchStore is what the dispatcher needs of the store.
 type dispatchStore interface {
-	RunStart(ctx context.Context, starts []sundial.RunStart) (ok []bool, err error)
+	RunStart(ctx context.Context, starts []sundial.RunStartParams) (ok []bool, err error)
 	RunCheckSend(ctx context.Context, refs []sundial.RunRef) ([]sundial.SendCheck, error)
 	RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (*sundial.Run, error)
 	RunQueuedNext(ctx context.Context, taskID int64) (*sundial.Run, error)
@@ -143,7 +143,7 @@ func (d *dispatcher) add(runs []*sundial.Run, tasks map[int64]*sundial.Task, red
 	}
 	d.mu.Lock()
 	for _, r := range runs {
-		// A claim commits the fast runs due soon (sundial.ClaimStart).
+		// A claim commits the fast runs due soon (sundial.ClaimStartParams).
 		started := r.Status == sundial.RunRunning
 		if r.Status != sundial.RunScheduled && !started {
 			continue
@@ -383,10 +383,10 @@ func (d *dispatcher) committer(ctx context.Context) error {
 // applied back in the heap, due at their instant. A run that did not apply
 // was cancelled or removed by a change of its task: it is dropped.
 func (d *dispatcher) commit(ctx context.Context, items []*item) {
-	starts := make([]sundial.RunStart, len(items))
+	starts := make([]sundial.RunStartParams, len(items))
 	for i, it := range items {
 		it.run.TraceID = executor.NewTraceID()
-		starts[i] = sundial.RunStart{ID: it.run.ID, Fence: it.run.Fence, Attempt: max(it.run.Attempt, 1),
+		starts[i] = sundial.RunStartParams{ID: it.run.ID, Fence: it.run.Fence, Attempt: max(it.run.Attempt, 1),
 			StartedAt: laterOf(it.run.DueAt, time.Now()), TraceID: it.run.TraceID}
 	}
 	ok, err := d.store.RunStart(ctx, starts)
@@ -477,7 +477,7 @@ func (d *dispatcher) check(ctx context.Context, items []*item) map[*item]bool {
 // before it was sent.
 func (d *dispatcher) cancelUnsent(it *item) {
 	now := time.Now()
-	fin := sundial.RunFinish{ID: it.run.ID, Fence: it.run.Fence, Status: sundial.RunCanceled,
+	fin := sundial.RunFinishParams{ID: it.run.ID, Fence: it.run.Fence, Status: sundial.RunCanceled,
 		StartedAt: now, FinishedAt: now, Error: "canceled by request before it was sent"}
 	fin.CompleteTask = sundial.OneOffEnd(it.task, it.run, sundial.RunCanceled)
 	d.finish(result{job: it.job(), fin: fin})

@@ -17,7 +17,7 @@ type memberStore interface {
 	NodeLeave(ctx context.Context, id string) error
 	RunRelease(ctx context.Context, nodeID, reason string, now time.Time) error
 	RunsOwned(ctx context.Context, nodeID string) ([]*sundial.Run, error)
-	RunFinish(ctx context.Context, finishes []sundial.RunFinish) (ok []bool, err error)
+	RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (ok []bool, err error)
 	RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) ([]*sundial.Run, map[int64]*sundial.Task, error)
 }
 
@@ -227,14 +227,14 @@ func (m *membership) interruptLost(ctx context.Context, startedBefore time.Time)
 	}
 	now := time.Now()
 	var (
-		lost []sundial.RunFinish
+		lost []sundial.RunFinishParams
 		runs []*sundial.Run
 	)
 	for _, r := range owned {
 		if r.Status != sundial.RunRunning || held[r.ID] || r.StartedAt == nil || !r.StartedAt.Before(startedBefore) {
 			continue
 		}
-		lost = append(lost, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunInterrupted,
+		lost = append(lost, sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunInterrupted,
 			StartedAt: *r.StartedAt, FinishedAt: now, Error: errLost.Error()})
 		runs = append(runs, r)
 	}

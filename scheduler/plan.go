@@ -99,7 +99,7 @@ func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Tim
 		CreatedAt:     now,
 		UpdatedAt:     now,
 		// Claimed shortly before its instant, such a run is started in
-		// the same write (sundial.ClaimStart), unless its task has a
+		// the same write (sundial.ClaimStartParams), unless its task has a
 		// starting deadline of its own: the claim judges lateness by the
 		// server's misfire threshold, and only the node can judge it by
 		// the task's (claimer.take).

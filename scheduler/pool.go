@@ -240,7 +240,7 @@ func (p *pool) deliver(j job) {
 		out.Finished = time.Now()
 	}
 	p.m.deliveryDuration.Observe(out.Finished.Sub(out.Started).Seconds())
-	fin := sundial.RunFinish{
+	fin := sundial.RunFinishParams{
 		ID: r.ID, Fence: j.fence, Status: status,
 		StartedAt: out.Started, FinishedAt: out.Finished,
 		HTTPStatus: out.HTTPStatus, ResponseBody: out.Body, Error: out.Error,

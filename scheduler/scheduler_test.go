@@ -156,7 +156,7 @@ func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *su
 // runs returns a task's runs in the order they were written (by ID).
 func (b *bundle) runs(t *testing.T, taskID int64) []*sundial.Run {
 	t.Helper()
-	rs, err := b.store.RunList(context.Background(), sundial.RunFilter{TaskID: taskID, Limit: 1000})
+	rs, err := b.store.RunList(context.Background(), sundial.RunListParams{TaskID: taskID, Limit: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}

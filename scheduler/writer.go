@@ -11,12 +11,12 @@ import (
 // result is a finished delivery waiting to be written.
 type result struct {
 	job job
-	fin sundial.RunFinish
+	fin sundial.RunFinishParams
 }
 
 // finishStore is what the writer needs of the store.
 type finishStore interface {
-	RunFinish(ctx context.Context, finishes []sundial.RunFinish) (ok []bool, err error)
+	RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (ok []bool, err error)
 }
 
 // writer records the outcomes of this node's deliveries in batches: one
@@ -111,7 +111,7 @@ func (w *writer) Run(ctx context.Context) error {
 // write records a batch of outcomes. Until ctx is done (the scheduler
 // stops), it tries again until the store takes them.
 func (w *writer) write(ctx context.Context, batch []result) {
-	fins := make([]sundial.RunFinish, len(batch))
+	fins := make([]sundial.RunFinishParams, len(batch))
 	for i, r := range batch {
 		fins[i] = r.fin
 	}

@@ -639,7 +639,7 @@ func TestServeSecondStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	runs, err := st.RunList(t.Context(), sundial.RunFilter{TaskID: task.ID, Limit: 10})
+	runs, err := st.RunList(t.Context(), sundial.RunListParams{TaskID: task.ID, Limit: 10})
 	if err != nil || len(runs) != 1 || runs[0].Status != sundial.RunInterrupted {
 		t.Fatalf("runs after the second stop = %+v, %v; want one INTERRUPTED", runs, err)
 	}

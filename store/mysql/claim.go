@@ -43,7 +43,7 @@ const claimAfterSQL = ` AND (due_at > ? OR (due_at = ? AND (priority < ? OR (pri
 // claimLockSQL locks the candidates still unowned and due by primary key,
 // skipping those another claimer holds, and reads the server's clock for
 // their updated_at. The claim judges which of them it starts
-// (sundial.ClaimStart.Starts) on the locked rows as they are.
+// (sundial.ClaimStartParams.Starts) on the locked rows as they are.
 const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + `
 	FROM runs FORCE INDEX (PRIMARY)
 	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
@@ -58,7 +58,7 @@ const claimSetSQL = `UPDATE runs FORCE INDEX (PRIMARY) SET node_id = ?, fence = 
 var claimStartCols = []string{"id", "attempt", "started_at", "trace_id"}
 
 // claimStartSQL gives n locked runs to a node and starts them, in one write
-// of each, as sundial.ClaimStart.Claim left them (arguments: the (id,
+// of each, as sundial.ClaimStartParams.Claim left them (arguments: the (id,
 // attempt, started_at, trace_id) rows, then node and updated_at): RUNNING,
 // one more delivery under a new fence, and nothing left of the previous
 // delivery (sqlrow.StartClears). The assignments read no column another
@@ -108,7 +108,7 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 // RunClaimDue claims for nodeID up to limit SCHEDULED runs that no node
 // holds and that are due at until, most urgent first (due time, then the
 // priority the run has from its task, descending, then ID), and starts
-// those start selects (sundial.ClaimStart) as RunStart would. The first
+// those start selects (sundial.ClaimStartParams) as RunStart would. The first
 // candidates are read before the transaction, so an idle call is one
 // statement; the claim then locks them by primary key with SKIP LOCKED,
 // which read also selects the runs to start, and writes each run once:
@@ -117,7 +117,7 @@ func claimCandidates(ctx context.Context, q querier, until int64, after *claimCa
 // waited for, and further candidates read (up to claimRounds reads) until
 // limit runs are held. The claim takes no task lock; it reads the tasks of
 // the runs it claimed.
-func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStart) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int, start sundial.ClaimStartParams) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil
@@ -177,7 +177,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 // skipping the ones other transactions hold, gives them to nodeID, and
 // starts those start selects.
 func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, until int64,
-	start sundial.ClaimStart) ([]*sundial.Run, error) {
+	start sundial.ClaimStartParams) ([]*sundial.Run, error) {
 	var out []*sundial.Run
 	for part := range slices.Chunk(ids, batchIDs) {
 		var (
@@ -214,7 +214,7 @@ func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, u
 // claimStart gives the runs this transaction has locked to nodeID and
 // starts them at now, as start.Claim decides, each with a new trace ID, in
 // the database and in runs.
-func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, start sundial.ClaimStart, now int64) error {
+func claimStart(ctx context.Context, tx *sql.Tx, nodeID string, runs []*sundial.Run, start sundial.ClaimStartParams, now int64) error {
 	args := make([]any, 0, 4*len(runs)+2)
 	for _, r := range runs {
 		start.Claim(r, nodeID, sqlrow.FromMicros(now), executor.NewTraceID())

@@ -24,7 +24,7 @@
 //
 // The adapter decides nothing of its own: a method locks and reads the
 // rows, calls the domain's rule (sundial.Release, sundial.Redeliver,
-// sundial.TakeBackOnUpdate, sundial.RunFinish.Apply, ...) and writes what
+// sundial.TakeBackOnUpdate, sundial.RunFinishParams.Apply, ...) and writes what
 // it returned (a sundial.RunChanges: see apply), in one transaction. The
 // status lists of its statements come from the domain's predicates
 // (sqlrow.Statuses).
@@ -60,12 +60,12 @@
 //     does not take the task's lock.)
 //   - RunStart and RunFinish lock the batch's runs by primary key
 //     (SELECT ... FOR UPDATE), ask the rule which apply
-//     (sundial.RunStart.Applies, RunFinish.Applies: fence and status) and
-//     what they become (RunFinish.Apply), and write those in one UPDATE
+//     (sundial.RunStartParams.Applies, RunFinishParams.Applies: fence and status) and
+//     what they become (RunFinishParams.Apply), and write those in one UPDATE
 //     joined to the batch's values, still guarded by the status read. A run
 //     is changed only under its row lock, so a late write with an old fence
 //     is refused. RunFinish then inserts, in the same transaction, the
-//     attempt RunFinish.Apply gives of each outcome of a RUNNING run, in
+//     attempt RunFinishParams.Apply gives of each outcome of a RUNNING run, in
 //     one multi-row INSERT per chunk; outcomes of WAITING_CALLBACK runs
 //     (callbacks) are none. A batch with outcomes that end their task
 //     (CompleteTask) first locks those tasks, in ID order, before the runs;
@@ -95,7 +95,7 @@
 //     idle call is one statement that reads no row),
 //     locks them by primary key with FOR UPDATE SKIP LOCKED, re-checking
 //     that each is still SCHEDULED, unowned and due, asks the rule which
-//     the claim starts (sundial.ClaimStart.Starts, on the locked row), gives
+//     the claim starts (sundial.ClaimStartParams.Starts, on the locked row), gives
 //     the others to the node (node_id, fence + 1) in one UPDATE by primary
 //     key and the selected ones, started as RunStart would, in one more
 //     (joined to their new trace IDs), so that each run is written once,

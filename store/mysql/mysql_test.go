@@ -245,11 +245,11 @@ func TestBytes(t *testing.T) {
 	if err := s.RunInsert(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
+	if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
 		t.Fatalf("RunStart: %v %v", ok, err)
 	}
 	body := "\x00\xff\xfe'\\ \u00e9\U0001F600 \xc3"
-	ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+	ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 		FinishedAt: time.Now(), ResponseBody: body, Error: "bad \xff byte"}})
 	if err != nil || !ok[0] {
 		t.Fatalf("RunFinish: %v %v", ok, err)
@@ -336,16 +336,16 @@ func TestQueryPlans(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes, run_attempts`); err != nil {
 		t.Fatal(err)
 	}
-	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t3"})
-	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
+	byName, byNameArgs := taskListSQL(sundial.TaskListParams{Name: "t3"})
+	byRequest, byRequestArgs := taskListSQL(sundial.TaskListParams{RequestID: "r"})
 	// RunList as GET /runs asks for it: fires planned ahead of now left
 	// out, a page of 51, from the newest or after a cursor.
 	now, mark := time.Unix(burstAt, 0), time.Unix(1000, 0)
-	runList, runListArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, Limit: 51})
-	runPage, runPageArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 1000,
+	runList, runListArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 1000,
 		Limit: 51})
-	taskRuns, taskRunsArgs := runListSQL(sundial.RunFilter{TaskID: tasks[3], ExcludePlannedAfter: now, Limit: 51})
-	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunFilter{TaskID: tasks[3], ExcludePlannedAfter: now,
+	taskRuns, taskRunsArgs := runListSQL(sundial.RunListParams{TaskID: tasks[3], ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunListParams{TaskID: tasks[3], ExcludePlannedAfter: now,
 		BeforeTime: mark, BeforeID: 1000, Limit: 51})
 	lastArgs := make([]any, 2*len(lastStatuses))
 	for i := range lastArgs {
@@ -611,7 +611,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	const n = 1000
 	batch := 0
 	// setup plans and starts n runs, outside the timer.
-	setup := func() []sundial.RunFinish {
+	setup := func() []sundial.RunFinishParams {
 		b.StopTimer()
 		defer b.StartTimer()
 		if _, err := s.db.ExecContext(ctx, `UPDATE tasks SET next_fire_at = ? WHERE id = ?`,
@@ -637,11 +637,11 @@ func BenchmarkRunFinish(b *testing.B) {
 			runs = append(runs, rs...)
 			left -= len(rs)
 		}
-		starts := make([]sundial.RunStart, n)
-		fins := make([]sundial.RunFinish, n)
+		starts := make([]sundial.RunStartParams, n)
+		fins := make([]sundial.RunFinishParams, n)
 		for i, r := range runs {
-			starts[i] = sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
-			fins[i] = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
+			starts[i] = sundial.RunStartParams{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
+			fins[i] = sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
 				FinishedAt: time.Now(), HTTPStatus: 200, ResponseBody: `{"ok":true}`}
 		}
 		if _, err := s.RunStart(ctx, starts); err != nil {
@@ -820,7 +820,7 @@ func BenchmarkRunClaimDue(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.StartTimer()
-		runs, _, err := s.RunClaimDue(ctx, "node", until, n, sundial.ClaimStart{})
+		runs, _, err := s.RunClaimDue(ctx, "node", until, n, sundial.ClaimStartParams{})
 		if err != nil || len(runs) != n {
 			b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 		}
@@ -836,7 +836,7 @@ func BenchmarkRunClaimDueIdle(b *testing.B) {
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	seedHistory(b, s, 20_000, t0)
 	for b.Loop() {
-		runs, _, err := s.RunClaimDue(ctx, "node", t0.Add(time.Hour), 1000, sundial.ClaimStart{})
+		runs, _, err := s.RunClaimDue(ctx, "node", t0.Add(time.Hour), 1000, sundial.ClaimStartParams{})
 		if err != nil || len(runs) != 0 {
 			b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 		}
@@ -896,7 +896,7 @@ func TestAttempts(t *testing.T) {
 		if err := s.RunInsert(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: t0}}); err != nil || !ok[0] {
+		if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: t0}}); err != nil || !ok[0] {
 			t.Fatalf("RunStart: %v %v", ok, err)
 		}
 		return r
@@ -935,7 +935,7 @@ func TestAttempts(t *testing.T) {
 	}
 
 	// One batch: RUNNING -> WAITING_CALLBACK, then its callback -> SUCCESS.
-	ok, err := s.RunFinish(ctx, []sundial.RunFinish{
+	ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{
 		{ID: other.ID, Fence: other.Fence, Status: sundial.RunWaitingCallback, StartedAt: t0, FinishedAt: t0.Add(time.Second),
 			HTTPStatus: 202, ResponseBody: "accepted"},
 		{ID: other.ID, Fence: other.Fence, Status: sundial.RunSuccess, FinishedAt: t0.Add(2 * time.Second)},

@@ -128,7 +128,7 @@ func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error
 }
 
 // RunList returns runs newest first: by scheduled time, then ID.
-func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
+func (s *Store) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	q, args := runListSQL(f)
 	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, q, args...))
@@ -146,7 +146,7 @@ func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.
 // would otherwise read the whole table and sort it for one page. A task's
 // runs are found by ref of its task (runs_task_scheduled, in order, or
 // runs_task_status for a status), never by a scan of the table.
-func runListSQL(f sundial.RunFilter) (string, []any) {
+func runListSQL(f sundial.RunListParams) (string, []any) {
 	where, args := sqlrow.RunFilter(f, sqlrow.Question)
 	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if f.TaskID == 0 {
@@ -206,8 +206,8 @@ func applyBatch(ctx context.Context, tx *sql.Tx, query string, want int, args []
 
 var runStartCols = []string{"id", "fence", "attempt", "started_at", "trace_id"}
 
-// runStartSQL starts n runs (sundial.RunStart.Apply); its condition,
-// sundial.RunStart.Applies, checked under the locks, only guards.
+// runStartSQL starts n runs (sundial.RunStartParams.Apply); its condition,
+// sundial.RunStartParams.Applies, checked under the locks, only guards.
 func runStartSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", runStartCols, n) + `
 	SET r.status = 'RUNNING', r.attempt = v.attempt, r.started_at = v.started_at, r.trace_id = v.trace_id,
@@ -218,7 +218,7 @@ func runStartSQL(n int) string {
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches: it locks the batch's runs, picks those that may start, and
 // starts them in one UPDATE per chunk.
-func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bool, err error) {
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
 	if len(starts) == 0 {
@@ -267,11 +267,11 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bo
 }
 
 // runFinishCols are the columns of an outcome's batch: the run, its status
-// as read under its lock, and what sundial.RunFinish.Apply left.
+// as read under its lock, and what sundial.RunFinishParams.Apply left.
 var runFinishCols = []string{"id", "was", "status", "node_id", "due_at", "started_at", "finished_at",
 	"http_status", "response_body", "error", "updated_at"}
 
-// runFinishSQL records n outcomes as sundial.RunFinish.Apply left their
+// runFinishSQL records n outcomes as sundial.RunFinishParams.Apply left their
 // runs; the status as read under the runs' locks only guards.
 func runFinishSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", runFinishCols, n) + `
@@ -330,17 +330,17 @@ func lockTaskRows(ctx context.Context, tx *sql.Tx, ids []int64) error {
 }
 
 // RunFinish records outcomes of active runs, each only if it applies
-// (sundial.RunFinish.Applies: its fence matches and its status may move to
+// (sundial.RunFinishParams.Applies: its fence matches and its status may move to
 // the outcome's). An outcome no active run may reach (SCHEDULED, SKIPPED,
 // ...) refuses the whole batch with EConflict. Like RunStart, it locks the
 // batch's runs, decides in Go what each outcome makes of its run and its
-// attempt (sundial.RunFinish.Apply), and writes the runs in one UPDATE and
+// attempt (sundial.RunFinishParams.Apply), and writes the runs in one UPDATE and
 // the attempts in one INSERT per chunk; a run listed twice is finished in
 // order (its second outcome meets it as the first left it). When an outcome
 // ends a task (CompleteTask), the tasks of those outcomes are locked
 // first, before the runs, in the lock order of every method; a batch
 // without one reads no task.
-func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {
@@ -476,10 +476,10 @@ const latestAttemptSQL = `UPDATE run_attempts SET status = ?, error = ?, finishe
 
 // RunComplete ends a WAITING_CALLBACK run, or a RUNNING one whose callback
 // came before its call's answer was recorded, or sends it back to
-// SCHEDULED for a retry, as sundial.RunCompletion.Apply decides. A
+// SCHEDULED for a retry, as sundial.RunCompleteParams.Apply decides. A
 // RUNNING run's delivery is recorded as a new attempt; a WAITING_CALLBACK
 // run's latest attempt (its delivery's, from RunFinish) takes the outcome.
-func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompleteParams) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	if err := c.Check(); err != nil {
 		return nil, err
@@ -512,8 +512,8 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *su
 }
 
 // RunProgress saves what a RUNNING or WAITING_CALLBACK run reports about
-// itself, as sundial.RunProgress.Apply decides. Errors as RunComplete.
-func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
+// itself, as sundial.RunProgressParams.Apply decides. Errors as RunComplete.
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgressParams) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	p.DueAt = sqlrow.NormZero(p.DueAt)
 	var out *sundial.Run

@@ -31,12 +31,12 @@ const runCompleteLatestSQL = `UPDATE run_attempts SET status = $2, error = $3, f
 	WHERE id = (SELECT id FROM run_attempts WHERE run_id = $1 ORDER BY id DESC LIMIT 1)`
 
 // RunComplete ends a WAITING_CALLBACK or RUNNING run with a callback's
-// outcome, as sundial.RunCompletion.Apply decides, in one transaction and
+// outcome, as sundial.RunCompleteParams.Apply decides, in one transaction and
 // three round trips: BEGIN with the locks and the read, the writes, COMMIT.
 // The run's lock (and, with CompleteTask, its task's, taken first) orders
 // it with RunFinish of the same delivery: whichever comes second finds the
 // run changed.
-func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompleteParams) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	if err := c.Check(); err != nil {
 		return nil, err
@@ -81,10 +81,10 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *su
 }
 
 // RunProgress saves what a RUNNING or WAITING_CALLBACK run reports about
-// itself, as sundial.RunProgress.Apply decides, in one transaction and
+// itself, as sundial.RunProgressParams.Apply decides, in one transaction and
 // three round trips: BEGIN with the run's lock and its read, the write,
 // COMMIT.
-func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgressParams) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now := p.Now
 	if now.IsZero() {

@@ -45,7 +45,7 @@ func qualified(alias, cols string) string {
 // the lock rechecks the row) is passed over, so concurrent claimers take
 // disjoint runs and never wait. The UPDATE finds the locked runs by
 // primary key, and gives each its node, a new fence and updated_at; it
-// also starts, as RunStart would, those that sundial.ClaimStart selects
+// also starts, as RunStart would, those that sundial.ClaimStartParams selects
 // (s: due by $5, and delivered before or marked start_ahead and scheduled
 // at or after $6), which its row sub-SELECT decides once per run, from the
 // row it updates: RUNNING, attempt at least 1, started at the later of its
@@ -54,11 +54,11 @@ func qualified(alias, cols string) string {
 // (answer, error, callback message: sqlrow.StartClears) emptied. Each
 // claimed task comes once, with the first of its runs; its other runs have
 // NULL in the task's columns. $1 node, $2 until, $3 limit, $4 now, $5
-// ClaimStart.By, $6 ClaimStart.FreshAfter.
+// ClaimStartParams.By, $6 ClaimStartParams.FreshAfter.
 //
 // It is RunClaimDue on a hot path, one statement: its selection is
-// sundial.Run.Unclaimed, st.s is sundial.ClaimStart.Starts and its SET
-// ClaimStart.Claim, which the conformance suite holds it to (ClaimRule).
+// sundial.Run.Unclaimed, st.s is sundial.ClaimStartParams.Starts and its SET
+// ClaimStartParams.Claim, which the conformance suite holds it to (ClaimRule).
 var claimDueSQL = `WITH claimed AS (
 		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4,
 			(status, attempt, started_at, trace_id, deliveries,
@@ -91,10 +91,10 @@ var claimDueSQL = `WITH claimed AS (
 // most urgent first (due time, then priority descending, then ID), in one
 // statement (after indexOrderPlans) and one round trip. It sets their node,
 // bumps their fence and sets updated_at (the process's clock), and starts
-// those start selects (sundial.ClaimStart) in the same statement, as
+// those start selects (sundial.ClaimStartParams) in the same statement, as
 // RunStart would, at that clock; a zero start starts nothing.
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
-	start sundial.ClaimStart) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	start sundial.ClaimStartParams) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil

@@ -115,7 +115,7 @@
 //     priority, then ID: the index's order, so a claim reads its limit of
 //     index entries and sorts nothing), with SELECT ... FOR UPDATE SKIP
 //     LOCKED, and updates them by primary key, starting in the same UPDATE
-//     those that sundial.ClaimStart selects. Claimers on
+//     those that sundial.ClaimStartParams selects. Claimers on
 //     different nodes take disjoint runs and never wait for each other (nor
 //     for anything else): a run another transaction holds is passed over,
 //     and one claimed and committed since the statement began is rechecked

@@ -481,7 +481,7 @@ func TestRunFinishBatchInOrder(t *testing.T) {
 	if err := s.RunInsert(ctx, r); err != nil {
 		t.Fatalf("RunInsert: %v", err)
 	}
-	ok, err := s.RunStart(ctx, []sundial.RunStart{
+	ok, err := s.RunStart(ctx, []sundial.RunStartParams{
 		{ID: r.ID, Fence: r.Fence + 1, Attempt: 1, StartedAt: now}, // fenced off
 		{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now},     // starts
 		{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now},     // already started
@@ -489,7 +489,7 @@ func TestRunFinishBatchInOrder(t *testing.T) {
 	if err != nil || fmt.Sprint(ok) != "[false true false]" {
 		t.Fatalf("RunStart = %v, %v; want [false true false]", ok, err)
 	}
-	ok, err = s.RunFinish(ctx, []sundial.RunFinish{
+	ok, err = s.RunFinish(ctx, []sundial.RunFinishParams{
 		{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback, FinishedAt: now},
 		{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, FinishedAt: now},
 		{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: now},
@@ -518,7 +518,7 @@ func startedRun(t *testing.T, s *Store, name, node string, now time.Time) *sundi
 	if err := s.RunInsert(ctx, r); err != nil {
 		t.Fatalf("RunInsert: %v", err)
 	}
-	if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now}}); err != nil || !ok[0] {
+	if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now}}); err != nil || !ok[0] {
 		t.Fatalf("RunStart: %v %v", ok, err)
 	}
 	return r
@@ -560,7 +560,7 @@ func TestRunFinishAttemptRace(t *testing.T) {
 	// The callback's outcome waits for it.
 	done := make(chan error, 1)
 	go func() {
-		ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 			FinishedAt: now, HTTPStatus: 500}})
 		if err == nil && !ok[0] {
 			err = fmt.Errorf("the callback's outcome was refused")
@@ -674,11 +674,11 @@ func TestBytesAndText(t *testing.T) {
 	if err := s.RunInsert(ctx, r); err != nil {
 		t.Fatalf("RunInsert: %v", err)
 	}
-	if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now}}); err != nil || !ok[0] {
+	if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: now}}); err != nil || !ok[0] {
 		t.Fatalf("RunStart: %v %v", ok, err)
 	}
 	body := "bin\x00\xff\xfe\x01ary"
-	ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+	ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 		FinishedAt: now, HTTPStatus: 500, ResponseBody: body, Error: "bad \x00 byte \xff"}})
 	if err != nil || !ok[0] {
 		t.Fatalf("RunFinish: %v %v", ok, err)
@@ -813,16 +813,16 @@ func TestQueryPlans(t *testing.T) {
 		noDue   []*int64
 		noEnd   []*string
 	)
-	byName, byNameArgs := taskListSQL(sundial.TaskFilter{Name: "t7"})
-	byRequest, byRequestArgs := taskListSQL(sundial.TaskFilter{RequestID: "r"})
+	byName, byNameArgs := taskListSQL(sundial.TaskListParams{Name: "t7"})
+	byRequest, byRequestArgs := taskListSQL(sundial.TaskListParams{RequestID: "r"})
 	// RunList as GET /runs asks for it: fires planned ahead of now left
 	// out, a page of 51, from the newest or after a cursor.
 	now, mark := time.UnixMicro(150_000), time.UnixMicro(120_000)
-	runList, runListArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, Limit: 51})
-	runPage, runPageArgs := runListSQL(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 120_000,
+	runList, runListArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 120_000,
 		Limit: 51})
-	taskRuns, taskRunsArgs := runListSQL(sundial.RunFilter{TaskID: 10, ExcludePlannedAfter: now, Limit: 51})
-	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunFilter{TaskID: 10, ExcludePlannedAfter: now,
+	taskRuns, taskRunsArgs := runListSQL(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now,
 		BeforeTime: mark, BeforeID: 120_000, Limit: 51})
 	// The statements whose index reads the rows in their order, stopping
 	// at the limit, with nothing sorted.
@@ -1048,7 +1048,7 @@ func TestPlansStaleStatistics(t *testing.T) {
 		!strings.Contains(start, "(actual rows=250 loops=1)") || strings.Contains(start, "loops=250") {
 		t.Errorf("RunStart with stale statistics: want the runs by runs_pkey only:\n%s", start)
 	}
-	runs, _, err := s.RunClaimDue(ctx, "node-0", time.UnixMicro(100_000), 250, sundial.ClaimStart{})
+	runs, _, err := s.RunClaimDue(ctx, "node-0", time.UnixMicro(100_000), 250, sundial.ClaimStartParams{})
 	if err != nil || len(runs) != 250 {
 		t.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 	}
@@ -1150,10 +1150,10 @@ func TestCustomPlans(t *testing.T) {
 			t.Fatalf("PlanDue %d: %d runs, %v", i, len(runs), err)
 		}
 		r := runs[0]
-		if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at0(i)}}); err != nil || !ok[0] {
+		if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at0(i)}}); err != nil || !ok[0] {
 			t.Fatalf("RunStart: %v %v", ok, err)
 		}
-		if ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+		if ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
 			FinishedAt: at0(i)}}); err != nil || !ok[0] {
 			t.Fatalf("RunFinish: %v %v", ok, err)
 		}
@@ -1193,7 +1193,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	const n = 1000
 	batch := 0
 	// setup plans and starts n runs, outside the timer.
-	setup := func() []sundial.RunFinish {
+	setup := func() []sundial.RunFinishParams {
 		b.StopTimer()
 		defer b.StartTimer()
 		_, err := s.pool.Exec(ctx, `UPDATE tasks SET next_fire_at = 0 WHERE id = $1`, tk.ID)
@@ -1210,11 +1210,11 @@ func BenchmarkRunFinish(b *testing.B) {
 		if err != nil || len(runs) != n {
 			b.Fatalf("PlanDue: %d runs, %v", len(runs), err)
 		}
-		starts := make([]sundial.RunStart, n)
-		fins := make([]sundial.RunFinish, n)
+		starts := make([]sundial.RunStartParams, n)
+		fins := make([]sundial.RunFinishParams, n)
 		for i, r := range runs {
-			starts[i] = sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
-			fins[i] = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
+			starts[i] = sundial.RunStartParams{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
+			fins[i] = sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
 				FinishedAt: time.Now(), HTTPStatus: 200, ResponseBody: `{"ok":true}`}
 		}
 		if ok, err := s.RunStart(ctx, starts); err != nil || !ok[n-1] {
@@ -1248,7 +1248,7 @@ func BenchmarkRunClaimDue(b *testing.B) {
 			planUnowned(b, s, tasks, 100, batch, t0)
 			batch++
 			b.StartTimer()
-			runs, ts, err := s.RunClaimDue(ctx, "node", until, 1000, sundial.ClaimStart{})
+			runs, ts, err := s.RunClaimDue(ctx, "node", until, 1000, sundial.ClaimStartParams{})
 			if err != nil || len(runs) != 1000 || len(ts) != len(tasks) {
 				b.Fatalf("RunClaimDue: %d runs, %d tasks, %v", len(runs), len(ts), err)
 			}
@@ -1257,7 +1257,7 @@ func BenchmarkRunClaimDue(b *testing.B) {
 	})
 	b.Run("idle", func(b *testing.B) {
 		for b.Loop() {
-			runs, _, err := s.RunClaimDue(ctx, "node", until, 1000, sundial.ClaimStart{})
+			runs, _, err := s.RunClaimDue(ctx, "node", until, 1000, sundial.ClaimStartParams{})
 			if err != nil || len(runs) != 0 {
 				b.Fatalf("RunClaimDue: %d runs, %v", len(runs), err)
 			}
@@ -1289,10 +1289,10 @@ func TestAttemptsFollowRuns(t *testing.T) {
 		if err := s.RunInsert(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.RunStart(ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
+		if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
 			t.Fatalf("RunStart: %v, %v", ok, err)
 		}
-		if ok, err := s.RunFinish(ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+		if ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
 			StartedAt: time.Now(), FinishedAt: time.Now(), HTTPStatus: 204}}); err != nil || !ok[0] {
 			t.Fatalf("RunFinish: %v, %v", ok, err)
 		}

@@ -186,7 +186,7 @@ func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error
 }
 
 // RunList returns runs newest first: by scheduled time, then ID.
-func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
+func (s *Store) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	q, args := runListSQL(f)
 	rows, err := s.pool.Query(ctx, q, args...)
@@ -201,7 +201,7 @@ func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.
 }
 
 // runListSQL returns RunList's statement for f, and its arguments.
-func runListSQL(f sundial.RunFilter) (string, []any) {
+func runListSQL(f sundial.RunListParams) (string, []any) {
 	where, args := sqlrow.RunFilter(f, func(n int) string { return "$" + strconv.Itoa(n) })
 	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if where != "" {
@@ -267,7 +267,7 @@ func applied(ok []bool, ids []int64, round []int) func(pgx.Rows) error {
 // status is NOT NULL: the coalesce changes no result.
 //
 // It is RunStart on a hot path, one statement per round: its condition is
-// sundial.RunStart.Applies and its SET RunStart.Apply, which the
+// sundial.RunStartParams.Applies and its SET RunStartParams.Apply, which the
 // conformance suite holds it to (StartRule).
 var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = u.attempt, started_at = u.started_at, trace_id = u.trace_id,
@@ -279,7 +279,7 @@ var runStartSQL = `UPDATE runs
 
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches, in one statement (one per repeat of an ID) and one round trip.
-func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bool, err error) {
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
 	if len(starts) == 0 {
@@ -331,8 +331,8 @@ var finishEdges = func() string {
 
 // runFinishSQL applies one round of outcomes and records an attempt for
 // each that ends a delivery's call. It is RunFinish on a hot path, one
-// statement per round: sundial.RunFinish.Apply (its condition
-// RunFinish.Applies, its attempt the one Apply returns) and Task.End, in
+// statement per round: sundial.RunFinishParams.Apply (its condition
+// RunFinishParams.Applies, its attempt the one Apply returns) and Task.End, in
 // SQL, which the conformance suite holds it to (FinishRule). The CTE prev finds the runs by primary
 // key, as RunStart does, and locks them in ID order before the UPDATE (FOR
 // NO KEY UPDATE, the lock the UPDATE takes): the status and node it returns
@@ -410,7 +410,7 @@ func finishSQL(complete bool) string {
 // WAITING_CALLBACK outcome sets the run's due_at to DueAt, the callback
 // deadline. CompleteTask ends the run's task (if ENABLED) in the same
 // transaction: the batch then first locks those tasks, in ID order.
-func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {

@@ -121,7 +121,7 @@ func (s *Store) TaskExists(ctx context.Context, id int64) (_ bool, err error) {
 }
 
 // TaskList returns live tasks ordered by ID.
-func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundial.Task, err error) {
+func (s *Store) TaskList(ctx context.Context, f sundial.TaskListParams) (_ []*sundial.Task, err error) {
 	defer s.classify(&err)
 	q, args := taskListSQL(f)
 	rows, err := s.pool.Query(ctx, q, args...)
@@ -136,7 +136,7 @@ func (s *Store) TaskList(ctx context.Context, f sundial.TaskFilter) (_ []*sundia
 }
 
 // taskListSQL returns TaskList's statement for f, and its arguments.
-func taskListSQL(f sundial.TaskFilter) (string, []any) {
+func taskListSQL(f sundial.TaskListParams) (string, []any) {
 	where := []string{`NOT deleted`, `id > $1`}
 	args := []any{f.AfterID}
 	if len(f.Status) > 0 {

@@ -35,8 +35,8 @@ const latestAttemptSQL = `UPDATE run_attempts SET status = ?1, error = ?2, finis
 
 // RunComplete ends a RUNNING or WAITING_CALLBACK run with a callback's
 // outcome, or sends it back to SCHEDULED for a retry, as
-// sundial.RunCompletion.Apply decides.
-func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *sundial.Run, err error) {
+// sundial.RunCompleteParams.Apply decides.
+func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompleteParams) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	if err := c.Check(); err != nil {
 		return nil, err
@@ -71,8 +71,8 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompletion) (_ *su
 
 // RunProgress saves a RUNNING or WAITING_CALLBACK run's progress and
 // checkpoint and moves a callback deadline later, as
-// sundial.RunProgress.Apply decides.
-func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgress) (_ *sundial.Run, err error) {
+// sundial.RunProgressParams.Apply decides.
+func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgressParams) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now := p.Now
 	if now.IsZero() {

@@ -27,10 +27,10 @@ var (
 	claimProbeSQL = `SELECT 1 FROM runs INDEXED BY runs_unclaimed
 		WHERE status = 'SCHEDULED' AND node_id = '' AND due_at <= ? LIMIT 1`
 	// claimDueSQL gives node ?1 the runs due by ?3, up to ?4 of them, at
-	// ?2 (its clock), starts those that ClaimStart (?5 By, ?6 FreshAfter)
+	// ?2 (its clock), starts those that ClaimStartParams (?5 By, ?6 FreshAfter)
 	// selects, and returns them (in no order). It is RunClaimDue on a hot
 	// path, one statement: its selection is sundial.Run.Unclaimed, c.starts
-	// is sundial.ClaimStart.Starts and its SET ClaimStart.Claim, which the
+	// is sundial.ClaimStartParams.Starts and its SET ClaimStartParams.Claim, which the
 	// conformance suite holds it to (ClaimRule).
 	claimDueSQL = `UPDATE runs SET node_id = ?1, fence = fence + 1, updated_at = ?2,
 			status = CASE WHEN c.starts THEN 'RUNNING' ELSE status END,
@@ -49,7 +49,7 @@ var (
 // RunClaimDue claims unowned SCHEDULED runs due by until for nodeID, and
 // starts those start selects.
 func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
-	start sundial.ClaimStart) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
+	start sundial.ClaimStartParams) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
 		return nil, nil, nil

@@ -71,7 +71,7 @@ func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error
 }
 
 // RunList returns runs newest first: by scheduled time, then ID.
-func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.Run, err error) {
+func (s *Store) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	q, args := runListSQL(f)
 	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, q, args...))
@@ -82,7 +82,7 @@ func (s *Store) RunList(ctx context.Context, f sundial.RunFilter) (_ []*sundial.
 }
 
 // runListSQL returns RunList's statement for f, and its arguments.
-func runListSQL(f sundial.RunFilter) (string, []any) {
+func runListSQL(f sundial.RunListParams) (string, []any) {
 	where, args := sqlrow.RunFilter(f, sqlrow.Question)
 	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if where != "" {
@@ -92,7 +92,7 @@ func runListSQL(f sundial.RunFilter) (string, []any) {
 }
 
 // runStartSQL is RunStart on a hot path, in one statement per run: its
-// condition is sundial.RunStart.Applies and its SET sundial.RunStart.Apply,
+// condition is sundial.RunStartParams.Applies and its SET sundial.RunStartParams.Apply,
 // which the conformance suite holds it to (StartRule).
 var runStartSQL = `UPDATE runs
 	SET status = 'RUNNING', attempt = ?1, started_at = ?2, trace_id = ?3,
@@ -101,7 +101,7 @@ var runStartSQL = `UPDATE runs
 
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches.
-func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStart) (_ []bool, err error) {
+func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
 	if len(starts) == 0 {
@@ -145,7 +145,7 @@ var finishFrom = func() map[sundial.RunStatus][2]string {
 }()
 
 // runFinishSQL, runRetrySQL and completeTaskSQL are RunFinish on a hot
-// path: sundial.RunFinish.Apply (its condition RunFinish.Applies), and
+// path: sundial.RunFinishParams.Apply (its condition RunFinishParams.Applies), and
 // Task.End for the run's task, in SQL, so that a batch of outcomes costs one
 // UPDATE per run and one INSERT of attempts. The conformance suite holds
 // them to the rule (FinishRule).
@@ -172,7 +172,7 @@ const completeTaskSQL = `UPDATE tasks SET status = ?1, version = version + 1, ne
 // attempt copied from it) and the run is then sent back to SCHEDULED; so is
 // the rare CompleteTask applied after the outcomes. A batch of plain
 // outcomes costs one UPDATE per run and one INSERT per 500 attempts.
-func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinish) (_ []bool, err error) {
+func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
 	if len(finishes) == 0 {

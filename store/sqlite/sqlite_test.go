@@ -191,8 +191,8 @@ func TestListPlans(t *testing.T) {
 		sql  string
 		args []any
 	}
-	tasks := func(f sundial.TaskFilter) stmt { q, args := taskListSQL(f); return stmt{q, args} }
-	runs := func(f sundial.RunFilter) stmt { q, args := runListSQL(f); return stmt{q, args} }
+	tasks := func(f sundial.TaskListParams) stmt { q, args := taskListSQL(f); return stmt{q, args} }
+	runs := func(f sundial.RunListParams) stmt { q, args := runListSQL(f); return stmt{q, args} }
 	now, at := time.Unix(1000, 0), time.Unix(900, 0)
 	for _, tc := range []struct {
 		name string
@@ -200,19 +200,19 @@ func TestListPlans(t *testing.T) {
 		use  string // the plan's line for the table
 	}{
 		// The runs in RunList's order straight from an index: no sort.
-		{"RunList", runs(sundial.RunFilter{}), "SCAN runs USING INDEX runs_scheduled"},
-		{"RunList page", runs(sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5}),
+		{"RunList", runs(sundial.RunListParams{}), "SCAN runs USING INDEX runs_scheduled"},
+		{"RunList page", runs(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5}),
 			"SEARCH runs USING INDEX runs_scheduled (scheduled_at<?)"},
-		{"RunList window", runs(sundial.RunFilter{From: at, To: now, ExcludePlannedAfter: now}),
+		{"RunList window", runs(sundial.RunListParams{From: at, To: now, ExcludePlannedAfter: now}),
 			"SEARCH runs USING INDEX runs_scheduled (scheduled_at>? AND scheduled_at<?)"},
-		{"RunList of a task", runs(sundial.RunFilter{TaskID: 3, ExcludePlannedAfter: now}),
+		{"RunList of a task", runs(sundial.RunListParams{TaskID: 3, ExcludePlannedAfter: now}),
 			"SEARCH runs USING INDEX runs_task_scheduled (task_id=?)"},
-		{"RunList page of a task", runs(sundial.RunFilter{TaskID: 3, ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5}),
+		{"RunList page of a task", runs(sundial.RunListParams{TaskID: 3, ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5}),
 			"SEARCH runs USING INDEX runs_task_scheduled (task_id=? AND scheduled_at<?)"},
-		{"TaskList by name", tasks(sundial.TaskFilter{Name: "a"}), "SEARCH tasks USING INDEX tasks_name_live (name=?"},
-		{"TaskList by request_id", tasks(sundial.TaskFilter{RequestID: "r"}),
+		{"TaskList by name", tasks(sundial.TaskListParams{Name: "a"}), "SEARCH tasks USING INDEX tasks_name_live (name=?"},
+		{"TaskList by request_id", tasks(sundial.TaskListParams{RequestID: "r"}),
 			"SEARCH tasks USING INDEX tasks_request_live (request_id=?"},
-		{"TaskList by biz_id", tasks(sundial.TaskFilter{BizID: "b"}), "SEARCH tasks USING INDEX tasks_biz (biz_id=?"},
+		{"TaskList by biz_id", tasks(sundial.TaskListParams{BizID: "b"}), "SEARCH tasks USING INDEX tasks_biz (biz_id=?"},
 	} {
 		plan := strings.Join(queryPlan(t, s, tc.stmt.sql, tc.stmt.args...), "\n")
 		if !strings.Contains(plan, tc.use) || strings.Contains(plan, "TEMP B-TREE") {
@@ -263,18 +263,18 @@ func BenchmarkRunFinish(b *testing.B) {
 	const n = 1000
 	batch := 0
 	// setup inserts and starts n runs, outside the timer.
-	setup := func() []sundial.RunFinish {
+	setup := func() []sundial.RunFinishParams {
 		b.StopTimer()
 		defer b.StartTimer()
-		starts := make([]sundial.RunStart, n)
-		fins := make([]sundial.RunFinish, n)
+		starts := make([]sundial.RunStartParams, n)
+		fins := make([]sundial.RunFinishParams, n)
 		for i := range n {
 			r := &sundial.Run{TaskID: tk.ID, FireKey: fmt.Sprintf("b%d:%d", batch, i), ScheduledTime: time.Now()}
 			if err := s.RunInsert(ctx, r); err != nil {
 				b.Fatal(err)
 			}
-			starts[i] = sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
-			fins[i] = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
+			starts[i] = sundial.RunStartParams{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}
+			fins[i] = sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: time.Now(),
 				FinishedAt: time.Now(), HTTPStatus: 200, ResponseBody: `{"ok":true}`}
 		}
 		if _, err := s.RunStart(ctx, starts); err != nil {
@@ -356,7 +356,7 @@ func TestUnavailable(t *testing.T) {
 			t.Fatalf("TaskCreate while another process writes = %v, want EUnavailable from SQLITE_BUSY", err)
 		}
 		// Reading goes on meanwhile (WAL).
-		if _, err := s.TaskList(ctx, sundial.TaskFilter{Limit: 10}); err != nil {
+		if _, err := s.TaskList(ctx, sundial.TaskListParams{Limit: 10}); err != nil {
 			t.Fatalf("TaskList while another process writes: %v", err)
 		}
 		if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
@@ -393,7 +393,7 @@ func TestClaimUndoneWhenTasksUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	if runs, _, err := s.RunClaimDue(ctx, "node-a", time.Now(), 10,
-		sundial.ClaimStart{By: time.Now(), FreshAfter: due.Add(-time.Minute)}); err == nil {
+		sundial.ClaimStartParams{By: time.Now(), FreshAfter: due.Add(-time.Minute)}); err == nil {
 		t.Fatalf("RunClaimDue = %d runs, no error; want the failed read of their tasks", len(runs))
 	}
 	var node, status string

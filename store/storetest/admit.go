@@ -294,7 +294,7 @@ func testRunAdmit(t *testing.T, open Opener) {
 				t.Fatalf("RunAdmit: %v", err)
 			}
 		}
-		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: tk.ID, Status: []sundial.RunStatus{sundial.RunRunning}})
+		got, err := f.s.RunList(f.ctx, sundial.RunListParams{TaskID: tk.ID, Status: []sundial.RunStatus{sundial.RunRunning}})
 		if err != nil || len(got) != 2 {
 			t.Fatalf("%d RUNNING runs (%v), want 2", len(got), err)
 		}
@@ -312,7 +312,7 @@ func testTransitions(t *testing.T, open Opener) {
 	}
 	ops := []op{
 		{"RunStart", sundial.RunRunning, func(f *fixture, r *sundial.Run) (bool, error) {
-			ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at(50)}})
+			ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at(50)}})
 			return err == nil && ok[0], err
 		}},
 		{"RunAdmit", sundial.RunRunning, func(f *fixture, r *sundial.Run) (bool, error) {
@@ -327,7 +327,7 @@ func testTransitions(t *testing.T, open Opener) {
 	for _, to := range []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
 		sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunWaitingCallback, sundial.RunInterrupted} {
 		ops = append(ops, op{"RunFinish " + string(to), to, func(f *fixture, r *sundial.Run) (bool, error) {
-			ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: to, FinishedAt: at(50)}})
+			ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: to, FinishedAt: at(50)}})
 			return err == nil && ok[0], err
 		}})
 	}

@@ -27,7 +27,7 @@ func disabled(tk *sundial.Task) { tk.Status = sundial.TaskDisabled }
 func (f *fixture) retrying(task int64, when, due time.Time, mods ...func(*sundial.Run)) *sundial.Run {
 	f.t.Helper()
 	r := f.run(task, when, sundial.RunRunning, mods...)
-	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 		StartedAt: when, FinishedAt: when.Add(time.Second), HTTPStatus: 503, Error: "HTTP 503",
 		Retry: true, DueAt: due}})
 	if err != nil || !ok[0] {
@@ -41,7 +41,7 @@ func (f *fixture) retrying(task int64, when, due time.Time, mods ...func(*sundia
 func (f *fixture) waiting(task int64, when, due time.Time, mods ...func(*sundial.Run)) *sundial.Run {
 	f.t.Helper()
 	r := f.run(task, when, sundial.RunRunning, mods...)
-	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
+	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
 		StartedAt: when, FinishedAt: when.Add(time.Second), HTTPStatus: 202, ResponseBody: "accepted", DueAt: due}})
 	if err != nil || !ok[0] {
 		f.t.Fatalf("RunFinish %d to WAITING_CALLBACK: %v %v", r.ID, ok, err)
@@ -61,7 +61,7 @@ func (f *fixture) attempts(runID int64) []*sundial.Attempt {
 // claimDue claims for node the runs due by until and returns their IDs.
 func (f *fixture) claimDue(node string, until time.Time) []*sundial.Run {
 	f.t.Helper()
-	runs, _, err := f.s.RunClaimDue(f.ctx, node, until, 100, sundial.ClaimStart{})
+	runs, _, err := f.s.RunClaimDue(f.ctx, node, until, 100, sundial.ClaimStartParams{})
 	if err != nil {
 		f.t.Fatalf("RunClaimDue: %v", err)
 	}
@@ -179,7 +179,7 @@ func testRunFinishRetry(t *testing.T, open Opener) {
 		plain := f.run(tk.ID, at(12), sundial.RunRunning)
 		stale := f.run(tk.ID, at(13), sundial.RunRunning)
 
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{
 			{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, StartedAt: at(20), FinishedAt: at(21),
 				HTTPStatus: 503, ResponseBody: "busy", Error: "HTTP 503", Retry: true, DueAt: at(80)},
 			{ID: other.ID, Fence: other.Fence, Status: sundial.RunTimeout, StartedAt: at(20), FinishedAt: at(22),
@@ -227,16 +227,16 @@ func testRunFinishRetry(t *testing.T, open Opener) {
 			t.Fatalf("claimed retry = %s; want node-b, fence %d", fmtRun(*claimed), r.Fence+1)
 		}
 		// The first delivery's late outcome is refused.
-		ok, err = f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, FinishedAt: at(85)}})
+		ok, err = f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, FinishedAt: at(85)}})
 		if err != nil || ok[0] {
 			t.Fatalf("late RunFinish = %v, %v; want refused", ok, err)
 		}
 		// The second delivery succeeds.
-		ok, err = f.s.RunStart(f.ctx, []sundial.RunStart{{ID: r.ID, Fence: claimed.Fence, Attempt: 1, StartedAt: at(90)}})
+		ok, err = f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: claimed.Fence, Attempt: 1, StartedAt: at(90)}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunStart of the retry = %v, %v", ok, err)
 		}
-		ok, err = f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: claimed.Fence, Status: sundial.RunSuccess,
+		ok, err = f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: claimed.Fence, Status: sundial.RunSuccess,
 			StartedAt: at(90), FinishedAt: at(91), HTTPStatus: 200}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunFinish of the retry = %v, %v", ok, err)
@@ -255,11 +255,11 @@ func testRunFinishRetry(t *testing.T, open Opener) {
 		f := setup(t, open)
 		tk := f.task("a")
 		r := f.run(tk.ID, at(10), sundial.RunRunning)
-		if _, err := f.s.RunProgress(f.ctx, sundial.RunProgress{ID: r.ID, Fence: r.Fence,
+		if _, err := f.s.RunProgress(f.ctx, sundial.RunProgressParams{ID: r.ID, Fence: r.Fence,
 			Progress: json.RawMessage(`{"pct":40}`), Checkpoint: json.RawMessage(`{"page":4}`), Now: at(11)}); err != nil {
 			t.Fatalf("RunProgress: %v", err)
 		}
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 			FinishedAt: at(12), Retry: true, DueAt: at(30)}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunFinish = %v, %v", ok, err)
@@ -274,7 +274,7 @@ func testRunFinishCallback(t *testing.T, open Opener) {
 	f := setup(t, open)
 	tk := f.task("a")
 	r := f.run(tk.ID, at(10), sundial.RunRunning)
-	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
+	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
 		StartedAt: at(10), FinishedAt: at(11), HTTPStatus: 202, DueAt: at(300)}})
 	if err != nil || !ok[0] {
 		t.Fatalf("RunFinish to WAITING_CALLBACK = %v, %v", ok, err)
@@ -287,7 +287,7 @@ func testRunFinishCallback(t *testing.T, open Opener) {
 
 	// No DueAt: the run keeps the one it has.
 	z := f.run(tk.ID, at(20), sundial.RunRunning)
-	ok, err = f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: z.ID, Fence: z.Fence, Status: sundial.RunWaitingCallback, FinishedAt: at(21)}})
+	ok, err = f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: z.ID, Fence: z.Fence, Status: sundial.RunWaitingCallback, FinishedAt: at(21)}})
 	if err != nil || !ok[0] {
 		t.Fatalf("RunFinish to WAITING_CALLBACK = %v, %v", ok, err)
 	}
@@ -307,12 +307,12 @@ func testRunFinishCompleteTask(t *testing.T, open Opener) {
 	r4 := f.run(stale.ID, at(10), sundial.RunRunning)
 	r5 := f.run(cronTask.ID, at(10), sundial.RunRunning)
 
-	fin := func(r *sundial.Run, s sundial.RunStatus, complete sundial.TaskStatus) sundial.RunFinish {
-		return sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: s, StartedAt: at(10), FinishedAt: at(11), CompleteTask: complete}
+	fin := func(r *sundial.Run, s sundial.RunStatus, complete sundial.TaskStatus) sundial.RunFinishParams {
+		return sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: s, StartedAt: at(10), FinishedAt: at(11), CompleteTask: complete}
 	}
 	staleFin := fin(r4, sundial.RunSuccess, sundial.TaskCompleted)
 	staleFin.Fence++
-	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{
+	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{
 		fin(r1, sundial.RunSuccess, sundial.TaskCompleted),
 		fin(r2, sundial.RunFailed, sundial.TaskFailed),
 		fin(r3, sundial.RunSuccess, sundial.TaskCompleted),
@@ -367,7 +367,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		f := setup(t, open)
 		once := f.task("once", oneOff(at(10)), withNext(at(10)))
 		r := f.waiting(once.ID, at(10), at(400))
-		got, err := f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+		got, err := f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
 			Result: json.RawMessage(`{"rows": 42}`), FinishedAt: at(50), CompleteTask: sundial.TaskCompleted})
 		if err != nil {
 			t.Fatalf("RunComplete: %v", err)
@@ -387,7 +387,7 @@ func testRunComplete(t *testing.T, open Opener) {
 				tk.Status, tk.NextFireTime, tk.Version, once.Version+1)
 		}
 		// Once ended, the run takes no other completion.
-		_, err = f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: at(51)})
+		_, err = f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: at(51)})
 		wantErr(t, err, sundial.EConflict, "status")
 		eqRun(t, f.get(r.ID), got)
 	})
@@ -398,7 +398,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		tk := f.task("a")
 		for i, s := range []sundial.RunStatus{sundial.RunFailed, sundial.RunFailedTimeout, sundial.RunCanceled} {
 			r := f.waiting(tk.ID, at(10*i), at(400))
-			got, err := f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: s,
+			got, err := f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: s,
 				Error: "reported " + string(s), FinishedAt: at(60 + i)})
 			if err != nil {
 				t.Fatalf("RunComplete %s: %v", s, err)
@@ -419,7 +419,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		f := setup(t, open)
 		tk := f.task("a")
 		r := f.run(tk.ID, at(10), sundial.RunRunning) // started at(10) on node-a
-		got, err := f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		got, err := f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 			Error: "bad input", Result: json.RawMessage(`{"e":1}`), FinishedAt: at(15)})
 		if err != nil {
 			t.Fatalf("RunComplete: %v", err)
@@ -434,7 +434,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		eqAttempts(t, "completed run", f.attempts(r.ID), []wantAttempt{
 			{1, "node-a", sundial.RunFailed, 0, "bad input", at(10), at(15)}})
 		// The call's answer, coming later, changes nothing.
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
 			FinishedAt: at(16), HTTPStatus: 202}})
 		if err != nil || ok[0] {
 			t.Fatalf("late RunFinish = %v, %v; want refused", ok, err)
@@ -450,7 +450,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		f := setup(t, open)
 		tk := f.task("a")
 		w := f.waiting(tk.ID, at(10), at(400))
-		got, err := f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: w.ID, Fence: w.Fence, Status: sundial.RunFailedTimeout,
+		got, err := f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: w.ID, Fence: w.Fence, Status: sundial.RunFailedTimeout,
 			Error: "no callback", FinishedAt: at(60), Retry: true, DueAt: at(90)})
 		if err != nil {
 			t.Fatalf("RunComplete: %v", err)
@@ -467,7 +467,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		eqIDs(t, "claimed by at(90)", runIDs(f.claimDue("node-b", at(90))), []int64{w.ID})
 
 		r := f.run(tk.ID, at(20), sundial.RunRunning)
-		got, err = f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+		got, err = f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 			Error: "try later", FinishedAt: at(30), Retry: true, DueAt: at(95)})
 		if err != nil {
 			t.Fatalf("RunComplete: %v", err)
@@ -489,8 +489,8 @@ func testRunComplete(t *testing.T, open Opener) {
 		sched := f.run(tk.ID, at(12), sundial.RunScheduled)
 		queued := f.run(tk.ID, at(13), sundial.RunQueued)
 		interrupted := f.run(tk.ID, at(14), sundial.RunInterrupted)
-		c := func(r *sundial.Run, fence int64, s sundial.RunStatus) sundial.RunCompletion {
-			return sundial.RunCompletion{ID: r.ID, Fence: fence, Status: s, FinishedAt: at(50)}
+		c := func(r *sundial.Run, fence int64, s sundial.RunStatus) sundial.RunCompleteParams {
+			return sundial.RunCompleteParams{ID: r.ID, Fence: fence, Status: s, FinishedAt: at(50)}
 		}
 		for _, fence := range []int64{w.Fence + 1, w.Fence - 1} {
 			_, err := f.s.RunComplete(f.ctx, c(w, fence, sundial.RunSuccess))
@@ -503,7 +503,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		// The fence is checked first.
 		_, err := f.s.RunComplete(f.ctx, c(done, done.Fence+1, sundial.RunSuccess))
 		wantErr(t, err, sundial.EConflict, "fence")
-		_, err = f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: 999999, Fence: 1, Status: sundial.RunSuccess, FinishedAt: at(50)})
+		_, err = f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: 999999, Fence: 1, Status: sundial.RunSuccess, FinishedAt: at(50)})
 		wantErr(t, err, sundial.ENotFound, "")
 		for _, s := range []sundial.RunStatus{sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning,
 			sundial.RunWaitingCallback, sundial.RunSkipped, sundial.RunInterrupted, sundial.RunTimeout, "BOGUS", ""} {
@@ -529,7 +529,7 @@ func testRunComplete(t *testing.T, open Opener) {
 		var wg sync.WaitGroup
 		for i := range n {
 			wg.Go(func() {
-				_, errs[i] = f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: w.ID, Fence: w.Fence,
+				_, errs[i] = f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: w.ID, Fence: w.Fence,
 					Status: sundial.RunSuccess, Error: fmt.Sprint(i), FinishedAt: at(50 + i)})
 			})
 		}
@@ -558,7 +558,7 @@ func testRunProgress(t *testing.T, open Opener) {
 		f := setup(t, open)
 		tk := f.task("a")
 		w := f.waiting(tk.ID, at(10), at(100))
-		got, err := f.s.RunProgress(f.ctx, sundial.RunProgress{ID: w.ID, Fence: w.Fence,
+		got, err := f.s.RunProgress(f.ctx, sundial.RunProgressParams{ID: w.ID, Fence: w.Fence,
 			Progress: json.RawMessage(`{"pct":10}`), Checkpoint: json.RawMessage(`{"page":3}`), DueAt: at(150), Now: at(30)})
 		if err != nil {
 			t.Fatalf("RunProgress: %v", err)
@@ -572,7 +572,7 @@ func testRunProgress(t *testing.T, open Opener) {
 		eqRun(t, f.get(w.ID), got)
 
 		// nil keeps the checkpoint; an earlier deadline does not move it.
-		got, err = f.s.RunProgress(f.ctx, sundial.RunProgress{ID: w.ID, Fence: w.Fence,
+		got, err = f.s.RunProgress(f.ctx, sundial.RunProgressParams{ID: w.ID, Fence: w.Fence,
 			Progress: json.RawMessage(`{"pct":20}`), DueAt: at(120), Now: at(40)})
 		if err != nil {
 			t.Fatalf("RunProgress: %v", err)
@@ -580,7 +580,7 @@ func testRunProgress(t *testing.T, open Opener) {
 		eqJSON(t, "Progress", got.Progress, `{"pct":20}`)
 		eqJSON(t, "Checkpoint", got.Checkpoint, `{"page":3}`)
 		eqDue(t, got, at(150))
-		got, err = f.s.RunProgress(f.ctx, sundial.RunProgress{ID: w.ID, Fence: w.Fence,
+		got, err = f.s.RunProgress(f.ctx, sundial.RunProgressParams{ID: w.ID, Fence: w.Fence,
 			Checkpoint: json.RawMessage(`{"page":9}`), Now: at(41)})
 		if err != nil {
 			t.Fatalf("RunProgress: %v", err)
@@ -596,7 +596,7 @@ func testRunProgress(t *testing.T, open Opener) {
 		f := setup(t, open)
 		tk := f.task("a")
 		r := f.run(tk.ID, at(10), sundial.RunRunning)
-		got, err := f.s.RunProgress(f.ctx, sundial.RunProgress{ID: r.ID, Fence: r.Fence,
+		got, err := f.s.RunProgress(f.ctx, sundial.RunProgressParams{ID: r.ID, Fence: r.Fence,
 			Progress: json.RawMessage(`{"pct":50}`), DueAt: at(500), Now: at(12)})
 		if err != nil {
 			t.Fatalf("RunProgress: %v", err)
@@ -616,8 +616,8 @@ func testRunProgress(t *testing.T, open Opener) {
 		w := f.waiting(tk.ID, at(10), at(100))
 		done := f.run(tk.ID, at(11), sundial.RunSuccess)
 		sched := f.run(tk.ID, at(12), sundial.RunScheduled)
-		p := func(r *sundial.Run, fence int64) sundial.RunProgress {
-			return sundial.RunProgress{ID: r.ID, Fence: fence, Progress: json.RawMessage(`{"x":1}`), DueAt: at(900), Now: at(20)}
+		p := func(r *sundial.Run, fence int64) sundial.RunProgressParams {
+			return sundial.RunProgressParams{ID: r.ID, Fence: fence, Progress: json.RawMessage(`{"x":1}`), DueAt: at(900), Now: at(20)}
 		}
 		_, err := f.s.RunProgress(f.ctx, p(w, w.Fence+1))
 		wantErr(t, err, sundial.EConflict, "fence")
@@ -625,7 +625,7 @@ func testRunProgress(t *testing.T, open Opener) {
 			_, err := f.s.RunProgress(f.ctx, p(r, r.Fence))
 			wantErr(t, err, sundial.EConflict, "status")
 		}
-		_, err = f.s.RunProgress(f.ctx, sundial.RunProgress{ID: 999999, Fence: 1, Now: at(20)})
+		_, err = f.s.RunProgress(f.ctx, sundial.RunProgressParams{ID: 999999, Fence: 1, Now: at(20)})
 		wantErr(t, err, sundial.ENotFound, "")
 		for _, r := range []*sundial.Run{w, done, sched} {
 			eqRun(t, f.get(r.ID), r)

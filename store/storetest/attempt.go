@@ -26,14 +26,14 @@ func testRunAttempts(t *testing.T, open Opener) {
 	r = runs[0]
 	start := func(run *sundial.Run, when int) {
 		t.Helper()
-		ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{{ID: run.ID, Fence: run.Fence, Attempt: 1, StartedAt: at(when)}})
+		ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: run.ID, Fence: run.Fence, Attempt: 1, StartedAt: at(when)}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunStart: %v %v", ok, err)
 		}
 	}
 	finish := func(run *sundial.Run, status sundial.RunStatus, http int, msg string, when int) bool {
 		t.Helper()
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: run.ID, Fence: run.Fence, Status: status,
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: run.ID, Fence: run.Fence, Status: status,
 			StartedAt: at(when), FinishedAt: at(when + 1), HTTPStatus: http, Error: msg, ResponseBody: "body " + msg}})
 		if err != nil {
 			t.Fatalf("RunFinish: %v", err)

@@ -109,10 +109,10 @@ func BenchBurst(b *testing.B, s sundial.Store) {
 		b.StartTimer()
 
 		t0 := time.Now()
-		var fins []sundial.RunFinish
+		var fins []sundial.RunFinishParams
 		for {
 			now := time.Now()
-			runs, _, err := s.RunClaimDue(ctx, "node", due, claim, sundial.ClaimStart{By: due, FreshAfter: due.Add(-time.Minute)})
+			runs, _, err := s.RunClaimDue(ctx, "node", due, claim, sundial.ClaimStartParams{By: due, FreshAfter: due.Add(-time.Minute)})
 			if err != nil {
 				b.Fatalf("RunClaimDue: %v", err)
 			}
@@ -120,7 +120,7 @@ func BenchBurst(b *testing.B, s sundial.Store) {
 				if r.Status != sundial.RunRunning {
 					b.Fatalf("run %d claimed %s, want RUNNING", r.ID, r.Status)
 				}
-				fins = append(fins, sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: now,
+				fins = append(fins, sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess, StartedAt: now,
 					FinishedAt: now, HTTPStatus: 204, CompleteTask: sundial.TaskCompleted})
 			}
 			if len(runs) < claim {

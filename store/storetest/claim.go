@@ -56,7 +56,7 @@ func testRunClaimDue(t *testing.T, open Opener) {
 		queued := f.run(a.ID, at(6), sundial.RunQueued, withNode(""))
 		man := f.run(hi.ID, at(7), sundial.RunScheduled, withNode(""), manual, withKey("m:1"))
 
-		runs, tasks, err := f.s.RunClaimDue(f.ctx, "node-a", at(20), 3, sundial.ClaimStart{})
+		runs, tasks, err := f.s.RunClaimDue(f.ctx, "node-a", at(20), 3, sundial.ClaimStartParams{})
 		if err != nil {
 			t.Fatalf("RunClaimDue: %v", err)
 		}
@@ -73,7 +73,7 @@ func testRunClaimDue(t *testing.T, open Opener) {
 		}
 		eqTask(t, tasks[hi.ID], hi)
 
-		runs, tasks, err = f.s.RunClaimDue(f.ctx, "node-c", at(20), 10, sundial.ClaimStart{})
+		runs, tasks, err = f.s.RunClaimDue(f.ctx, "node-c", at(20), 10, sundial.ClaimStartParams{})
 		if err != nil {
 			t.Fatalf("RunClaimDue: %v", err)
 		}
@@ -81,7 +81,7 @@ func testRunClaimDue(t *testing.T, open Opener) {
 		if len(tasks) != 2 || tasks[a.ID] == nil || tasks[hi.ID] == nil {
 			t.Fatalf("tasks of the second claim = %v, want tasks %d and %d", tasks, a.ID, hi.ID)
 		}
-		runs, _, err = f.s.RunClaimDue(f.ctx, "node-c", at(20), 10, sundial.ClaimStart{})
+		runs, _, err = f.s.RunClaimDue(f.ctx, "node-c", at(20), 10, sundial.ClaimStartParams{})
 		if err != nil || len(runs) != 0 {
 			t.Fatalf("third claim = %v, %v; want nothing left", runIDs(runs), err)
 		}
@@ -89,7 +89,7 @@ func testRunClaimDue(t *testing.T, open Opener) {
 			eqRun(t, f.get(r.ID), r)
 		}
 		// The planner's fence no longer starts the run; the claimer's does.
-		ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{
+		ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{
 			{ID: a10.ID, Fence: a10.Fence, Attempt: 1, StartedAt: at(10)},
 			{ID: a20.ID, Fence: a20.Fence + 1, Attempt: 1, StartedAt: at(20)},
 		})
@@ -113,7 +113,7 @@ func testRunClaimDue(t *testing.T, open Opener) {
 		for _, node := range []string{"n1", "n2", "n3"} {
 			wg.Go(func() {
 				for {
-					runs, _, err := f.s.RunClaimDue(f.ctx, node, at(200), 7, sundial.ClaimStart{})
+					runs, _, err := f.s.RunClaimDue(f.ctx, node, at(200), 7, sundial.ClaimStartParams{})
 					if err != nil {
 						errs <- err
 						return

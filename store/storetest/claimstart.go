@@ -13,7 +13,7 @@ var traceIDRE = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 func startAhead(r *sundial.Run) { r.StartAhead = true }
 
-// testClaimStart: a claim starts, in the same write, the runs ClaimStart
+// testClaimStart: a claim starts, in the same write, the runs ClaimStartParams
 // selects, as RunStart would, and only those.
 func testClaimStart(t *testing.T, open Opener) {
 	t.Run("Selects", func(t *testing.T) {
@@ -43,7 +43,7 @@ func testClaimStart(t *testing.T, open Opener) {
 		retry := f.retrying(tk.ID, at(1), at(15), withKey("s:retry"))                      // delivered before, not marked
 		held := f.run(tk.ID, at(13), sundial.RunScheduled, withNode("node-b"), startAhead) // another node's
 
-		runs, tasks, err := f.s.RunClaimDue(f.ctx, "node-a", at(40), 100, sundial.ClaimStart{By: at(20), FreshAfter: at(8)})
+		runs, tasks, err := f.s.RunClaimDue(f.ctx, "node-a", at(40), 100, sundial.ClaimStartParams{By: at(20), FreshAfter: at(8)})
 		if err != nil {
 			t.Fatalf("RunClaimDue: %v", err)
 		}
@@ -75,7 +75,7 @@ func testClaimStart(t *testing.T, open Opener) {
 
 		// A started run is RUNNING under the claim's fence: its outcome is
 		// recorded as the delivery the start counted.
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: fast.ID, Fence: fast.Fence + 1,
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: fast.ID, Fence: fast.Fence + 1,
 			Status: sundial.RunSuccess, StartedAt: at(12), FinishedAt: at(13), HTTPStatus: 200}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunFinish of the started run = %v, %v", ok, err)
@@ -93,7 +93,7 @@ func testClaimStart(t *testing.T, open Opener) {
 		when := time.Now().Add(-time.Minute).Truncate(time.Second)
 		late := f.run(tk.ID, when, sundial.RunScheduled, withNode(""), startAhead)
 		from := time.Now().Truncate(time.Microsecond)
-		runs, _, err := f.s.RunClaimDue(f.ctx, "node-a", at(0), 10, sundial.ClaimStart{By: at(0)})
+		runs, _, err := f.s.RunClaimDue(f.ctx, "node-a", at(0), 10, sundial.ClaimStartParams{By: at(0)})
 		to := time.Now()
 		if err != nil || len(runs) != 1 || runs[0].ID != late.ID {
 			t.Fatalf("RunClaimDue = %v, %v; want run %d", runIDs(runs), err, late.ID)
@@ -110,7 +110,7 @@ func testClaimStart(t *testing.T, open Opener) {
 		tk := f.task("a")
 		r := f.run(tk.ID, at(10), sundial.RunScheduled, withNode(""), startAhead)
 		retry := f.retrying(tk.ID, at(1), at(11), withKey("s:retry"))
-		runs, _, err := f.s.RunClaimDue(f.ctx, "node-a", at(20), 10, sundial.ClaimStart{})
+		runs, _, err := f.s.RunClaimDue(f.ctx, "node-a", at(20), 10, sundial.ClaimStartParams{})
 		if err != nil || len(runs) != 2 {
 			t.Fatalf("RunClaimDue = %v, %v; want runs %d and %d", runIDs(runs), err, r.ID, retry.ID)
 		}

@@ -167,7 +167,7 @@ func testClusterPlanDue(t *testing.T, b Backend) {
 		// task's priority; no task due any more.
 		stored := 0
 		for id := range prio {
-			runs, err := c.nodes[1].RunList(c.ctx, sundial.RunFilter{TaskID: id, Limit: 1000})
+			runs, err := c.nodes[1].RunList(c.ctx, sundial.RunListParams{TaskID: id, Limit: 1000})
 			if err != nil {
 				t.Fatalf("RunList: %v", err)
 			}
@@ -326,7 +326,7 @@ func testClusterRunClaimDue(t *testing.T, b Backend) {
 		race(3, func(i int) {
 			node := fmt.Sprintf("node-%d", i)
 			for {
-				runs, ts, err := c.node(i).RunClaimDue(c.ctx, node, until, 100, sundial.ClaimStart{})
+				runs, ts, err := c.node(i).RunClaimDue(c.ctx, node, until, 100, sundial.ClaimStartParams{})
 				if err != nil {
 					t.Errorf("%s: RunClaimDue: %v", node, err)
 					return
@@ -365,7 +365,7 @@ func testClusterRunClaimDue(t *testing.T, b Backend) {
 		}
 		stored := 0
 		for _, tk := range tasks {
-			runs, err := c.nodes[2].RunList(c.ctx, sundial.RunFilter{TaskID: tk.ID, Limit: 1000})
+			runs, err := c.nodes[2].RunList(c.ctx, sundial.RunListParams{TaskID: tk.ID, Limit: 1000})
 			if err != nil {
 				t.Fatalf("RunList: %v", err)
 			}
@@ -398,7 +398,7 @@ func testClusterRunClaimDue(t *testing.T, b Backend) {
 		slices.SortFunc(order, mostUrgent)
 		claim := func(ctx context.Context, limit int) []int64 {
 			t.Helper()
-			runs, _, err := bn.RunClaimDue(ctx, "node-b", until, limit, sundial.ClaimStart{})
+			runs, _, err := bn.RunClaimDue(ctx, "node-b", until, limit, sundial.ClaimStartParams{})
 			if err != nil {
 				t.Fatalf("RunClaimDue: %v", err)
 			}
@@ -422,7 +422,7 @@ func testClusterRunClaimDue(t *testing.T, b Backend) {
 			bDone := make(chan []int64, 1)
 			go func() {
 				close(claiming)
-				runs, _, err := bn.RunClaimDue(c.ctx, "node-b", until, 10, sundial.ClaimStart{})
+				runs, _, err := bn.RunClaimDue(c.ctx, "node-b", until, 10, sundial.ClaimStartParams{})
 				if err != nil {
 					t.Errorf("RunClaimDue while node a writes: %v", err)
 				}
@@ -487,7 +487,7 @@ func testClusterRunAdmit(t *testing.T, b Backend) {
 		status sundial.RunStatus
 		n      int
 	}{{sundial.RunRunning, 2}, {sundial.RunSkipped, 18}} {
-		got, err := c.nodes[1].RunList(c.ctx, sundial.RunFilter{TaskID: tk.ID, Status: []sundial.RunStatus{w.status}})
+		got, err := c.nodes[1].RunList(c.ctx, sundial.RunListParams{TaskID: tk.ID, Status: []sundial.RunStatus{w.status}})
 		if err != nil || len(got) != w.n {
 			t.Fatalf("%d %s runs (%v), want %d", len(got), w.status, err, w.n)
 		}
@@ -535,7 +535,7 @@ func testClusterTaskCreateMany(t *testing.T, b Backend) {
 			if created != 1 {
 				t.Fatalf("%d clients created the task, want 1 (existed %v)", created, existed)
 			}
-			live, err := c.nodes[1].TaskList(c.ctx, sundial.TaskFilter{Limit: 1000})
+			live, err := c.nodes[1].TaskList(c.ctx, sundial.TaskListParams{Limit: 1000})
 			if err != nil || len(live) != 1 {
 				t.Fatalf("live tasks %v, %v; want one", taskIDs(live), err)
 			}
@@ -582,7 +582,7 @@ func testClusterRunComplete(t *testing.T, b Backend) {
 	const n = 8
 	errs := make([]error, n)
 	race(n, func(i int) {
-		_, errs[i] = c.node(i).RunComplete(c.ctx, sundial.RunCompletion{ID: w.ID, Fence: w.Fence,
+		_, errs[i] = c.node(i).RunComplete(c.ctx, sundial.RunCompleteParams{ID: w.ID, Fence: w.Fence,
 			Status: sundial.RunSuccess, Error: fmt.Sprint(i), FinishedAt: at(50 + i)})
 	})
 	won := 0
@@ -620,14 +620,14 @@ func testClusterRunFinish(t *testing.T, b Backend) {
 	call, callback := make([]bool, n), make([]bool, n)
 	race(2*n, func(i int) {
 		r := runs[i/2]
-		fin := sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
+		fin := sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunWaitingCallback,
 			StartedAt: r.ScheduledTime, FinishedAt: at(100), HTTPStatus: 202, DueAt: at(400)}
 		applied := call
 		if i%2 == 1 {
-			fin = sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: at(101), HTTPStatus: 500}
+			fin = sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed, FinishedAt: at(101), HTTPStatus: 500}
 			applied = callback
 		}
-		ok, err := c.node(i).RunFinish(c.ctx, []sundial.RunFinish{fin})
+		ok, err := c.node(i).RunFinish(c.ctx, []sundial.RunFinishParams{fin})
 		if err != nil {
 			t.Errorf("RunFinish %s of run %d: %v", fin.Status, r.ID, err)
 			return
@@ -799,7 +799,7 @@ func testClusterFence(t *testing.T, b Backend) {
 		}
 		mine := took[0]
 		before := c.get(r.ID)
-		if ok, err := a.RunStart(c.ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at(10)}}); err != nil || ok[0] {
+		if ok, err := a.RunStart(c.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at(10)}}); err != nil || ok[0] {
 			t.Fatalf("node a's RunStart with its old fence = %v, %v; want refused", ok, err)
 		}
 		_, err = a.RunAdmit(c.ctx, r.ID, r.Fence, at(10), func(sundial.AdmitState) sundial.Admission {
@@ -807,17 +807,17 @@ func testClusterFence(t *testing.T, b Backend) {
 		})
 		wantErr(t, err, sundial.ENotFound, "")
 		eqRun(t, c.get(r.ID), before)
-		if ok, err := bn.RunStart(c.ctx, []sundial.RunStart{{ID: r.ID, Fence: mine.Fence, Attempt: 1, StartedAt: at(10)}}); err != nil || !ok[0] {
+		if ok, err := bn.RunStart(c.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: mine.Fence, Attempt: 1, StartedAt: at(10)}}); err != nil || !ok[0] {
 			t.Fatalf("node b's RunStart = %v, %v; want applied", ok, err)
 		}
-		if ok, err := a.RunFinish(c.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
+		if ok, err := a.RunFinish(c.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
 			FinishedAt: at(11)}}); err != nil || ok[0] {
 			t.Fatalf("node a's RunFinish with its old fence = %v, %v; want refused", ok, err)
 		}
 		if got := c.get(r.ID); got.Status != sundial.RunRunning || got.NodeID != "node-b" {
 			t.Fatalf("run after node a's late finish = %s; want RUNNING on node-b", fmtRun(*got))
 		}
-		if ok, err := bn.RunFinish(c.ctx, []sundial.RunFinish{{ID: r.ID, Fence: mine.Fence, Status: sundial.RunSuccess,
+		if ok, err := bn.RunFinish(c.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: mine.Fence, Status: sundial.RunSuccess,
 			FinishedAt: at(12)}}); err != nil || !ok[0] {
 			t.Fatalf("node b's RunFinish = %v, %v; want applied", ok, err)
 		}
@@ -839,7 +839,7 @@ func testClusterFence(t *testing.T, b Backend) {
 		race(2*len(runs), func(i int) {
 			r := runs[i/2]
 			if i%2 == 0 {
-				ok, err := a.RunStart(c.ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at(i / 2)}})
+				ok, err := a.RunStart(c.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: at(i / 2)}})
 				if err != nil {
 					t.Errorf("RunStart: %v", err)
 					return
@@ -917,9 +917,9 @@ func testClusterLockOrder(t *testing.T, b Backend) {
 
 	oks, errs := make([][]bool, 2), make([]error, 2)
 	race(2, func(i int) {
-		var starts []sundial.RunStart
+		var starts []sundial.RunStartParams
 		for _, k := range in(i, idx) {
-			starts = append(starts, sundial.RunStart{ID: runs[k].ID, Fence: runs[k].Fence, Attempt: 1, StartedAt: at(k)})
+			starts = append(starts, sundial.RunStartParams{ID: runs[k].ID, Fence: runs[k].Fence, Attempt: 1, StartedAt: at(k)})
 		}
 		oks[i], errs[i] = c.node(i).RunStart(c.ctx, starts)
 	})
@@ -931,9 +931,9 @@ func testClusterLockOrder(t *testing.T, b Backend) {
 	applied("RunStart", oks)
 
 	race(2, func(i int) {
-		var fins []sundial.RunFinish
+		var fins []sundial.RunFinishParams
 		for _, k := range in(i, idx) {
-			fins = append(fins, sundial.RunFinish{ID: runs[k].ID, Fence: runs[k].Fence,
+			fins = append(fins, sundial.RunFinishParams{ID: runs[k].ID, Fence: runs[k].Fence,
 				Status: []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed}[i], FinishedAt: at(100 + i)})
 		}
 		oks[i], errs[i] = c.node(i).RunFinish(c.ctx, fins)

@@ -71,7 +71,7 @@ func testTaskOneOff(t *testing.T, open Opener) {
 func testTaskCreateMany(t *testing.T, open Opener) {
 	live := func(f *fixture) []int64 {
 		f.t.Helper()
-		ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{Limit: 1000})
+		ts, err := f.s.TaskList(f.ctx, sundial.TaskListParams{Limit: 1000})
 		if err != nil {
 			f.t.Fatalf("TaskList: %v", err)
 		}
@@ -315,16 +315,16 @@ func testTaskListBizID(t *testing.T, open Opener) {
 	}
 	for _, tc := range []struct {
 		name string
-		f    sundial.TaskFilter
+		f    sundial.TaskListParams
 		want []int64
 	}{
-		{"biz", sundial.TaskFilter{BizID: "order-1"}, []int64{a.ID, c.ID}},
-		{"biz and status", sundial.TaskFilter{BizID: "order-1", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{a.ID}},
-		{"biz and prefix", sundial.TaskFilter{BizID: "order-1", NamePrefix: "c"}, []int64{c.ID}},
-		{"biz after", sundial.TaskFilter{BizID: "order-1", AfterID: a.ID}, []int64{c.ID}},
-		{"biz limit", sundial.TaskFilter{BizID: "order-1", Limit: 1}, []int64{a.ID}},
-		{"exact match", sundial.TaskFilter{BizID: "order"}, nil},
-		{"none", sundial.TaskFilter{BizID: "order-3"}, nil},
+		{"biz", sundial.TaskListParams{BizID: "order-1"}, []int64{a.ID, c.ID}},
+		{"biz and status", sundial.TaskListParams{BizID: "order-1", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{a.ID}},
+		{"biz and prefix", sundial.TaskListParams{BizID: "order-1", NamePrefix: "c"}, []int64{c.ID}},
+		{"biz after", sundial.TaskListParams{BizID: "order-1", AfterID: a.ID}, []int64{c.ID}},
+		{"biz limit", sundial.TaskListParams{BizID: "order-1", Limit: 1}, []int64{a.ID}},
+		{"exact match", sundial.TaskListParams{BizID: "order"}, nil},
+		{"none", sundial.TaskListParams{BizID: "order-3"}, nil},
 	} {
 		ts, err := f.s.TaskList(f.ctx, tc.f)
 		if err != nil {

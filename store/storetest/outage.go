@@ -107,7 +107,7 @@ func RunUnavailable(t *testing.T, s sundial.Store, cut func()) {
 	}{
 		{"Ping", func() error { return s.Ping(ctx) }},
 		{"TaskGet", func() error { _, err := s.TaskGet(ctx, tk.ID); return err }},
-		{"TaskList", func() error { _, err := s.TaskList(ctx, sundial.TaskFilter{Limit: 10}); return err }},
+		{"TaskList", func() error { _, err := s.TaskList(ctx, sundial.TaskListParams{Limit: 10}); return err }},
 		{"TaskCreate", func() error { return s.TaskCreate(ctx, newTask("during-the-outage"), t0) }},
 		{"TaskCreateMany", func() error {
 			_, err := s.TaskCreateMany(ctx, []*sundial.Task{newTask("many-during-the-outage")}, t0)
@@ -121,7 +121,7 @@ func RunUnavailable(t *testing.T, s sundial.Store, cut func()) {
 				ScheduledTime: t0, Status: sundial.RunScheduled, Attempt: 1, NodeID: "node-a", Fence: 1})
 		}},
 		{"RunGet", func() error { _, err := s.RunGet(ctx, 1); return err }},
-		{"RunList", func() error { _, err := s.RunList(ctx, sundial.RunFilter{Limit: 10}); return err }},
+		{"RunList", func() error { _, err := s.RunList(ctx, sundial.RunListParams{Limit: 10}); return err }},
 		{"RunCancel", func() error { _, err := s.RunCancel(ctx, 1, t0); return err }},
 		{"RunUpcoming", func() error { _, err := s.RunUpcoming(ctx, tk.ID, 10); return err }},
 		{"NodeList", func() error { _, err := s.NodeList(ctx); return err }},

@@ -85,10 +85,10 @@ func testPlanRule(t *testing.T, open Opener) {
 }
 
 // testClaimRule: RunClaimDue claims the runs sundial.Run.Unclaimed says it
-// may, and starts and writes them as sundial.ClaimStart.Starts and
-// ClaimStart.Claim say.
+// may, and starts and writes them as sundial.ClaimStartParams.Starts and
+// ClaimStartParams.Claim say.
 func testClaimRule(t *testing.T, open Opener) {
-	for i, cs := range []sundial.ClaimStart{{}, {By: at(20), FreshAfter: at(8)}, {By: at(60)}} {
+	for i, cs := range []sundial.ClaimStartParams{{}, {By: at(20), FreshAfter: at(8)}, {By: at(60)}} {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {
 			t.Parallel()
 			f := setup(t, open)
@@ -144,20 +144,20 @@ func testClaimRule(t *testing.T, open Opener) {
 	}
 }
 
-// testStartRule: RunStart starts the runs sundial.RunStart.Applies to, as
-// RunStart.Apply says, and leaves the others.
+// testStartRule: RunStart starts the runs sundial.RunStartParams.Applies to, as
+// RunStartParams.Apply says, and leaves the others.
 func testStartRule(t *testing.T, open Opener) {
 	f := setup(t, open)
 	tk := f.task("a")
 	var (
 		before []*sundial.Run
-		starts []sundial.RunStart
+		starts []sundial.RunStartParams
 	)
 	for i, status := range []sundial.RunStatus{sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning,
 		sundial.RunWaitingCallback, sundial.RunSuccess, sundial.RunSkipped, sundial.RunCanceled, sundial.RunInterrupted} {
 		for _, fenced := range []bool{false, true} {
 			r := f.run(tk.ID, at(i), status, withKey(fmt.Sprintf("%s-%v", status, fenced)))
-			s := sundial.RunStart{ID: r.ID, Fence: r.Fence, Attempt: 3, StartedAt: at(30 + i), TraceID: fmt.Sprintf("trace-%d", r.ID)}
+			s := sundial.RunStartParams{ID: r.ID, Fence: r.Fence, Attempt: 3, StartedAt: at(30 + i), TraceID: fmt.Sprintf("trace-%d", r.ID)}
 			if fenced {
 				s.Fence++
 			}
@@ -166,7 +166,7 @@ func testStartRule(t *testing.T, open Opener) {
 	}
 	retry := f.retrying(tk.ID, at(10), at(15), withKey("retry"))
 	before = append(before, retry)
-	starts = append(starts, sundial.RunStart{ID: retry.ID, Fence: retry.Fence, Attempt: 2, StartedAt: at(15), TraceID: "retry"})
+	starts = append(starts, sundial.RunStartParams{ID: retry.ID, Fence: retry.Fence, Attempt: 2, StartedAt: at(15), TraceID: "retry"})
 
 	ok, err := f.s.RunStart(f.ctx, starts)
 	if err != nil {
@@ -185,8 +185,8 @@ func testStartRule(t *testing.T, open Opener) {
 	}
 }
 
-// testFinishRule: RunFinish records the outcomes sundial.RunFinish.Applies
-// to, leaves each run and records each attempt as RunFinish.Apply says, and
+// testFinishRule: RunFinish records the outcomes sundial.RunFinishParams.Applies
+// to, leaves each run and records each attempt as RunFinishParams.Apply says, and
 // ends the tasks of CompleteTask as sundial.Task.End says.
 func testFinishRule(t *testing.T, open Opener) {
 	f := setup(t, open)
@@ -194,17 +194,17 @@ func testFinishRule(t *testing.T, open Opener) {
 	body := strings.Repeat("b", sundial.MaxResponseBody+100)
 	var (
 		before   []*sundial.Run
-		finishes []sundial.RunFinish
+		finishes []sundial.RunFinishParams
 	)
 	n := 0
-	add := func(r *sundial.Run, fin sundial.RunFinish) {
+	add := func(r *sundial.Run, fin sundial.RunFinishParams) {
 		fin.ID = r.ID
 		if fin.Fence == 0 {
 			fin.Fence = r.Fence
 		}
 		before, finishes = append(before, r), append(finishes, fin)
 	}
-	outcomes := []sundial.RunFinish{
+	outcomes := []sundial.RunFinishParams{
 		{Status: sundial.RunSuccess, StartedAt: at(31), FinishedAt: at(32), HTTPStatus: 200, ResponseBody: body},
 		{Status: sundial.RunFailed, FinishedAt: at(32), HTTPStatus: 500, Error: "boom"},
 		{Status: sundial.RunFailed, StartedAt: at(31), FinishedAt: at(32), HTTPStatus: 503, Error: "busy",
@@ -231,14 +231,14 @@ func testFinishRule(t *testing.T, open Opener) {
 	redo := f.redelivering(tk.ID, at(-20), at(20))
 	add(redo, outcomes[0])
 	fenced := f.run(tk.ID, at(200), sundial.RunRunning)
-	add(fenced, sundial.RunFinish{Fence: fenced.Fence + 1, Status: sundial.RunSuccess, FinishedAt: at(201)})
+	add(fenced, sundial.RunFinishParams{Fence: fenced.Fence + 1, Status: sundial.RunSuccess, FinishedAt: at(201)})
 	once := f.task("once", oneOff(at(300)))
 	onceOff := f.task("once-off", oneOff(at(300)), disabled)
 	tasks := map[int64]*sundial.Task{once.ID: once, onceOff.ID: onceOff}
 	add(f.run(once.ID, at(300), sundial.RunRunning),
-		sundial.RunFinish{Status: sundial.RunSuccess, FinishedAt: at(301), CompleteTask: sundial.TaskCompleted})
+		sundial.RunFinishParams{Status: sundial.RunSuccess, FinishedAt: at(301), CompleteTask: sundial.TaskCompleted})
 	add(f.run(onceOff.ID, at(300), sundial.RunRunning),
-		sundial.RunFinish{Status: sundial.RunFailed, FinishedAt: at(301), CompleteTask: sundial.TaskFailed})
+		sundial.RunFinishParams{Status: sundial.RunFailed, FinishedAt: at(301), CompleteTask: sundial.TaskFailed})
 
 	attemptsBefore := map[int64]int{}
 	for _, b := range before {

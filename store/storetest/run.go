@@ -88,27 +88,27 @@ func testRun(t *testing.T, open Opener) {
 		b2 := f.run(b.ID, at(5), sundial.RunSuccess)
 		for _, tc := range []struct {
 			name string
-			f    sundial.RunFilter
+			f    sundial.RunListParams
 			want []*sundial.Run
 		}{
-			{"all newest first", sundial.RunFilter{}, []*sundial.Run{a3, a2, b1, a1, b2}},
-			{"task", sundial.RunFilter{TaskID: a.ID}, []*sundial.Run{a3, a2, a1}},
-			{"status", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunSuccess}}, []*sundial.Run{a1, b2}},
-			{"task and status", sundial.RunFilter{TaskID: b.ID, Status: []sundial.RunStatus{sundial.RunScheduled}}, []*sundial.Run{b1}},
-			{"statuses", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunFailed, sundial.RunScheduled}},
+			{"all newest first", sundial.RunListParams{}, []*sundial.Run{a3, a2, b1, a1, b2}},
+			{"task", sundial.RunListParams{TaskID: a.ID}, []*sundial.Run{a3, a2, a1}},
+			{"status", sundial.RunListParams{Status: []sundial.RunStatus{sundial.RunSuccess}}, []*sundial.Run{a1, b2}},
+			{"task and status", sundial.RunListParams{TaskID: b.ID, Status: []sundial.RunStatus{sundial.RunScheduled}}, []*sundial.Run{b1}},
+			{"statuses", sundial.RunListParams{Status: []sundial.RunStatus{sundial.RunFailed, sundial.RunScheduled}},
 				[]*sundial.Run{a3, a2, b1}},
-			{"task and statuses", sundial.RunFilter{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunSuccess,
+			{"task and statuses", sundial.RunListParams{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunSuccess,
 				sundial.RunFailed, sundial.RunCanceled}}, []*sundial.Run{a2, a1}},
-			{"from", sundial.RunFilter{From: at(20)}, []*sundial.Run{a3, a2, b1}},
-			{"to is open", sundial.RunFilter{To: at(20)}, []*sundial.Run{a1, b2}},
-			{"window", sundial.RunFilter{From: at(10), To: at(31)}, []*sundial.Run{a2, b1, a1}},
-			{"before", sundial.RunFilter{BeforeTime: a2.ScheduledTime, BeforeID: a2.ID}, []*sundial.Run{b1, a1, b2}},
-			{"before in a window", sundial.RunFilter{From: at(10), BeforeTime: a2.ScheduledTime, BeforeID: a2.ID},
+			{"from", sundial.RunListParams{From: at(20)}, []*sundial.Run{a3, a2, b1}},
+			{"to is open", sundial.RunListParams{To: at(20)}, []*sundial.Run{a1, b2}},
+			{"window", sundial.RunListParams{From: at(10), To: at(31)}, []*sundial.Run{a2, b1, a1}},
+			{"before", sundial.RunListParams{BeforeTime: a2.ScheduledTime, BeforeID: a2.ID}, []*sundial.Run{b1, a1, b2}},
+			{"before in a window", sundial.RunListParams{From: at(10), BeforeTime: a2.ScheduledTime, BeforeID: a2.ID},
 				[]*sundial.Run{b1, a1}},
-			{"before with a task", sundial.RunFilter{TaskID: a.ID, BeforeTime: a3.ScheduledTime, BeforeID: a3.ID},
+			{"before with a task", sundial.RunListParams{TaskID: a.ID, BeforeTime: a3.ScheduledTime, BeforeID: a3.ID},
 				[]*sundial.Run{a2, a1}},
-			{"limit", sundial.RunFilter{Limit: 2}, []*sundial.Run{a3, a2}},
-			{"none", sundial.RunFilter{TaskID: 9999}, nil},
+			{"limit", sundial.RunListParams{Limit: 2}, []*sundial.Run{a3, a2}},
+			{"none", sundial.RunListParams{TaskID: 9999}, nil},
 		} {
 			got, err := f.s.RunList(f.ctx, tc.f)
 			if err != nil {
@@ -116,7 +116,7 @@ func testRun(t *testing.T, open Opener) {
 			}
 			eqIDs(t, tc.name, runIDs(got), runIDs(tc.want))
 		}
-		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunFailed}})
+		got, err := f.s.RunList(f.ctx, sundial.RunListParams{TaskID: a.ID, Status: []sundial.RunStatus{sundial.RunFailed}})
 		if err != nil || len(got) != 1 {
 			t.Fatalf("RunList: %d runs, %v", len(got), err)
 		}
@@ -164,7 +164,7 @@ func testRun(t *testing.T, open Opener) {
 			}
 			return ids
 		}
-		walk := func(f0 sundial.RunFilter) []int64 {
+		walk := func(f0 sundial.RunListParams) []int64 {
 			t.Helper()
 			var ids []int64
 			for range 100 {
@@ -183,16 +183,16 @@ func testRun(t *testing.T, open Opener) {
 			return nil
 		}
 		for _, limit := range []int{1, 2, 3, 4, 7} {
-			eqIDs(t, fmt.Sprintf("pages of %d", limit), walk(sundial.RunFilter{Limit: limit}), newestFirst(all))
-			eqIDs(t, fmt.Sprintf("pages of %d of a", limit), walk(sundial.RunFilter{TaskID: a.ID, Limit: limit}),
+			eqIDs(t, fmt.Sprintf("pages of %d", limit), walk(sundial.RunListParams{Limit: limit}), newestFirst(all))
+			eqIDs(t, fmt.Sprintf("pages of %d of a", limit), walk(sundial.RunListParams{TaskID: a.ID, Limit: limit}),
 				newestFirst(ofA))
 		}
-		first, err := f.s.RunList(f.ctx, sundial.RunFilter{})
+		first, err := f.s.RunList(f.ctx, sundial.RunListParams{})
 		if err != nil || len(first) != 50 {
 			t.Fatalf("RunList with the default limit: %d runs, %v; want 50", len(first), err)
 		}
 		last := first[len(first)-1]
-		rest, err := f.s.RunList(f.ctx, sundial.RunFilter{BeforeTime: last.ScheduledTime, BeforeID: last.ID, Limit: 5000})
+		rest, err := f.s.RunList(f.ctx, sundial.RunListParams{BeforeTime: last.ScheduledTime, BeforeID: last.ID, Limit: 5000})
 		if err != nil {
 			t.Fatalf("RunList: %v", err)
 		}
@@ -222,20 +222,20 @@ func testRun(t *testing.T, open Opener) {
 		redelivered := f.retrying(b.ID, at(80), at(90))
 		for _, tc := range []struct {
 			name string
-			f    sundial.RunFilter
+			f    sundial.RunListParams
 			want []*sundial.Run
 		}{
-			{"all", sundial.RunFilter{}, []*sundial.Run{redelivered, canceled, planned, plannedManual, ahead,
+			{"all", sundial.RunListParams{}, []*sundial.Run{redelivered, canceled, planned, plannedManual, ahead,
 				plannedB, due, late, retry, queued, ended}},
-			{"without planned", sundial.RunFilter{ExcludePlannedAfter: now}, []*sundial.Run{redelivered, canceled,
+			{"without planned", sundial.RunListParams{ExcludePlannedAfter: now}, []*sundial.Run{redelivered, canceled,
 				ahead, due, late, retry, queued, ended}},
-			{"task without planned", sundial.RunFilter{TaskID: a.ID, ExcludePlannedAfter: now},
+			{"task without planned", sundial.RunListParams{TaskID: a.ID, ExcludePlannedAfter: now},
 				[]*sundial.Run{canceled, due, retry, ended}},
-			{"SCHEDULED without planned", sundial.RunFilter{Status: []sundial.RunStatus{sundial.RunScheduled},
+			{"SCHEDULED without planned", sundial.RunListParams{Status: []sundial.RunStatus{sundial.RunScheduled},
 				ExcludePlannedAfter: now}, []*sundial.Run{redelivered, due, late, retry}},
-			{"a page without planned", sundial.RunFilter{ExcludePlannedAfter: now, BeforeTime: ahead.ScheduledTime,
+			{"a page without planned", sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: ahead.ScheduledTime,
 				BeforeID: ahead.ID, Limit: 2}, []*sundial.Run{due, late}},
-			{"planned later", sundial.RunFilter{ExcludePlannedAfter: at(54)}, []*sundial.Run{redelivered, canceled,
+			{"planned later", sundial.RunListParams{ExcludePlannedAfter: at(54)}, []*sundial.Run{redelivered, canceled,
 				ahead, plannedB, due, late, retry, queued, ended}},
 		} {
 			got, err := f.s.RunList(f.ctx, tc.f)
@@ -258,7 +258,7 @@ func testRunStart(t *testing.T, open Opener) {
 		running := f.run(tk.ID, at(4), sundial.RunRunning)
 		sched2 := f.run(tk.ID, at(5), sundial.RunScheduled)
 
-		ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{
+		ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{
 			{ID: sched.ID, Fence: sched.Fence, Attempt: 3, StartedAt: at(10), TraceID: "trace-1"},
 			{ID: fenced.ID, Fence: fenced.Fence + 1, Attempt: 1, StartedAt: at(10)},
 			{ID: queued.ID, Fence: queued.Fence, Attempt: 1, StartedAt: at(10)},
@@ -310,13 +310,13 @@ func testRunFinish(t *testing.T, open Opener) {
 		interrupted := f.run(tk.ID, at(8), sundial.RunInterrupted)
 
 		body := strings.Repeat("x", sundial.MaxResponseBody+500)
-		fin := func(r *sundial.Run, s sundial.RunStatus) sundial.RunFinish {
-			return sundial.RunFinish{ID: r.ID, Fence: r.Fence, Status: s, StartedAt: at(20), FinishedAt: at(21),
+		fin := func(r *sundial.Run, s sundial.RunStatus) sundial.RunFinishParams {
+			return sundial.RunFinishParams{ID: r.ID, Fence: r.Fence, Status: s, StartedAt: at(20), FinishedAt: at(21),
 				HTTPStatus: 500, ResponseBody: body, Error: "boom"}
 		}
 		stale := fin(fenced, sundial.RunSuccess)
 		stale.Fence++
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{
 			fin(run, sundial.RunFailed),
 			stale,
 			fin(sched, sundial.RunSuccess),
@@ -353,7 +353,7 @@ func testRunFinish(t *testing.T, open Opener) {
 		tk := f.task("a")
 		r := f.run(tk.ID, at(1), sundial.RunRunning)
 		for _, s := range []sundial.RunStatus{sundial.RunScheduled, sundial.RunQueued, sundial.RunSkipped, sundial.RunRunning, "BOGUS"} {
-			_, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: s, FinishedAt: at(2)}})
+			_, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: s, FinishedAt: at(2)}})
 			if err == nil {
 				t.Fatalf("RunFinish to %s: no error", s)
 			}
@@ -509,7 +509,7 @@ func testRunRelease(t *testing.T, open Opener) {
 		t.Fatalf("released RUNNING run = %s; want INTERRUPTED, the reason, a new fence", fmtRun(*got))
 	}
 	// The old owner's late outcome is refused.
-	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: running.ID, Fence: running.Fence,
+	ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: running.ID, Fence: running.Fence,
 		Status: sundial.RunSuccess, FinishedAt: at(201)}})
 	if err != nil || ok[0] {
 		t.Fatalf("late RunFinish = %v, %v; want refused", ok, err)

@@ -32,7 +32,7 @@ func testRunParams(t *testing.T, open Opener) {
 		if plain.Params != nil {
 			t.Fatalf("a run without params has %s, want none (its task's apply)", plain.Params)
 		}
-		got, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: tk.ID})
+		got, err := f.s.RunList(f.ctx, sundial.RunListParams{TaskID: tk.ID})
 		if err != nil || len(got) != 2 {
 			t.Fatalf("RunList: %d runs, %v", len(got), err)
 		}
@@ -62,7 +62,7 @@ func testRunParams(t *testing.T, open Opener) {
 		tk := f.task("a")
 		r := f.retrying(tk.ID, at(10), at(20), manual, withParams(params))
 		eqJSON(t, "Params of the run waiting for its retry", r.Params, compact)
-		runs, _, err := f.s.RunClaimDue(f.ctx, "node-b", at(20), 10, sundial.ClaimStart{By: at(20)})
+		runs, _, err := f.s.RunClaimDue(f.ctx, "node-b", at(20), 10, sundial.ClaimStartParams{By: at(20)})
 		if err != nil || len(runs) != 1 || runs[0].Status != sundial.RunRunning {
 			t.Fatalf("RunClaimDue = %v, %v; want the retry, started", runs, err)
 		}
@@ -106,7 +106,7 @@ func testRunMessage(t *testing.T, open Opener) {
 			f := setup(t, open)
 			tk := f.task("a")
 			r := f.waiting(tk.ID, at(10), at(400))
-			c := sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: tc.status, Error: tc.errMsg,
+			c := sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: tc.status, Error: tc.errMsg,
 				Message: "imported 120 rows; ünïcode", FinishedAt: at(20), Retry: tc.retry}
 			if tc.retry {
 				c.DueAt = at(30)
@@ -135,7 +135,7 @@ func testRunMessage(t *testing.T, open Opener) {
 			t.Fatalf("a run no callback ended has message %q, want none", r.Message)
 		}
 		done := f.waiting(tk.ID, at(2), at(400))
-		got, err := f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: done.ID, Fence: done.Fence,
+		got, err := f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: done.ID, Fence: done.Fence,
 			Status: sundial.RunFailedTimeout, Error: "no callback before the deadline", FinishedAt: at(3).Add(time.Second)})
 		if err != nil || got.Message != "" {
 			t.Fatalf("RunComplete without a message = %v, %v; want no message", got, err)
@@ -150,7 +150,7 @@ func testRunMessage(t *testing.T, open Opener) {
 func (f *fixture) failedDelivery(task int64, when, due time.Time) *sundial.Run {
 	f.t.Helper()
 	r := f.waiting(task, when, when.Add(time.Hour))
-	got, err := f.s.RunComplete(f.ctx, sundial.RunCompletion{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
+	got, err := f.s.RunComplete(f.ctx, sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunFailed,
 		Error: "upstream down", Message: "upstream down", FinishedAt: when.Add(2 * time.Second),
 		Retry: true, DueAt: due})
 	if err != nil {
@@ -176,7 +176,7 @@ func eqStarted(t *testing.T, what string, r *sundial.Run, delivery int) {
 }
 
 // testDeliveryStart: every write that starts a delivery of a run (RunStart,
-// a claim's ClaimStart, RunAdmit deciding RUNNING, of a run waiting for
+// a claim's ClaimStartParams, RunAdmit deciding RUNNING, of a run waiting for
 // admission or queued) empties what the previous delivery left on it; its
 // attempt keeps it.
 func testDeliveryStart(t *testing.T, open Opener) {
@@ -191,7 +191,7 @@ func testDeliveryStart(t *testing.T, open Opener) {
 		if err != nil || len(got) != 1 {
 			t.Fatalf("RunClaim = %v, %v", got, err)
 		}
-		ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{{ID: r.ID, Fence: got[0].Fence, Attempt: 1, StartedAt: at(20)}})
+		ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: got[0].Fence, Attempt: 1, StartedAt: at(20)}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunStart = %v, %v", ok, err)
 		}
@@ -199,12 +199,12 @@ func testDeliveryStart(t *testing.T, open Opener) {
 		eqAttempts(t, "attempts", f.attempts(r.ID), retried)
 	})
 
-	t.Run("ClaimStart", func(t *testing.T) {
+	t.Run("ClaimStartParams", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
 		tk := f.task("a")
 		r := f.failedDelivery(tk.ID, at(10), at(20))
-		runs, _, err := f.s.RunClaimDue(f.ctx, "node-b", at(20), 10, sundial.ClaimStart{By: at(20)})
+		runs, _, err := f.s.RunClaimDue(f.ctx, "node-b", at(20), 10, sundial.ClaimStartParams{By: at(20)})
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("RunClaimDue = %v, %v; want the retry", runIDs(runs), err)
 		}
@@ -267,7 +267,7 @@ func testDeliveryStart(t *testing.T, open Opener) {
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("RunRedeliver = %v, %v", runIDs(runs), err)
 		}
-		ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{{ID: r.ID, Fence: runs[0].Fence, Attempt: 1, StartedAt: at(20)}})
+		ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: runs[0].Fence, Attempt: 1, StartedAt: at(20)}})
 		if err != nil || !ok[0] {
 			t.Fatalf("RunStart = %v, %v", ok, err)
 		}

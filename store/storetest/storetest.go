@@ -84,7 +84,7 @@ func Run(t *testing.T, b Backend) {
 		{"RunRelease", testRunRelease},
 		{"RunPurge", testRunPurge},
 		{"RunClaimDue", testRunClaimDue},
-		{"ClaimStart", testClaimStart},
+		{"ClaimStartParams", testClaimStart},
 		{"RunClaim", testRunClaim},
 		{"RunUnplan", testRunUnplan},
 		{"RunUnplanMissed", testRunUnplanMissed},
@@ -259,14 +259,14 @@ func (f *fixture) to(r *sundial.Run, status sundial.RunStatus) {
 	}
 	start := func() {
 		f.t.Helper()
-		ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: r.ScheduledTime}})
+		ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: r.ScheduledTime}})
 		if err != nil || !ok[0] {
 			f.t.Fatalf("RunStart %d: %v %v", r.ID, ok, err)
 		}
 	}
 	finish := func(s sundial.RunStatus) {
 		f.t.Helper()
-		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinish{{ID: r.ID, Fence: r.Fence, Status: s,
+		ok, err := f.s.RunFinish(f.ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: s,
 			StartedAt: r.ScheduledTime, FinishedAt: r.ScheduledTime.Add(time.Second)}})
 		if err != nil || !ok[0] {
 			f.t.Fatalf("RunFinish %d to %s: %v %v", r.ID, s, ok, err)

@@ -27,7 +27,7 @@ func (f *fixture) redelivering(task int64, when, due time.Time) *sundial.Run {
 	if err != nil || len(got) != 1 {
 		f.t.Fatalf("RunClaim %d: %v %v", r.ID, got, err)
 	}
-	ok, err := f.s.RunStart(f.ctx, []sundial.RunStart{{ID: r.ID, Fence: got[0].Fence, Attempt: 2, StartedAt: due}})
+	ok, err := f.s.RunStart(f.ctx, []sundial.RunStartParams{{ID: r.ID, Fence: got[0].Fence, Attempt: 2, StartedAt: due}})
 	if err != nil || !ok[0] {
 		f.t.Fatalf("RunStart %d: %v %v", r.ID, ok, err)
 	}
@@ -169,7 +169,7 @@ func testTaskChangeTakesBack(t *testing.T, open Opener) {
 			}
 			if change == "update" {
 				// The retry is claimable again.
-				runs, _, err := f.s.RunClaimDue(f.ctx, "node-c", at(100), 10, sundial.ClaimStart{})
+				runs, _, err := f.s.RunClaimDue(f.ctx, "node-c", at(100), 10, sundial.ClaimStartParams{})
 				if err != nil {
 					t.Fatalf("RunClaimDue: %v", err)
 				}

@@ -190,7 +190,7 @@ func testTask(t *testing.T, open Opener) {
 		if q := f.get(queued.ID); q.Status != sundial.RunCanceled {
 			t.Fatalf("queued run of a deleted task is %s, want CANCELED", q.Status)
 		}
-		list, err := f.s.TaskList(f.ctx, sundial.TaskFilter{})
+		list, err := f.s.TaskList(f.ctx, sundial.TaskListParams{})
 		if err != nil {
 			t.Fatalf("TaskList: %v", err)
 		}
@@ -212,7 +212,7 @@ func testTaskList(t *testing.T, open Opener) {
 		var got []int64
 		after := int64(0)
 		for page := 0; ; page++ {
-			ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{AfterID: after, Limit: 3})
+			ts, err := f.s.TaskList(f.ctx, sundial.TaskListParams{AfterID: after, Limit: 3})
 			if err != nil {
 				t.Fatalf("TaskList: %v", err)
 			}
@@ -235,7 +235,7 @@ func testTaskList(t *testing.T, open Opener) {
 			f.task(fmt.Sprintf("t%02d", i))
 		}
 		for _, tc := range []struct{ limit, want int }{{0, 50}, {-1, 50}, {10, 10}, {5000, 55}} {
-			ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{Limit: tc.limit})
+			ts, err := f.s.TaskList(f.ctx, sundial.TaskListParams{Limit: tc.limit})
 			if err != nil {
 				t.Fatalf("TaskList: %v", err)
 			}
@@ -260,18 +260,18 @@ func testTaskList(t *testing.T, open Opener) {
 		}
 		for _, tc := range []struct {
 			name string
-			f    sundial.TaskFilter
+			f    sundial.TaskListParams
 			want []int64
 		}{
-			{"all", sundial.TaskFilter{}, []int64{jobA.ID, jobB.ID, jobs.ID, pct.ID, like.ID}},
-			{"enabled", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{jobA.ID, jobs.ID, pct.ID, like.ID}},
-			{"disabled", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskDisabled}}, []int64{jobB.ID}},
-			{"prefix", sundial.TaskFilter{NamePrefix: "job-"}, []int64{jobA.ID, jobB.ID}},
-			{"prefix and status", sundial.TaskFilter{NamePrefix: "job", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{jobA.ID, jobs.ID}},
-			{"prefix is literal", sundial.TaskFilter{NamePrefix: "50%"}, []int64{pct.ID}},
-			{"underscore is literal", sundial.TaskFilter{NamePrefix: "50x_"}, []int64{like.ID}},
-			{"no match", sundial.TaskFilter{NamePrefix: "zzz"}, nil},
-			{"after", sundial.TaskFilter{AfterID: jobs.ID}, []int64{pct.ID, like.ID}},
+			{"all", sundial.TaskListParams{}, []int64{jobA.ID, jobB.ID, jobs.ID, pct.ID, like.ID}},
+			{"enabled", sundial.TaskListParams{Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{jobA.ID, jobs.ID, pct.ID, like.ID}},
+			{"disabled", sundial.TaskListParams{Status: []sundial.TaskStatus{sundial.TaskDisabled}}, []int64{jobB.ID}},
+			{"prefix", sundial.TaskListParams{NamePrefix: "job-"}, []int64{jobA.ID, jobB.ID}},
+			{"prefix and status", sundial.TaskListParams{NamePrefix: "job", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{jobA.ID, jobs.ID}},
+			{"prefix is literal", sundial.TaskListParams{NamePrefix: "50%"}, []int64{pct.ID}},
+			{"underscore is literal", sundial.TaskListParams{NamePrefix: "50x_"}, []int64{like.ID}},
+			{"no match", sundial.TaskListParams{NamePrefix: "zzz"}, nil},
+			{"after", sundial.TaskListParams{AfterID: jobs.ID}, []int64{pct.ID, like.ID}},
 		} {
 			ts, err := f.s.TaskList(f.ctx, tc.f)
 			if err != nil {
@@ -279,7 +279,7 @@ func testTaskList(t *testing.T, open Opener) {
 			}
 			eqIDs(t, tc.name, taskIDs(ts), tc.want)
 		}
-		ts, err := f.s.TaskList(f.ctx, sundial.TaskFilter{NamePrefix: "job-a"})
+		ts, err := f.s.TaskList(f.ctx, sundial.TaskListParams{NamePrefix: "job-a"})
 		if err != nil || len(ts) != 1 {
 			t.Fatalf("TaskList job-a: %d tasks, %v", len(ts), err)
 		}
@@ -302,29 +302,29 @@ func testTaskList(t *testing.T, open Opener) {
 		enabled, off := sundial.TaskEnabled, sundial.TaskDisabled
 		for _, tc := range []struct {
 			name string
-			f    sundial.TaskFilter
+			f    sundial.TaskListParams
 			want []int64
 		}{
-			{"name", sundial.TaskFilter{Name: "nightly"}, []int64{nightly.ID}},
-			{"name is not a prefix", sundial.TaskFilter{Name: "night"}, nil},
-			{"name is case-sensitive", sundial.TaskFilter{Name: "Nightly"}, []int64{other.ID}},
-			{"name and prefix", sundial.TaskFilter{Name: "nightly-x", NamePrefix: "nightly"}, []int64{nightlyX.ID}},
-			{"name and status", sundial.TaskFilter{Name: "nightly-x", Status: []sundial.TaskStatus{enabled}}, nil},
-			{"request_id", sundial.TaskFilter{RequestID: "req-1"}, []int64{nightly.ID}},
-			{"request_id is not a prefix", sundial.TaskFilter{RequestID: "req"}, nil},
-			{"request_id is case-sensitive", sundial.TaskFilter{RequestID: "REQ-1"}, []int64{other.ID}},
-			{"request_id and name", sundial.TaskFilter{RequestID: "req-10", Name: "nightly"}, nil},
-			{"statuses", sundial.TaskFilter{Status: []sundial.TaskStatus{off, enabled}},
+			{"name", sundial.TaskListParams{Name: "nightly"}, []int64{nightly.ID}},
+			{"name is not a prefix", sundial.TaskListParams{Name: "night"}, nil},
+			{"name is case-sensitive", sundial.TaskListParams{Name: "Nightly"}, []int64{other.ID}},
+			{"name and prefix", sundial.TaskListParams{Name: "nightly-x", NamePrefix: "nightly"}, []int64{nightlyX.ID}},
+			{"name and status", sundial.TaskListParams{Name: "nightly-x", Status: []sundial.TaskStatus{enabled}}, nil},
+			{"request_id", sundial.TaskListParams{RequestID: "req-1"}, []int64{nightly.ID}},
+			{"request_id is not a prefix", sundial.TaskListParams{RequestID: "req"}, nil},
+			{"request_id is case-sensitive", sundial.TaskListParams{RequestID: "REQ-1"}, []int64{other.ID}},
+			{"request_id and name", sundial.TaskListParams{RequestID: "req-10", Name: "nightly"}, nil},
+			{"statuses", sundial.TaskListParams{Status: []sundial.TaskStatus{off, enabled}},
 				[]int64{nightly.ID, nightlyX.ID, other.ID, plain.ID}},
-			{"statuses and prefix", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskCompleted, off},
+			{"statuses and prefix", sundial.TaskListParams{Status: []sundial.TaskStatus{sundial.TaskCompleted, off},
 				NamePrefix: "n"}, []int64{nightlyX.ID}},
-			{"status none", sundial.TaskFilter{Status: []sundial.TaskStatus{sundial.TaskFailed}}, nil},
+			{"status none", sundial.TaskListParams{Status: []sundial.TaskStatus{sundial.TaskFailed}}, nil},
 			// Trailing spaces are part of the value (MySQL's collation
 			// alone would ignore them).
-			{"name with a trailing space", sundial.TaskFilter{Name: "plain "}, nil},
-			{"request_id with a trailing space", sundial.TaskFilter{RequestID: "req-1 "}, nil},
-			{"biz_id with a trailing space", sundial.TaskFilter{BizID: "biz "}, nil},
-			{"biz_id", sundial.TaskFilter{BizID: "biz"}, []int64{plain.ID}},
+			{"name with a trailing space", sundial.TaskListParams{Name: "plain "}, nil},
+			{"request_id with a trailing space", sundial.TaskListParams{RequestID: "req-1 "}, nil},
+			{"biz_id with a trailing space", sundial.TaskListParams{BizID: "biz "}, nil},
+			{"biz_id", sundial.TaskListParams{BizID: "biz"}, []int64{plain.ID}},
 		} {
 			ts, err := f.s.TaskList(f.ctx, tc.f)
 			if err != nil {
@@ -478,7 +478,7 @@ func testPlanDue(t *testing.T, open Opener) {
 		if err != nil || len(again) != 0 {
 			t.Fatalf("second PlanDue: %d runs, %v; want 0", len(again), err)
 		}
-		all, err := f.s.RunList(f.ctx, sundial.RunFilter{TaskID: tk.ID})
+		all, err := f.s.RunList(f.ctx, sundial.RunListParams{TaskID: tk.ID})
 		if err != nil {
 			t.Fatalf("RunList: %v", err)
 		}

@@ -32,7 +32,7 @@ const RunListOrder = `scheduled_at DESC, id DESC`
 
 // RunFilter returns the conditions of RunList for f, joined by AND (empty
 // for none), and their arguments, numbered from 1.
-func RunFilter(f sundial.RunFilter, ph Placeholder) (string, []any) {
+func RunFilter(f sundial.RunListParams, ph Placeholder) (string, []any) {
 	var (
 		where []string
 		args  []any
