@@ -26,17 +26,13 @@ type Store interface {
 	// Ping reports whether the database answers.
 	Ping(ctx context.Context) error
 
-	// TaskCreate inserts t (already normalised), setting ID, Version (1),
-	// CreatedAt and UpdatedAt (now). A live task with the same name is
-	// EConflict (field "name"); so is one with the same RequestID (field
-	// "request_id"), whatever its RequestHash: TaskCreateMany resolves
-	// idempotent requests.
-	TaskCreate(ctx context.Context, t *Task, now time.Time) error
-	// TaskCreateMany inserts the tasks in one transaction, as TaskCreate
-	// does, except for a task whose RequestID names a live task: when that
-	// task has the same RequestHash, nothing is inserted for it, *ts[i]
-	// becomes the existing task and existed[i] is true; otherwise it is
-	// EConflict (field "request_id"). An error about one task is a
+	// TaskCreateMany inserts the tasks (already normalised) in one
+	// transaction, setting each one's ID, Version (1), CreatedAt and
+	// UpdatedAt (now). A live task with the same name is EConflict (field
+	// "name"). A task whose RequestID names a live task is resolved to it:
+	// when that task has the same RequestHash, nothing is inserted for it,
+	// *ts[i] becomes the existing task and existed[i] is true; otherwise it
+	// is EConflict (field "request_id"). An error about one task is a
 	// *BatchError with its index, and inserts nothing at all. Concurrent
 	// calls with the same RequestID create one task.
 	TaskCreateMany(ctx context.Context, ts []*Task, now time.Time) (existed []bool, err error)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/storetest"
 )
 
 // TestAnswerRetryPolicyFilled: retry_policy is answered with every key,
@@ -25,7 +26,7 @@ func TestAnswerRetryPolicyFilled(t *testing.T) {
 		RetryPolicy: json.RawMessage(`{}`), ConcurrencyPolicy: sundial.ConcurrencyQueue, MaxQueue: 100,
 		OverlapAction: sundial.OverlapAllow, FailureAction: sundial.FailureRunNew, CatchUpMode: sundial.CatchUpNone,
 		CatchUpLimit: 100, CallbackMethod: "POST", Status: sundial.TaskEnabled}
-	if err := b.store.TaskCreate(t.Context(), old, b.now()); err != nil {
+	if err := storetest.CreateTask(t.Context(), b.store, old, b.now()); err != nil {
 		t.Fatal(err)
 	}
 	created := b.create(t, task("no-policy", nil))

@@ -101,7 +101,7 @@ func (b *asyncBundle) oneOff(t *testing.T, delay int, mod func(*sundial.Task)) *
 		t.Fatal(err)
 	}
 	tk.NextFireTime = tk.FirstFire(now)
-	if err := b.store.TaskCreate(context.Background(), tk, now); err != nil {
+	if _, err := b.store.TaskCreateMany(context.Background(), []*sundial.Task{tk}, now); err != nil {
 		t.Fatal(err)
 	}
 	b.sched.Poke()
@@ -445,7 +445,7 @@ func TestLookaheadEdit(t *testing.T) {
 			t.Fatal(err)
 		}
 		tk.NextFireTime = tk.FirstFire(start)
-		if err := st.TaskCreate(ctx, tk, start); err != nil {
+		if _, err := st.TaskCreateMany(ctx, []*sundial.Task{tk}, start); err != nil {
 			t.Fatal(err)
 		}
 		s.Poke()
@@ -529,7 +529,7 @@ func TestEditJustBeforeFire(t *testing.T) {
 				t.Fatal(err)
 			}
 			tk.NextFireTime = tk.FirstFire(now)
-			if err := st.TaskCreate(ctx, tk, now); err != nil {
+			if _, err := st.TaskCreateMany(ctx, []*sundial.Task{tk}, now); err != nil {
 				t.Fatal(err)
 			}
 			s.Poke()

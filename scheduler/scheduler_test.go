@@ -146,7 +146,7 @@ func (b *bundle) addTask(t *testing.T, expr string, mod func(*sundial.Task)) *su
 	}
 	now := time.Now()
 	tk.NextFireTime = tk.NextAfter(now)
-	if err := b.store.TaskCreate(context.Background(), tk, now); err != nil {
+	if _, err := b.store.TaskCreateMany(context.Background(), []*sundial.Task{tk}, now); err != nil {
 		t.Fatal(err)
 	}
 	b.sched.Poke()

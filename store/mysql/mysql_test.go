@@ -238,7 +238,7 @@ func TestBytes(t *testing.T) {
 	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: time.Now()}
@@ -290,7 +290,7 @@ func TestQueryPlans(t *testing.T) {
 		if i == 3 {
 			tk.RequestID = "r"
 		}
-		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 		tasks = append(tasks, tk.ID)
@@ -605,7 +605,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	if err := tk.Normalize(time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	const n = 1000
@@ -677,7 +677,7 @@ func seedClaimable(t testing.TB, s *Store, tasks, n int, t0 time.Time) []int64 {
 		if err := tk.Normalize(time.Now()); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.TaskCreate(ctx, tk, t0); err != nil {
+		if err := storetest.CreateTask(ctx, s, tk, t0); err != nil {
 			t.Fatal(err)
 		}
 		tids = append(tids, tk.ID)
@@ -850,7 +850,7 @@ func seedHistory(t testing.TB, s *Store, n int, t0 time.Time) {
 	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskCreate(context.Background(), tk, t0); err != nil {
+	if err := storetest.CreateTask(context.Background(), s, tk, t0); err != nil {
 		t.Fatal(err)
 	}
 	var rs []*sundial.Run
@@ -886,7 +886,7 @@ func TestAttempts(t *testing.T) {
 	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -52,35 +52,6 @@ func taskArgs(t *sundial.Task) ([]any, error) {
 	return args, nil
 }
 
-// TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt. A
-// live task with its name or its request_id is EConflict.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
-	defer s.classify(&err)
-	args, err := taskArgs(t)
-	if err != nil {
-		return fmt.Errorf("create task: %w", err)
-	}
-	now = sqlrow.Norm(now)
-	args = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
-	res, err := s.db.ExecContext(ctx, taskInsertSQL, args...)
-	if e, ok := nameTaken(err, t.Name); ok {
-		return e
-	}
-	if e, ok := requestTaken(err, t.RequestID); ok {
-		return e
-	}
-	if err != nil {
-		return fmt.Errorf("create task: %w", err)
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return fmt.Errorf("create task: %w", err)
-	}
-	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
-	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
-	return nil
-}
-
 // taskInsertWidth is the number of values of one row of taskInsertSQL.
 var taskInsertWidth = len(sqlrow.TaskWriteCols) + 3
 

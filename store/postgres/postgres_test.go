@@ -458,8 +458,8 @@ func claimTasks(tb testing.TB, s *Store, n int) []int64 {
 	for i := range n {
 		tk := newTask(tb, fmt.Sprintf("t%03d", i), time.Unix(0, 0))
 		tk.Priority = i
-		if err := s.TaskCreate(context.Background(), tk, time.Now()); err != nil {
-			tb.Fatalf("TaskCreate: %v", err)
+		if err := storetest.CreateTask(context.Background(), s, tk, time.Now()); err != nil {
+			tb.Fatalf("CreateTask: %v", err)
 		}
 		ids = append(ids, tk.ID)
 	}
@@ -474,8 +474,8 @@ func TestRunFinishBatchInOrder(t *testing.T) {
 	ctx := t.Context()
 	now := time.Now()
 	tk := newTask(t, "a", now)
-	if err := s.TaskCreate(ctx, tk, now); err != nil {
-		t.Fatalf("TaskCreate: %v", err)
+	if err := storetest.CreateTask(ctx, s, tk, now); err != nil {
+		t.Fatalf("CreateTask: %v", err)
 	}
 	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: now}
 	if err := s.RunInsert(ctx, r); err != nil {
@@ -511,8 +511,8 @@ func startedRun(t *testing.T, s *Store, name, node string, now time.Time) *sundi
 	t.Helper()
 	ctx := t.Context()
 	tk := newTask(t, name, now)
-	if err := s.TaskCreate(ctx, tk, now); err != nil {
-		t.Fatalf("TaskCreate: %v", err)
+	if err := storetest.CreateTask(ctx, s, tk, now); err != nil {
+		t.Fatalf("CreateTask: %v", err)
 	}
 	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: now, NodeID: node}
 	if err := s.RunInsert(ctx, r); err != nil {
@@ -662,13 +662,13 @@ func TestBytesAndText(t *testing.T) {
 	// Normalize refuses such a name too; the store must not rely on it.
 	bad := newTask(t, "nul", now)
 	bad.Name = "nul\x00name"
-	if err := s.TaskCreate(ctx, bad, now); sundial.ErrorCode(err) != sundial.EInvalid {
-		t.Fatalf("TaskCreate with a NUL in the name: %v, want %s", err, sundial.EInvalid)
+	if err := storetest.CreateTask(ctx, s, bad, now); sundial.ErrorCode(err) != sundial.EInvalid {
+		t.Fatalf("CreateTask with a NUL in the name: %v, want %s", err, sundial.EInvalid)
 	}
 
 	tk := newTask(t, "a", now)
-	if err := s.TaskCreate(ctx, tk, now); err != nil {
-		t.Fatalf("TaskCreate: %v", err)
+	if err := storetest.CreateTask(ctx, s, tk, now); err != nil {
+		t.Fatalf("CreateTask: %v", err)
 	}
 	r := &sundial.Run{TaskID: tk.ID, FireKey: "m:1", ScheduledTime: now}
 	if err := s.RunInsert(ctx, r); err != nil {
@@ -1137,8 +1137,8 @@ func TestCustomPlans(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := t.Context()
-	if err := s.TaskCreate(ctx, newTask(t, "a", time.Unix(0, 0)), time.Now()); err != nil {
-		t.Fatalf("TaskCreate: %v", err)
+	if err := storetest.CreateTask(ctx, s, newTask(t, "a", time.Unix(0, 0)), time.Now()); err != nil {
+		t.Fatalf("CreateTask: %v", err)
 	}
 	for i := range 8 { // a generic plan may be chosen from the sixth execution
 		runs, err := s.PlanDue(ctx, time.Unix(100, 0), 10, "n", time.Now(), func(tk *sundial.Task) sundial.Plan {
@@ -1187,7 +1187,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	ctx := context.Background()
 	s := open(b, newSchema(b))
 	tk := newTask(b, "t", time.Now())
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	const n = 1000
@@ -1279,7 +1279,7 @@ func TestAttemptsFollowRuns(t *testing.T) {
 	ctx := t.Context()
 	s := open(t, newSchema(t))
 	tk := newTask(t, "t", time.Now())
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	// Three runs, each delivered once and finished: three attempts.

@@ -29,7 +29,7 @@ func scanTasks(rows pgx.Rows) ([]*sundial.Task, error) {
 	return out, rows.Err()
 }
 
-// taskWriteCols are the columns TaskCreate and TaskUpdate write, in the
+// taskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of sqlrow.TaskArgs, bound to $1 to $nTaskWriteCols.
 var (
 	taskWriteCols  = strings.Join(sqlrow.TaskWriteCols, ", ")
@@ -74,24 +74,6 @@ func taskWriteErr(err error, t *sundial.Task) error {
 
 var taskCreateSQL = `INSERT INTO tasks (` + taskWriteCols + `, version, created_at, updated_at)
 	VALUES (` + params(1, nTaskWriteCols+3) + `) RETURNING id`
-
-// TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
-	defer s.classify(&err)
-	args, err := sqlrow.TaskArgs(t)
-	if err != nil {
-		return fmt.Errorf("create task: %w", err)
-	}
-	now = sqlrow.Norm(now)
-	args = append(args, int64(1), sqlrow.Micros(now), sqlrow.Micros(now))
-	var id int64
-	if err := s.pool.QueryRow(ctx, taskCreateSQL, args...).Scan(&id); err != nil {
-		return sqlrow.Wrap(taskWriteErr(err, t), "create task")
-	}
-	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
-	t.NextFireTime, t.RunAt = sqlrow.NormPtr(t.NextFireTime), sqlrow.NormPtr(t.RunAt)
-	return nil
-}
 
 // TaskGet returns a live task, or ENotFound.
 func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err error) {

@@ -94,8 +94,8 @@ func TestOpenExisting(t *testing.T) {
 	if err := task.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskCreate(ctx, task, time.Now()); err != nil {
-		t.Fatalf("TaskCreate: %v", err)
+	if err := storetest.CreateTask(ctx, s, task, time.Now()); err != nil {
+		t.Fatalf("CreateTask: %v", err)
 	}
 	first := ledger(s)
 	if first == "" {
@@ -257,7 +257,7 @@ func BenchmarkRunFinish(b *testing.B) {
 	if err := tk.Normalize(time.Now()); err != nil {
 		b.Fatal(err)
 	}
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		b.Fatal(err)
 	}
 	const n = 1000
@@ -351,9 +351,9 @@ func TestUnavailable(t *testing.T) {
 		if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
 			t.Fatal(err)
 		}
-		err = s.TaskCreate(ctx, task("while-locked"), time.Now())
+		err = storetest.CreateTask(ctx, s, task("while-locked"), time.Now())
 		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EUnavailable || sqliteCode(e.Err)&0xff != sqlite3.SQLITE_BUSY {
-			t.Fatalf("TaskCreate while another process writes = %v, want EUnavailable from SQLITE_BUSY", err)
+			t.Fatalf("CreateTask while another process writes = %v, want EUnavailable from SQLITE_BUSY", err)
 		}
 		// Reading goes on meanwhile (WAL).
 		if _, err := s.TaskList(ctx, sundial.TaskListParams{Limit: 10}); err != nil {
@@ -363,8 +363,8 @@ func TestUnavailable(t *testing.T) {
 			t.Fatal(err)
 		}
 		conn.Close()
-		if err := s.TaskCreate(ctx, task("after-the-lock"), time.Now()); err != nil {
-			t.Fatalf("TaskCreate after the lock: %v", err)
+		if err := storetest.CreateTask(ctx, s, task("after-the-lock"), time.Now()); err != nil {
+			t.Fatalf("CreateTask after the lock: %v", err)
 		}
 	})
 }
@@ -380,7 +380,7 @@ func TestClaimUndoneWhenTasksUnread(t *testing.T) {
 	if err := tk.Normalize(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	due := time.Now().Add(-time.Second)

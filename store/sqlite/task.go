@@ -13,7 +13,7 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// taskWriteCols are the columns TaskCreate and TaskUpdate write, in the
+// taskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of sqlrow.TaskArgs.
 var taskWriteCols = strings.Join(sqlrow.TaskWriteCols, ", ")
 
@@ -64,24 +64,6 @@ func created(t *sundial.Task, id int64, now time.Time) {
 	t.ID, t.Version, t.CreatedAt, t.UpdatedAt = id, 1, now, now
 	t.NextFireTime = sqlrow.NormPtr(t.NextFireTime)
 	t.RunAt = sqlrow.NormPtr(t.RunAt)
-}
-
-// TaskCreate inserts t, setting ID, Version, CreatedAt and UpdatedAt. A
-// live task with its name or its request_id is EConflict.
-func (s *Store) TaskCreate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
-	defer s.classify(&err)
-	now = sqlrow.Norm(now)
-	var id int64
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		id, err = insertTask(ctx, tx.StmtContext(ctx, s.st.taskInsert), t, now)
-		return err
-	})
-	if err != nil {
-		return sqlrow.Wrap(err, "create task")
-	}
-	created(t, id, now)
-	return nil
 }
 
 // TaskCreateMany inserts the tasks in one write transaction, resolving

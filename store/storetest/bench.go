@@ -21,7 +21,7 @@ func BenchPlanDue(b *testing.B, s sundial.Store) {
 		}
 		next := time.Unix(0, 0)
 		tk.NextFireTime = &next
-		if err := s.TaskCreate(ctx, tk, time.Now()); err != nil {
+		if err := CreateTask(ctx, s, tk, time.Now()); err != nil {
 			b.Fatal(err)
 		}
 	}

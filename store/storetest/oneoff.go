@@ -26,8 +26,8 @@ func testTaskOneOff(t *testing.T, open Opener) {
 		f := setup(t, open)
 		tk := newTask("once", oneOff(at(3600)), withNext(at(3600)), withRequest("req-1", "hash-1"), withBiz("order-7"),
 			func(tk *sundial.Task) { tk.Params = json.RawMessage(`{"user":42,"tags":["a"]}`) })
-		if err := f.s.TaskCreate(f.ctx, tk, t0); err != nil {
-			t.Fatalf("TaskCreate: %v", err)
+		if err := CreateTask(f.ctx, f.s, tk, t0); err != nil {
+			t.Fatalf("CreateTask: %v", err)
 		}
 		got := f.getTask(tk.ID)
 		eqTask(t, got, tk)
@@ -53,10 +53,13 @@ func testTaskOneOff(t *testing.T, open Opener) {
 		t.Parallel()
 		f := setup(t, open)
 		first := f.task("a", withRequest("req-1", "h1"))
-		// TaskCreate does not resolve repeats: the same request is a conflict too.
-		for _, tk := range []*sundial.Task{newTask("b", withRequest("req-1", "h1")), newTask("c", withRequest("req-1", "h2"))} {
-			wantErr(t, f.s.TaskCreate(f.ctx, tk, t0), sundial.EConflict, "request_id")
+		// The same request (same hash) resolves to the task it made; another
+		// request with its request_id is a conflict.
+		same := newTask("b", withRequest("req-1", "h1"))
+		if existed, err := f.s.TaskCreateMany(f.ctx, []*sundial.Task{same}, t0); err != nil || !existed[0] || same.ID != first.ID {
+			t.Fatalf("TaskCreateMany of the same request = %v, %v (ID %d), want the existing task %d", existed, err, same.ID, first.ID)
 		}
+		wantErr(t, CreateTask(f.ctx, f.s, newTask("c", withRequest("req-1", "h2")), t0), sundial.EConflict, "request_id")
 		// Tasks without a request_id do not conflict with each other.
 		f.task("d")
 		f.task("e")

@@ -91,12 +91,12 @@ func RunUnavailable(t *testing.T, s sundial.Store, cut func()) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	tk := newTask("before-the-outage")
-	if err := s.TaskCreate(ctx, tk, t0); err != nil {
-		t.Fatalf("TaskCreate before the outage: %v", err)
+	if err := CreateTask(ctx, s, tk, t0); err != nil {
+		t.Fatalf("CreateTask before the outage: %v", err)
 	}
 	_, err := s.TaskGet(ctx, tk.ID+1000)
 	wantErr(t, err, sundial.ENotFound, "")
-	wantErr(t, s.TaskCreate(ctx, newTask("before-the-outage"), t0), sundial.EConflict, "name")
+	wantErr(t, CreateTask(ctx, s, newTask("before-the-outage"), t0), sundial.EConflict, "name")
 
 	cut()
 
@@ -108,7 +108,7 @@ func RunUnavailable(t *testing.T, s sundial.Store, cut func()) {
 		{"Ping", func() error { return s.Ping(ctx) }},
 		{"TaskGet", func() error { _, err := s.TaskGet(ctx, tk.ID); return err }},
 		{"TaskList", func() error { _, err := s.TaskList(ctx, sundial.TaskListParams{Limit: 10}); return err }},
-		{"TaskCreate", func() error { return s.TaskCreate(ctx, newTask("during-the-outage"), t0) }},
+		{"CreateTask", func() error { return CreateTask(ctx, s, newTask("during-the-outage"), t0) }},
 		{"TaskCreateMany", func() error {
 			_, err := s.TaskCreateMany(ctx, []*sundial.Task{newTask("many-during-the-outage")}, t0)
 			return err

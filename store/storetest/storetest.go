@@ -189,8 +189,8 @@ func withPriority(p int) func(*sundial.Task) { return func(tk *sundial.Task) { t
 func (f *fixture) task(name string, mods ...func(*sundial.Task)) *sundial.Task {
 	f.t.Helper()
 	tk := newTask(name, mods...)
-	if err := f.s.TaskCreate(f.ctx, tk, t0); err != nil {
-		f.t.Fatalf("TaskCreate %q: %v", name, err)
+	if err := CreateTask(f.ctx, f.s, tk, t0); err != nil {
+		f.t.Fatalf("CreateTask %q: %v", name, err)
 	}
 	return tk
 }
@@ -416,4 +416,14 @@ func eqTime(t *testing.T, what string, got *time.Time, want time.Time) {
 	if got == nil || !got.Equal(want) {
 		t.Fatalf("%s = %v, want %v", what, got, want)
 	}
+}
+
+// CreateTask creates one task, as the API does: TaskCreateMany with one
+// task, whose error it returns unwrapped from its *sundial.BatchError.
+func CreateTask(ctx context.Context, s sundial.Store, t *sundial.Task, now time.Time) error {
+	_, err := s.TaskCreateMany(ctx, []*sundial.Task{t}, now)
+	if be, ok := errors.AsType[*sundial.BatchError](err); ok {
+		return be.Err
+	}
+	return err
 }

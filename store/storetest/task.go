@@ -13,8 +13,8 @@ func testTask(t *testing.T, open Opener) {
 		t.Parallel()
 		f := setup(t, open)
 		tk := newTask("nightly", withNext(at(10)), withPriority(7))
-		if err := f.s.TaskCreate(f.ctx, tk, t0); err != nil {
-			t.Fatalf("TaskCreate: %v", err)
+		if err := CreateTask(f.ctx, f.s, tk, t0); err != nil {
+			t.Fatalf("CreateTask: %v", err)
 		}
 		if tk.ID <= 0 || tk.Version != 1 || !tk.CreatedAt.Equal(t0) || !tk.UpdatedAt.Equal(t0) {
 			t.Fatalf("created task has ID %d, Version %d, CreatedAt %v, UpdatedAt %v; want ID > 0, 1, %v, %v",
@@ -67,7 +67,7 @@ func testTask(t *testing.T, open Opener) {
 		t.Parallel()
 		f := setup(t, open)
 		first := f.task("report")
-		err := f.s.TaskCreate(f.ctx, newTask("report"), t0)
+		err := CreateTask(f.ctx, f.s, newTask("report"), t0)
 		wantErr(t, err, sundial.EConflict, "name")
 
 		if err := f.s.TaskDelete(f.ctx, first.ID, at(1)); err != nil {

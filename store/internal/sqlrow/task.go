@@ -15,7 +15,7 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, params_json`
 
-// TaskWriteCols are the columns TaskCreate and TaskUpdate write, in the
+// TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
 var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "exec_type", "http_method",
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
