@@ -538,9 +538,9 @@ func TestTraceIDs(t *testing.T) {
 	hex := regexp.MustCompile(`^[0-9a-f]+$`)
 	seen := map[string]bool{}
 	for range 100 {
-		tr, sp := NewTraceID(), NewSpanID()
+		tr, sp := NewTraceID(), string(appendSpanID(nil))
 		if len(tr) != 32 || !hex.MatchString(tr) || !validTraceID(tr) || len(sp) != 16 || !hex.MatchString(sp) {
-			t.Fatalf("NewTraceID, NewSpanID = %q, %q; want 32 and 16 lowercase hex characters", tr, sp)
+			t.Fatalf("NewTraceID, appendSpanID = %q, %q; want 32 and 16 lowercase hex characters", tr, sp)
 		}
 		if seen[tr] || seen[sp] {
 			t.Fatalf("id repeated: %q %q", tr, sp)

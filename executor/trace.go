@@ -13,15 +13,8 @@ func NewTraceID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// NewSpanID returns a fresh W3C span (parent) id: 16 lowercase hex
-// characters from crypto/rand, never all zeros.
-func NewSpanID() string {
-	var b [8]byte
-	randomNonZero(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// appendSpanID appends a fresh span id to dst.
+// appendSpanID appends a fresh W3C span (parent) id to dst: 16 lowercase
+// hex characters from crypto/rand, never all zeros.
 func appendSpanID(dst []byte) []byte {
 	var b [8]byte
 	randomNonZero(b[:])
