@@ -34,8 +34,26 @@ type Config struct {
 
 	// Store, when set, turns on the task, run and node endpoints and
 	// /readyz. Scheduler is then required.
-	Store     sundial.Store
+	Store     Store
 	Scheduler Scheduler
+}
+
+// Store is what the API reads and writes in the database: a sundial.Store
+// in production. Runs change through the Scheduler, which applies their
+// policies; tasks change here.
+type Store interface {
+	Ping(ctx context.Context) error
+	TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) (existed []bool, err error)
+	TaskGet(ctx context.Context, id int64) (*sundial.Task, error)
+	TaskExists(ctx context.Context, id int64) (bool, error)
+	TaskList(ctx context.Context, p sundial.TaskListParams) ([]*sundial.Task, error)
+	TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error
+	TaskDelete(ctx context.Context, id int64, now time.Time) error
+	RunGet(ctx context.Context, id int64) (*sundial.Run, error)
+	RunList(ctx context.Context, p sundial.RunListParams) ([]*sundial.Run, error)
+	RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error)
+	RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error)
+	NodeList(ctx context.Context) ([]*sundial.Node, error)
 }
 
 // Scheduler is what the API asks of the scheduler: *scheduler.Scheduler in
@@ -70,7 +88,7 @@ type Server struct {
 	Logger *slog.Logger     // nil: discard logs
 	Now    func() time.Time // nil: time.Now
 
-	store sundial.Store
+	store Store
 	sched Scheduler
 	mux   *http.ServeMux
 }
