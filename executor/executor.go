@@ -34,13 +34,17 @@ const (
 	drainLimit = 64 << 10 // bytes more read so the connection can be reused
 )
 
+// DefaultTimeout is a delivery's timeout when neither its request nor
+// Options say.
+const DefaultTimeout = 15 * time.Second
+
 // errTimeout is the cause of a delivery's context when its timeout elapses.
 var errTimeout = errors.New("delivery timed out")
 
 // New returns an Executor with opts, defaults filled in.
 func New(opts Options) *Executor {
 	if opts.DefaultTimeout <= 0 {
-		opts.DefaultTimeout = 15 * time.Second
+		opts.DefaultTimeout = DefaultTimeout
 	}
 	if opts.MaxIdleConnsPerHost <= 0 {
 		opts.MaxIdleConnsPerHost = 512

@@ -80,64 +80,84 @@ type CompensatorConfig struct {
 	Monitor   time.Duration // how often the status line is logged [60s]
 }
 
-// setDefaults fills the zero fields of c with their defaults: the one
-// place the scheduler's defaults are written.
+// DefaultConfig returns the scheduler's defaults, the values in brackets
+// on Config's fields: the one place they are written. New fills the zero
+// fields of its Config from it; cmd/sundial starts its configuration from
+// it.
+func DefaultConfig() Config {
+	return Config{
+		PollInterval:      time.Second,
+		Lookahead:         10 * time.Second,
+		StartAhead:        300 * time.Millisecond,
+		MisfireThreshold:  time.Minute,
+		PlanBatch:         500,
+		MaxRunsPerTask:    100,
+		Workers:           16,
+		RequestTimeout:    executor.DefaultTimeout,
+		HeartbeatInterval: time.Second,
+		DeadAfter:         3 * time.Second,
+		Retention:         7 * 24 * time.Hour,
+		NodeRetention:     24 * time.Hour,
+		DrainTimeout:      30 * time.Second,
+		DrainReport:       5 * time.Second,
+		ClaimInterval:     50 * time.Millisecond,
+		ClaimBatch:        250,
+		MaxDeliveries:     3,
+		Compensator: CompensatorConfig{
+			Base:      10 * time.Second,
+			Increment: 10 * time.Second,
+			Max:       300 * time.Second,
+			Threshold: 30 * time.Second,
+			Monitor:   60 * time.Second,
+		},
+		CallbackURL:     "http://127.0.0.1:8080",
+		CallbackTimeout: 10 * time.Minute,
+		CallbackSweep:   time.Second,
+		admitLaneCap:    4096,
+	}
+}
+
+// setDefaults fills the zero fields of c from DefaultConfig, and raises
+// Lookahead to two poll intervals.
 func (c *Config) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
+	d := DefaultConfig()
+	for _, f := range []struct{ v, def *time.Duration }{
+		{&c.PollInterval, &d.PollInterval}, {&c.Lookahead, &d.Lookahead}, {&c.StartAhead, &d.StartAhead},
+		{&c.ClaimInterval, &d.ClaimInterval}, {&c.MisfireThreshold, &d.MisfireThreshold},
+		{&c.RequestTimeout, &d.RequestTimeout}, {&c.HeartbeatInterval, &d.HeartbeatInterval},
+		{&c.DeadAfter, &d.DeadAfter}, {&c.Retention, &d.Retention}, {&c.NodeRetention, &d.NodeRetention},
+		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
+		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
+	} {
+		positive(f.v, *f.def)
 	}
-	def(&c.PollInterval, time.Second)
-	def(&c.Lookahead, 10*time.Second)
 	c.Lookahead = max(c.Lookahead, 2*c.PollInterval)
-	def(&c.StartAhead, 300*time.Millisecond)
-	def(&c.ClaimInterval, 50*time.Millisecond)
-	def(&c.MisfireThreshold, time.Minute)
-	def(&c.RequestTimeout, 15*time.Second)
-	def(&c.HeartbeatInterval, time.Second)
-	def(&c.DeadAfter, 3*time.Second)
-	def(&c.Retention, 7*24*time.Hour)
-	def(&c.NodeRetention, 24*time.Hour)
-	def(&c.DrainTimeout, 30*time.Second)
-	def(&c.DrainReport, 5*time.Second)
-	def(&c.CallbackTimeout, 10*time.Minute)
-	def(&c.CallbackSweep, time.Second)
+	for _, f := range []struct{ v, def *int }{
+		{&c.PlanBatch, &d.PlanBatch}, {&c.MaxRunsPerTask, &d.MaxRunsPerTask}, {&c.Workers, &d.Workers},
+		{&c.ClaimBatch, &d.ClaimBatch}, {&c.MaxDeliveries, &d.MaxDeliveries}, {&c.admitLaneCap, &d.admitLaneCap},
+	} {
+		positive(f.v, *f.def)
+	}
 	if c.CallbackURL == "" {
-		c.CallbackURL = "http://127.0.0.1:8080"
-	}
-	if c.PlanBatch <= 0 {
-		c.PlanBatch = 500
-	}
-	if c.MaxRunsPerTask <= 0 {
-		c.MaxRunsPerTask = 100
-	}
-	if c.Workers <= 0 {
-		c.Workers = 16
-	}
-	if c.ClaimBatch <= 0 {
-		c.ClaimBatch = 250
-	}
-	if c.MaxDeliveries <= 0 {
-		c.MaxDeliveries = 3
-	}
-	if c.admitLaneCap <= 0 {
-		c.admitLaneCap = 4096
+		c.CallbackURL = d.CallbackURL
 	}
 	c.Compensator.setDefaults()
 }
 
 func (c *CompensatorConfig) setDefaults() {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
+	d := DefaultConfig().Compensator
+	positive(&c.Base, d.Base)
+	positive(&c.Increment, d.Increment)
+	positive(&c.Max, d.Max)
+	positive(&c.Threshold, d.Threshold)
+	positive(&c.Monitor, d.Monitor)
+}
+
+// positive sets *v to def unless it is above zero.
+func positive[T time.Duration | int](v *T, def T) {
+	if *v <= 0 {
+		*v = def
 	}
-	def(&c.Base, 10*time.Second)
-	def(&c.Increment, 10*time.Second)
-	def(&c.Max, 300*time.Second)
-	def(&c.Threshold, 30*time.Second)
-	def(&c.Monitor, 60*time.Second)
 }
 
 // Scheduler plans, admits and delivers the fires of every task in the store,

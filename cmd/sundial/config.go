@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sundialhq/sundial/scheduler"
 )
 
 // config is the whole configuration of "sundial serve". Every setting is a
@@ -69,26 +71,29 @@ type logConfig struct {
 	Format string `yaml:"format"`
 }
 
+// defaultConfig is the configuration before file, environment and flags:
+// the scheduler's own defaults (scheduler.DefaultConfig) and the server's.
 func defaultConfig() *config {
+	d := scheduler.DefaultConfig()
 	c := &config{Listen: "127.0.0.1:8080", DB: "sqlite:./sundial.db", Log: logConfig{Level: "info", Format: "text"}}
-	c.Scheduler.PollInterval = time.Second
-	c.Scheduler.Lookahead = 10 * time.Second
-	c.Scheduler.MisfireThreshold = time.Minute
-	c.Scheduler.HeartbeatInterval = time.Second
-	c.Scheduler.DeadAfter = 3 * time.Second
-	c.Scheduler.DrainTimeout = 30 * time.Second
-	c.Scheduler.Retention = 7 * 24 * time.Hour
-	c.Scheduler.NodeRetention = 24 * time.Hour
-	c.Scheduler.ClaimInterval = 50 * time.Millisecond
-	c.Scheduler.MaxDeliveries = 3
-	c.Compensator.BaseInterval = 10 * time.Second
-	c.Compensator.Increment = 10 * time.Second
-	c.Compensator.MaxInterval = 300 * time.Second
-	c.Compensator.StuckAfter = 30 * time.Second
-	c.Compensator.StatusEvery = 60 * time.Second
-	c.Callback.Timeout = 10 * time.Minute
-	c.Executor.WorkerPoolSize = 16
-	c.Executor.RequestTimeout = 15 * time.Second
+	c.Scheduler.PollInterval = d.PollInterval
+	c.Scheduler.Lookahead = d.Lookahead
+	c.Scheduler.MisfireThreshold = d.MisfireThreshold
+	c.Scheduler.HeartbeatInterval = d.HeartbeatInterval
+	c.Scheduler.DeadAfter = d.DeadAfter
+	c.Scheduler.DrainTimeout = d.DrainTimeout
+	c.Scheduler.Retention = d.Retention
+	c.Scheduler.NodeRetention = d.NodeRetention
+	c.Scheduler.ClaimInterval = d.ClaimInterval
+	c.Scheduler.MaxDeliveries = d.MaxDeliveries
+	c.Compensator.BaseInterval = d.Compensator.Base
+	c.Compensator.Increment = d.Compensator.Increment
+	c.Compensator.MaxInterval = d.Compensator.Max
+	c.Compensator.StuckAfter = d.Compensator.Threshold
+	c.Compensator.StatusEvery = d.Compensator.Monitor
+	c.Callback.Timeout = d.CallbackTimeout
+	c.Executor.WorkerPoolSize = d.Workers
+	c.Executor.RequestTimeout = d.RequestTimeout
 	return c
 }
 
