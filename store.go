@@ -14,7 +14,18 @@ import (
 // database cannot be reached or cannot write now, as each adapter
 // classifies its driver's errors; anything else is internal.
 //
-// Times are stored in UTC with microsecond precision.
+// Times are stored in UTC with microsecond precision. Where a time comes
+// from is one rule: a method records the times its caller gives (a now
+// argument, or the times in its Params: the caller's clock, which tests
+// fake). A time the caller does not give is the moment of the method's own
+// write, read from the store's clock (each adapter's Options.Clock,
+// time.Now by default) once the rows it writes are locked: a claim's
+// updated_at and the start of the runs it starts, a run inserted without
+// CreatedAt, a report without its time, the send cutoff's lower bound
+// (SendCutoff). Node liveness alone (NodeRegister, NodeHeartbeat,
+// NodeReap) reads the database's clock, because it compares the
+// heartbeats of nodes whose own clocks may differ; SQLite's database
+// lives in one process, whose clock is the store's.
 //
 // A task's Version grows by one with every change of the task itself: each
 // TaskUpdate, and the end of a one-off task (its status set COMPLETED or
@@ -387,11 +398,14 @@ const (
 	SendCancel                  // RUNNING, but its cancellation was requested: record it CANCELED unsent
 )
 
-// SendCutoff is the send cutoff of a change of a task made at now (see
-// SendMargin), for an adapter to call inside the change's transaction.
-func SendCutoff(now time.Time) time.Time {
-	if wall := time.Now(); wall.After(now) {
-		now = wall
+// SendCutoff is the send cutoff (see SendMargin) of a change of a task
+// made at now, for an adapter to call inside the change's transaction
+// with its clock's reading there: SendMargin after the later of the two.
+// The later matters when the change waited for a lock: a fire whose
+// instant came nearer meanwhile may have been checked and be on its way.
+func SendCutoff(now, clock time.Time) time.Time {
+	if clock.After(now) {
+		now = clock
 	}
 	return now.Add(SendMargin)
 }

@@ -14,10 +14,9 @@ import (
 // order of attemptArgs.
 const attemptWriteCols = sqlrow.AttemptCols
 
-// attemptInsertSQL inserts n attempts in one statement; a finish time left
-// NULL is the server's clock, as a run's updated_at is in RunFinish.
+// attemptInsertSQL inserts n attempts in one statement.
 func attemptInsertSQL(n int) string {
-	one := "(" + placeholders(8) + ", COALESCE(?, " + nowSQL + "))"
+	one := "(" + placeholders(9) + ")"
 	var b strings.Builder
 	b.WriteString("INSERT INTO run_attempts (" + attemptWriteCols + ") VALUES ")
 	b.Grow(n * (len(one) + 2))

@@ -41,10 +41,9 @@ const claimCandidatesSQL = `SELECT id, due_at, priority FROM runs FORCE INDEX (r
 const claimAfterSQL = ` AND (due_at > ? OR (due_at = ? AND (priority < ? OR (priority = ? AND id > ?))))`
 
 // claimLockSQL locks the candidates still unowned and due by primary key,
-// skipping those another claimer holds, and reads the server's clock for
-// their updated_at. The claim judges which of them it starts
+// skipping those another claimer holds. The claim judges which of them it starts
 // (sundial.ClaimStartParams.Starts) on the locked rows as they are.
-const claimLockSQL = `SELECT ` + sqlrow.RunCols + `, ` + nowSQL + `
+const claimLockSQL = `SELECT ` + sqlrow.RunCols + `
 	FROM runs FORCE INDEX (PRIMARY)
 	WHERE id IN (%s) AND status = 'SCHEDULED' AND node_id = '' AND due_at <= ?
 	FOR UPDATE SKIP LOCKED`
@@ -142,7 +141,7 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 			for i, c := range cands {
 				ids[i] = c.id
 			}
-			got, err := lockAndClaim(ctx, tx, nodeID, ids, u, start)
+			got, err := lockAndClaim(ctx, tx, nodeID, ids, u, start, s.clock)
 			if err != nil {
 				return err
 			}
@@ -177,18 +176,16 @@ func (s *Store) RunClaimDue(ctx context.Context, nodeID string, until time.Time,
 // skipping the ones other transactions hold, gives them to nodeID, and
 // starts those start selects.
 func lockAndClaim(ctx context.Context, tx *sql.Tx, nodeID string, ids []int64, until int64,
-	start sundial.ClaimStartParams) ([]*sundial.Run, error) {
+	start sundial.ClaimStartParams, clock func() time.Time) ([]*sundial.Run, error) {
 	var out []*sundial.Run
 	for part := range slices.Chunk(ids, batchIDs) {
-		var (
-			now              int64
-			claimed, started []*sundial.Run
-		)
-		locked, err := scanRunsNow(tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
-			append(int64Args(part), until)...))(&now)
+		var claimed, started []*sundial.Run
+		locked, err := sqlrow.ScanRuns(tx.QueryContext(ctx, fmt.Sprintf(claimLockSQL, placeholders(len(part))),
+			append(int64Args(part), until)...))
 		if err != nil {
 			return nil, err
 		}
+		now := sqlrow.Micros(clock())
 		for _, r := range locked {
 			if start.Starts(r) {
 				started = append(started, r)
@@ -273,7 +270,7 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 		if err != nil {
 			return err
 		}
-		cur, now, err := lockRunsFull(ctx, tx, ids)
+		cur, now, err := lockRunsFull(ctx, tx, ids, s.clock)
 		if err != nil {
 			return err
 		}
@@ -326,7 +323,7 @@ func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.Run
 		if _, err := lockTasks(ctx, tx, taskIDs, true, false); err != nil {
 			return err
 		}
-		cur, now, err := lockRunsFull(ctx, tx, ids)
+		cur, now, err := lockRunsFull(ctx, tx, ids, s.clock)
 		if err != nil {
 			return err
 		}
@@ -384,7 +381,7 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 		if len(ids) == 0 {
 			return nil
 		}
-		cur, _, err := lockRunsFull(ctx, tx, ids)
+		cur, _, err := lockRunsFull(ctx, tx, ids, s.clock)
 		if err != nil {
 			return err
 		}
@@ -670,14 +667,13 @@ func scanTasksInto(rows *sql.Rows, out map[int64]*sundial.Task) error {
 }
 
 // lockRunsFull locks the runs ids by primary key, waiting for other
-// holders, and returns them by ID with the server's clock (zero when none
-// exists).
-func lockRunsFull(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Run, int64, error) {
+// holders, and returns them by ID with the clock's reading once they are
+// locked.
+func lockRunsFull(ctx context.Context, tx *sql.Tx, ids []int64, clock func() time.Time) (map[int64]*sundial.Run, int64, error) {
 	out := make(map[int64]*sundial.Run, len(ids))
-	var now int64
 	for part := range slices.Chunk(ids, batchIDs) {
-		got, err := scanRunsNow(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+`, `+nowSQL+` FROM runs FORCE INDEX (PRIMARY)
-			WHERE id IN (`+placeholders(len(part))+`) FOR UPDATE`, int64Args(part)...))(&now)
+		got, err := sqlrow.ScanRuns(tx.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs FORCE INDEX (PRIMARY)
+			WHERE id IN (`+placeholders(len(part))+`) FOR UPDATE`, int64Args(part)...))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -685,27 +681,7 @@ func lockRunsFull(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sund
 			out[r.ID] = r
 		}
 	}
-	return out, now, nil
-}
-
-// scanRunsNow reads rows of sqlrow.RunCols followed by the server's clock, which
-// it stores in *now.
-func scanRunsNow(rows *sql.Rows, err error) func(now *int64) ([]*sundial.Run, error) {
-	return func(now *int64) ([]*sundial.Run, error) {
-		if err != nil {
-			return nil, err
-		}
-		defer rows.Close()
-		var out []*sundial.Run
-		for rows.Next() {
-			r, err := sqlrow.ScanRun(withExtra{rows, []any{now}})
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, r)
-		}
-		return out, rows.Err()
-	}
+	return out, sqlrow.Micros(clock()), nil
 }
 
 // withExtra scans further columns after the ones its caller asks for.

@@ -89,16 +89,15 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
 		// The shared lock on the task keeps TaskDelete (and PlanDue) from
 		// changing the task's runs, and TaskUpdate its priority, until this
 		// one is in.
-		var now int64
-		err := tx.QueryRowContext(ctx, `SELECT priority, `+nowSQL+` FROM tasks
-			WHERE id = ? AND deleted = 0 LOCK IN SHARE MODE`, r.TaskID).Scan(&r.Priority, &now)
+		err := tx.QueryRowContext(ctx, `SELECT priority FROM tasks
+			WHERE id = ? AND deleted = 0 LOCK IN SHARE MODE`, r.TaskID).Scan(&r.Priority)
 		if errors.Is(err, sql.ErrNoRows) {
 			return sqlrow.NotFound("task_id", "task %d not found", r.TaskID)
 		}
 		if err != nil {
 			return err
 		}
-		if err := prepareNew(r, sqlrow.FromMicros(now)); err != nil {
+		if err := prepareNew(r, sqlrow.Norm(s.clock())); err != nil {
 			return err
 		}
 		res, err := tx.ExecContext(ctx, runInsertSQL(1), runInsertArgs(nil, r)...)
@@ -160,16 +159,16 @@ func runListSQL(f sundial.RunListParams) (string, []any) {
 
 // lockRuns locks the runs ids by primary key and returns what RunStart and
 // RunFinish read of them (the columns of lockRunsCols), by ID, with the
-// server's clock; missing runs are absent from the map.
-func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.Run, int64, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, fence, status, deliveries, node_id, started_at, due_at, `+
-		nowSQL+` FROM runs WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, int64Args(ids)...)
+// clock's reading once they are locked; missing runs are absent from the
+// map.
+func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64, clock func() time.Time) (map[int64]*sundial.Run, int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT id, task_id, fence, status, deliveries, node_id, started_at, due_at
+		FROM runs WHERE id IN (`+placeholders(len(ids))+`) FOR UPDATE`, int64Args(ids)...)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer rows.Close()
 	out := make(map[int64]*sundial.Run, len(ids))
-	var now int64
 	for rows.Next() {
 		var (
 			r       sundial.Run
@@ -177,13 +176,16 @@ func lockRuns(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*sundial.
 			started sql.NullInt64
 			due     int64
 		)
-		if err := rows.Scan(&r.ID, &r.TaskID, &r.Fence, &status, &r.Deliveries, &r.NodeID, &started, &due, &now); err != nil {
+		if err := rows.Scan(&r.ID, &r.TaskID, &r.Fence, &status, &r.Deliveries, &r.NodeID, &started, &due); err != nil {
 			return nil, 0, err
 		}
 		r.Status, r.StartedAt, r.DueAt = sundial.RunStatus(status), sqlrow.TimePtr(started), sqlrow.FromMicros(due)
 		out[r.ID] = &r
 	}
-	return out, now, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	return out, sqlrow.Micros(clock()), nil
 }
 
 // applyBatch runs one UPDATE that joins runs to a derived table of the
@@ -232,7 +234,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (
 			for j, i := range part {
 				ids[j] = starts[i].ID
 			}
-			cur, _, err := lockRuns(ctx, tx, ids)
+			cur, _, err := lockRuns(ctx, tx, ids, s.clock)
 			if err != nil {
 				return err
 			}
@@ -286,7 +288,7 @@ func runFinishSQL(n int) string {
 // RunComplete and RunAdmit.
 func completeTaskSQL(n int) string {
 	return `UPDATE ` + joinValues("tasks", "t", []string{"id", "status", "updated_at"}, n) + `
-	SET t.status = v.status, t.version = t.version + 1, t.next_fire_at = NULL, t.updated_at = COALESCE(v.updated_at, ` + nowSQL + `)
+	SET t.status = v.status, t.version = t.version + 1, t.next_fire_at = NULL, t.updated_at = v.updated_at
 	WHERE t.status = 'ENABLED'`
 }
 
@@ -377,7 +379,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 			for j, i := range part {
 				ids[j] = finishes[i].ID
 			}
-			cur, now, err := lockRuns(ctx, tx, ids)
+			cur, now, err := lockRuns(ctx, tx, ids, s.clock)
 			if err != nil {
 				return err
 			}
@@ -440,10 +442,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 
 // lockReporting locks run id for a report of its delivery (RunComplete,
 // RunProgress) and checks it (sundial.Run.CheckReport), returning it with
-// the server's clock. With lockTask, the run's task is locked first, in
+// the clock's reading once it is locked. With lockTask, the run's task is locked first, in
 // the lock order of every method (a run's task never changes, so it is
 // read unlocked).
-func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bool) (*sundial.Run, time.Time, error) {
+func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bool, clock func() time.Time) (*sundial.Run, time.Time, error) {
 	if lockTask {
 		var taskID int64
 		err := tx.QueryRowContext(ctx, `SELECT task_id FROM runs WHERE id = ?`, id).Scan(&taskID)
@@ -457,7 +459,7 @@ func lockReporting(ctx context.Context, tx *sql.Tx, id, fence int64, lockTask bo
 			return nil, time.Time{}, err
 		}
 	}
-	got, now, err := lockRunsFull(ctx, tx, []int64{id})
+	got, now, err := lockRunsFull(ctx, tx, []int64{id}, clock)
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -487,7 +489,7 @@ func (s *Store) RunComplete(ctx context.Context, c sundial.RunCompleteParams) (_
 	c.FinishedAt, c.DueAt = sqlrow.NormZero(c.FinishedAt), sqlrow.NormZero(c.DueAt)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		r, now, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "")
+		r, now, err := lockReporting(ctx, tx, c.ID, c.Fence, c.CompleteTask != "", s.clock)
 		if err != nil {
 			return err
 		}
@@ -518,7 +520,7 @@ func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgressParams) (_
 	p.DueAt = sqlrow.NormZero(p.DueAt)
 	var out *sundial.Run
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		r, now, err := lockReporting(ctx, tx, p.ID, p.Fence, false)
+		r, now, err := lockReporting(ctx, tx, p.ID, p.Fence, false, s.clock)
 		if err != nil {
 			return err
 		}
@@ -600,7 +602,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 		if err != nil {
 			return err
 		}
-		got, _, err := lockRunsFull(ctx, tx, []int64{id})
+		got, _, err := lockRunsFull(ctx, tx, []int64{id}, s.clock)
 		if err != nil {
 			return err
 		}

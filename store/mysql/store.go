@@ -24,12 +24,16 @@ const DefaultMaxConns = 16
 type Options struct {
 	Logger   *slog.Logger // nil: discard
 	MaxConns int          // open connections at most; zero: DefaultMaxConns
+	// Clock is the store's clock (nil: time.Now), for the times a Store
+	// method records that its caller does not give (see sundial.Store).
+	Clock func() time.Time
 }
 
 // Store is a sundial.Store on one MySQL or MariaDB database.
 type Store struct {
-	db  *sql.DB
-	log *slog.Logger
+	db    *sql.DB
+	log   *slog.Logger
+	clock func() time.Time // Options.Clock
 	// closed is set by Close: every error after it is EUnavailable.
 	closed atomic.Bool
 }
@@ -94,7 +98,10 @@ func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	db.SetConnMaxIdleTime(5 * time.Minute)
-	s := &Store{db: db, log: opts.Logger.With("component", "store")}
+	s := &Store{db: db, log: opts.Logger.With("component", "store"), clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
 	var iso string
 	if err := db.QueryRowContext(ctx, `SELECT @@`+isolationVar(mariadb)).Scan(&iso); err != nil {
 		db.Close()
@@ -239,5 +246,6 @@ func retryable(err error) bool {
 func isDup(err error) bool { return errNumber(err) == errDupEntry }
 
 // nowSQL is the server's clock in microseconds since the Unix epoch,
-// independent of the session's time zone.
+// independent of the session's time zone: the database's clock of node
+// liveness (see sundial.Store).
 const nowSQL = `TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))`

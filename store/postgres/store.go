@@ -38,13 +38,16 @@ type Options struct {
 	// pool_max_conns, or pgxpool's default (the larger of 4 and the number
 	// of CPUs).
 	MaxConns int
+	// Clock is the store's clock (nil: time.Now), for the times a Store
+	// method records that its caller does not give (see sundial.Store).
+	Clock func() time.Time
 }
 
 // Store is a sundial.Store on a PostgreSQL database.
 type Store struct {
 	pool  *pgxpool.Pool
 	log   *slog.Logger
-	clock func() time.Time // the process's clock, for times the caller does not give
+	clock func() time.Time // Options.Clock
 	// closed is set by Close: every error after it is EUnavailable.
 	closed atomic.Bool
 }
@@ -70,7 +73,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: time.Now}
+	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

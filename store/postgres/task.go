@@ -200,7 +200,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	var runs []*sundial.Run
 	b.Queue(taskRunsSQL, t.ID).Query(lockedRuns(&runs))
 	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
-		c := sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now), now)
+		c := sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now, s.clock()), now)
 		if c.Empty() {
 			return nil
 		}
@@ -248,7 +248,7 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err er
 	var runs []*sundial.Run
 	b.Queue(taskRunsSQL, id).Query(lockedRuns(&runs))
 	err = s.inTx(ctx, b, func(tx pgx.Tx) error {
-		c := sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now), now)
+		c := sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now, s.clock()), now)
 		if c.Empty() {
 			return nil
 		}

@@ -50,6 +50,9 @@ type Options struct {
 	BusyTimeout time.Duration
 	// ReadConns caps the read pool; zero: GOMAXPROCS, at least 4.
 	ReadConns int
+	// Clock is the store's clock (nil: time.Now), for the times a Store
+	// method records that its caller does not give (see sundial.Store).
+	Clock func() time.Time
 }
 
 // Store is a sundial.Store on one SQLite file.
@@ -58,7 +61,7 @@ type Store struct {
 	r     *sql.DB // read-only connections
 	log   *slog.Logger
 	st    *stmts
-	clock func() time.Time // the "database's clock"
+	clock func() time.Time // Options.Clock, also the "database's clock" of node liveness
 	// closed is set by Close: every error after it is EUnavailable.
 	closed atomic.Bool
 }
@@ -80,7 +83,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = max(4, runtime.GOMAXPROCS(0))
 	}
-	s := &Store{log: opts.Logger.With("component", "store"), clock: time.Now}
+	s := &Store{log: opts.Logger.With("component", "store"), clock: opts.Clock}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
 
 	w, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, false))
 	if err != nil {

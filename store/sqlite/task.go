@@ -280,7 +280,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 		if err != nil {
 			return err
 		}
-		return s.apply(ctx, tx, sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now), now))
+		return s.apply(ctx, tx, sundial.TakeBackOnUpdate(t, runs, sundial.SendCutoff(now, s.clock()), now))
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "update task %d", t.ID)
@@ -314,7 +314,7 @@ func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err er
 		if err != nil {
 			return err
 		}
-		return s.apply(ctx, tx, sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now), now))
+		return s.apply(ctx, tx, sundial.TakeBackOnDelete(runs, sundial.SendCutoff(now, s.clock()), now))
 	})
 	if err != nil {
 		return sqlrow.Wrap(err, "delete task %d", id)

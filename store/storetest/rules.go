@@ -432,7 +432,7 @@ func testTakeBackRule(t *testing.T, open Opener) {
 					its = append(its, r)
 				}
 			}
-			cutoff := sundial.SendCutoff(t0)
+			cutoff := sundial.SendCutoff(t0, time.Now())
 			var c sundial.RunChanges
 			switch change {
 			case "update", "disable":
