@@ -65,16 +65,11 @@ func taskInsertManySQL(n int) string {
 // strings: utf8mb4_bin pads with spaces, so trailing spaces do not count.
 func padKey(s string) string { return strings.TrimRight(s, " ") }
 
-// TaskCreateMany inserts the tasks in one transaction, as TaskCreate does,
-// except for a task whose request_id names a live task: the same request
-// (RequestHash) is answered with that task, another is EConflict. An error
-// about one task is a *sundial.BatchError and inserts nothing.
-//
-// The transaction reads the live tasks with the batch's request IDs and
-// names (live_request_id, live_name), decides in Go, inserts the new tasks
-// in multi-row INSERTs and reads their IDs back by name: IDs of a
-// multi-row INSERT need not be consecutive (innodb_autoinc_lock_mode 2,
-// auto_increment_increment). A concurrent transaction that inserts one of
+// TaskCreateMany (see sundial.Store.TaskCreateMany): the transaction reads
+// the live tasks with the batch's request IDs and names (live_request_id,
+// live_name), decides in Go, inserts the new tasks in multi-row INSERTs
+// and reads their IDs back by name: IDs of a multi-row INSERT need not be
+// consecutive (innodb_autoinc_lock_mode 2, auto_increment_increment). A concurrent transaction that inserts one of
 // the request IDs or names first makes this one's INSERT wait for it and
 // then fail on the unique index; the transaction is then run again, and
 // finds the other's task: concurrent creations of one request make one

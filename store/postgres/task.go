@@ -347,9 +347,8 @@ type createPlan struct {
 	same     map[int]int
 }
 
-// TaskCreateMany inserts the tasks in one transaction, as TaskCreate does,
-// except those whose request_id names a live task (or an earlier task of
-// the batch) created by the same request, which are answered with it. The
+// TaskCreateMany (see sundial.Store.TaskCreateMany) answers a request
+// repeated within the batch with the batch's earlier task. The
 // transaction reads the live tasks with the batch's request IDs and names,
 // decides each task, then inserts the new ones in one statement. A
 // concurrent creation of one of them that committed in between makes the
