@@ -3,8 +3,8 @@
 // each database adapter implements, and every decision a store applies to
 // the rows it reads (delivery.go, admission.go, cancel.go, release.go,
 // takeback.go, oneoff.go), written once as pure functions. Adapters live in
-// their own packages (store/sqlite, executor, scheduler, api); cmd/sundial
-// wires them together.
+// their own packages (store/sqlite, store/postgres, store/mysql, executor,
+// scheduler, api); cmd/sundial wires them together.
 package sundial
 
 import (

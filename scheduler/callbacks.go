@@ -112,10 +112,7 @@ func applyRetry(t *sundial.Task, r *sundial.Run, delivery int, fin *sundial.RunF
 // callback, for retryAt.
 const callbackFailed = -1
 
-// complete ends the run of a callback whose token was issued for fence.
-// A failure is retried when the task's retry policy has attempts left. A
-// token of an earlier delivery, or a run already ended, is EConflict; the
-// store applies both checks atomically.
+// complete serves Scheduler.Complete.
 func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, cb sundial.CallbackReport) (*sundial.Run, error) {
 	if fence != r.Fence {
 		return nil, superseded(r.ID)
@@ -154,8 +151,7 @@ func (c *callbacks) end(ctx context.Context, t *sundial.Task, comp sundial.RunCo
 	return done, nil
 }
 
-// progress saves what a long job reports about run r (its progress and a
-// checkpoint to resume from) and extends the run's callback deadline.
+// progress serves Scheduler.Progress.
 func (c *callbacks) progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error) {
 	if fence != r.Fence {
 		return nil, superseded(r.ID)

@@ -61,11 +61,10 @@ var admitLastSQL = func() string {
 		ORDER BY scheduled_at DESC, id DESC LIMIT 1`
 }()
 
-// RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
-// in one transaction holding the task's row lock: admissions of one task
-// wait for each other on every node, and each reads what the previous one
-// committed. Should the transaction be retried after a deadlock, decide is
-// called again with the state read then.
+// RunAdmit (see sundial.Store.RunAdmit) holds the task's row lock:
+// admissions of one task wait for each other on every node, and each reads
+// what the previous one committed. Should the transaction be retried after a
+// deadlock, decide is called again with the state read then.
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -343,8 +343,7 @@ const missedCandidatesSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDE
 		WHERE status = 'SCHEDULED' AND node_id > '' AND due_at < ? AND deliveries = 0 AND trigger_type = 'SCHEDULE'
 		ORDER BY due_at, id LIMIT ?)`
 
-// RunUnplanMissed deletes the planned fires that missed reports too late
-// to start, whoever holds them, and rewinds their tasks. Like RunUnplan it
+// RunUnplanMissed (see sundial.Store.RunUnplanMissed), like RunUnplan,
 // locks the runs' tasks in ID order, then the runs, and checks each run
 // again under its lock.
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
@@ -414,11 +413,8 @@ const redeliverCandidatesSQL = `SELECT id, task_id, scheduled_at FROM runs FORCE
 
 const redeliverAfterSQL = ` AND (scheduled_at > ? OR (scheduled_at = ? AND id > ?))`
 
-// RunRedeliver takes up to limit INTERRUPTED runs, oldest first (scheduled
-// time, then ID), as sundial.Redeliver decides: each it may deliver again
-// becomes SCHEDULED again, held by nodeID, and is returned with its task;
-// the others become FAILED with their RedeliveryError, and a one-off task
-// whose scheduled run fails so fails too. Failed runs do not count in
+// RunRedeliver (see sundial.Store.RunRedeliver, sundial.Redeliver) takes
+// the oldest by scheduled time, then ID; failed runs do not count in
 // limit. Each round reads candidates without locking, locks their tasks
 // (shared, in ID order) so that none is deleted meanwhile, then the runs by
 // primary key with SKIP LOCKED: two redeliverers do not wait for each
@@ -543,10 +539,8 @@ const findStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r FORCE INDEX (
 	ORDER BY r.due_at, r.id
 	LIMIT ?`
 
-// RunFindStuck returns up to limit SCHEDULED runs due (due_at) before
-// dueBefore that nodeID holds, that no node holds, or whose node is not
-// ALIVE (including a node with no row in nodes), oldest (by due time, then
-// ID) first.
+// RunFindStuck (see sundial.Store.RunFindStuck): a node with no row in
+// nodes is not ALIVE.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

@@ -124,10 +124,9 @@
 // run_attempts (migrations/0003_attempts.sql) holds one row per ended
 // delivery, read by RunAttempts by run_id in ID order (run_attempts_run).
 // Its foreign key to runs is ON DELETE CASCADE: RunPurge takes a run's
-// attempts with it. (A SCHEDULED run delivered before is no longer deleted
-// by TaskUpdate, TaskDelete, RunRelease or RunUnplan: see Due times.)
-// Attempts are
-// inserted by multi-row INSERT ... VALUES, whose row count InnoDB knows in
+// attempts with it. (TaskUpdate, TaskDelete, RunRelease and RunUnplan
+// delete only runs whose delivery has not ended: see Due times.) Attempts
+// are inserted by multi-row INSERT ... VALUES, whose row count InnoDB knows in
 // advance, so that under innodb_autoinc_lock_mode 1 (MariaDB's default)
 // they do not hold the table's AUTO-INC lock for the statement, as
 // INSERT ... SELECT would.

@@ -10,8 +10,7 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
-// and HeartbeatAt from the database's clock.
+// NodeRegister: see sundial.Store.NodeRegister.
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -33,8 +32,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	return nil
 }
 
-// NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
-// ENotFound.
+// NodeHeartbeat: see sundial.Store.NodeHeartbeat.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = `+nowSQL+` WHERE id = ? AND state = 'ALIVE'`, id)
@@ -92,11 +90,10 @@ func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
 	return out, nil
 }
 
-// NodeReap declares DEAD every ALIVE node whose heartbeat is older than
-// deadAfter by the database's clock, releases their runs as RunRelease
-// does, and returns their IDs in order. The dead nodes' rows stay locked
-// until the release commits: a concurrent reaper waits, then finds them
-// DEAD, and a late heartbeat finds them no longer ALIVE.
+// NodeReap (see sundial.Store.NodeReap) returns the IDs in order. The dead
+// nodes' rows stay locked until the release commits: a concurrent reaper
+// waits, then finds them DEAD, and a late heartbeat finds them no longer
+// ALIVE.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

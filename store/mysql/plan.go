@@ -34,13 +34,10 @@ const planLockSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks FORCE INDEX (PRIM
 // planners hold the first ones.
 const planRounds = 4
 
-// PlanDue claims up to limit due tasks, earliest first (next_fire_at, then
-// ID), and inserts the runs plan makes of each, with the task's priority,
-// all in one transaction. Each task's next_fire_at
-// becomes Plan.Next; its version and updated_at do not change. Concurrent
-// planners skip each other's tasks instead of waiting (see the package
-// documentation). Should the transaction be retried after a deadlock, plan
-// is called again for the tasks claimed then.
+// PlanDue (see sundial.Store.PlanDue): concurrent planners skip each other's
+// tasks instead of waiting (see the package documentation). Should the
+// transaction be retried after a deadlock, plan is called again for the
+// tasks claimed then.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
 	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)

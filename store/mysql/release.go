@@ -9,7 +9,7 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// RunRelease gives up nodeID's runs on shutdown.
+// RunRelease: see sundial.Store.RunRelease, and release.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -217,9 +217,9 @@ func runStartSQL(n int) string {
 	WHERE r.fence = v.fence AND r.status = 'SCHEDULED'`
 }
 
-// RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
-// matches: it locks the batch's runs, picks those that may start, and
-// starts them in one UPDATE per chunk.
+// RunStart (see sundial.Store.RunStart) locks the batch's runs, picks those
+// that may start (sundial.RunStartParams.Applies), and starts them in one
+// UPDATE per chunk.
 func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
@@ -331,16 +331,15 @@ func lockTaskRows(ctx context.Context, tx *sql.Tx, ids []int64) error {
 	return nil
 }
 
-// RunFinish records outcomes of active runs, each only if it applies
-// (sundial.RunFinishParams.Applies: its fence matches and its status may move to
-// the outcome's). An outcome no active run may reach (SCHEDULED, SKIPPED,
-// ...) refuses the whole batch with EConflict. Like RunStart, it locks the
-// batch's runs, decides in Go what each outcome makes of its run and its
-// attempt (sundial.RunFinishParams.Apply), and writes the runs in one UPDATE and
-// the attempts in one INSERT per chunk; a run listed twice is finished in
-// order (its second outcome meets it as the first left it). When an outcome
-// ends a task (CompleteTask), the tasks of those outcomes are locked
-// first, before the runs, in the lock order of every method; a batch
+// RunFinish (see sundial.Store.RunFinish) records the outcomes that apply
+// (sundial.RunFinishParams.Applies); an outcome no active run may reach
+// refuses the whole batch (sundial.RunFinishParams.Check). Like RunStart, it
+// locks the batch's runs, decides in Go what each outcome makes of its run
+// and its attempt (sundial.RunFinishParams.Apply), and writes the runs in
+// one UPDATE and the attempts in one INSERT per chunk; a run listed twice is
+// finished in order (its second outcome meets it as the first left it). When
+// an outcome ends a task (CompleteTask), the tasks of those outcomes are
+// locked first, before the runs, in the lock order of every method; a batch
 // without one reads no task.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (_ []bool, err error) {
 	defer s.classify(&err)
@@ -546,9 +545,7 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX 
 	ORDER BY waiting_due, id
 	LIMIT ?`
 
-// RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
-// callback deadline (due_at) is at or before now, oldest first, and their
-// tasks, deleted ones too, by ID.
+// RunCallbackExpired: see sundial.Store.RunCallbackExpired.
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -583,10 +580,8 @@ func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*
 	return out, nil
 }
 
-// RunCancel cancels a run as sundial.Cancel decides: SCHEDULED and QUEUED
-// ones at once; RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
-// CancelRequested. A final run is EConflict. The run's task is locked
-// first (its one-off end may come with the run's), then the run, in the
+// RunCancel (see sundial.Store.RunCancel, sundial.Cancel) locks the run's
+// task first (its one-off end may come with the run's), then the run, in the
 // lock order of every method.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)

@@ -65,20 +65,16 @@ func taskInsertManySQL(n int) string {
 // strings: utf8mb4_bin pads with spaces, so trailing spaces do not count.
 func padKey(s string) string { return strings.TrimRight(s, " ") }
 
-// TaskCreateMany inserts the tasks in one transaction, as TaskCreate does,
-// except for a task whose request_id names a live task: the same request
-// (RequestHash) is answered with that task, another is EConflict. An error
-// about one task is a *sundial.BatchError and inserts nothing.
-//
-// The transaction reads the live tasks with the batch's request IDs and
-// names (live_request_id, live_name), decides in Go, inserts the new tasks
-// in multi-row INSERTs and reads their IDs back by name: IDs of a
-// multi-row INSERT need not be consecutive (innodb_autoinc_lock_mode 2,
-// auto_increment_increment). A concurrent transaction that inserts one of
-// the request IDs or names first makes this one's INSERT wait for it and
-// then fail on the unique index; the transaction is then run again, and
-// finds the other's task: concurrent creations of one request make one
-// task, and every caller is answered with it.
+// TaskCreateMany (see sundial.Store.TaskCreateMany): the transaction reads
+// the live tasks with the batch's request IDs and names (live_request_id,
+// live_name), decides in Go, inserts the new tasks in multi-row INSERTs and
+// reads their IDs back by name: IDs of a multi-row INSERT need not be
+// consecutive (innodb_autoinc_lock_mode 2, auto_increment_increment). A
+// concurrent transaction that inserts one of the request IDs or names first
+// makes this one's INSERT wait for it and then fail on the unique index; the
+// transaction is then run again, and finds the other's task: concurrent
+// creations of one request make one task, and every caller is answered with
+// it.
 func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) (_ []bool, err error) {
 	defer s.classify(&err)
 	existed := make([]bool, len(ts))
@@ -378,9 +374,9 @@ func lockTaskRuns(ctx context.Context, tx *sql.Tx, id int64) ([]*sundial.Run, er
 	return sqlrow.ScanRuns(tx.QueryContext(ctx, taskRunsSQL, id))
 }
 
-// TaskUpdate replaces the task whose ID and Version match t, and takes back
-// its runs as sundial.TakeBackOnUpdate decides. The UPDATE locks the task
-// row first, then the runs: the lock order of every method.
+// TaskUpdate (see sundial.Store.TaskUpdate, sundial.TakeBackOnUpdate) locks
+// the task row first (its UPDATE), then the runs: the lock order of every
+// method.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := taskArgs(t)
@@ -435,8 +431,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// TaskDelete marks the task deleted, and takes back its runs as
-// sundial.TakeBackOnDelete decides.
+// TaskDelete: see sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -88,9 +88,8 @@ var (
 // lock.
 var admitWriteSQL = runsWriteSQL + ` AND runs.fence = $23 AND runs.status = $24 RETURNING runs.id`
 
-// RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
-// in one transaction that holds the task's row lock, in three round trips:
-// BEGIN with the lock and every read, the writes, COMMIT.
+// RunAdmit (see sundial.Store.RunAdmit) holds the task's row lock, in three
+// round trips: BEGIN with the lock and every read, the writes, COMMIT.
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

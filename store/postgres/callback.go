@@ -134,10 +134,9 @@ var callbackExpiredSQL = `WITH due AS (
 		LEFT JOIN t ON t.id = c.task_id AND c.n = 1
 	ORDER BY c.due_at, c.id`
 
-// RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
-// callback deadline is at or before now, oldest first, and their tasks,
-// deleted ones included, in one statement. It takes no lock: the caller
-// ends them with RunComplete, whose fence settles any race.
+// RunCallbackExpired (see sundial.Store.RunCallbackExpired) is one
+// statement and takes no lock: the caller ends the runs with RunComplete,
+// whose fence settles any race.
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

@@ -297,10 +297,9 @@ var missedPickSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE status = 'SCHEDULED' AND node_id <> '' AND due_at < $1 AND deliveries = 0 AND trigger_type = 'SCHEDULE'
 		ORDER BY due_at, id LIMIT $2)`
 
-// RunUnplanMissed deletes the planned fires that missed reports too late
-// to start, whoever holds them, and rewinds their tasks, as
-// sundial.UnplanMissed decides. Their tasks are locked first, in ID order,
-// as every writer of a task's runs does, then the runs to delete.
+// RunUnplanMissed (see sundial.Store.RunUnplanMissed, sundial.UnplanMissed)
+// locks the runs' tasks first, in ID order, as every writer of a task's
+// runs does, then the runs to delete.
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
 	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
 	defer s.classify(&err)
@@ -388,11 +387,10 @@ const redeliverTasksSQL = `SELECT ` + sqlrow.TaskCols + `, deleted FROM tasks
 	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
 	ORDER BY id FOR SHARE`
 
-// RunRedeliver takes up to limit INTERRUPTED runs that may be delivered
-// again, oldest first, and schedules them for nodeID, and fails the others
-// among the oldest (up to four times limit, at most 1,000), as
-// sundial.Redeliver decides: the limit counts only the runs it
-// redelivers. The pick takes no lock; then one transaction locks the
+// RunRedeliver (see sundial.Store.RunRedeliver, sundial.Redeliver) picks
+// among the oldest INTERRUPTED runs (up to four times limit, at most
+// 1,000); limit counts only the runs it redelivers. The pick takes no
+// lock; then one transaction locks the
 // picked runs' tasks (FOR SHARE, in ID order) and the runs, decides each
 // under the locks, and writes. (Failing a one-off task upgrades its shared
 // lock to an exclusive one.)
@@ -469,9 +467,7 @@ const runFindStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r
 	ORDER BY r.due_at, r.id
 	LIMIT $3`
 
-// RunFindStuck returns up to limit (sqlrow.ClampLimit) SCHEDULED runs due
-// (due_at) before dueBefore held by nodeID, by no node, or by a node that
-// is not ALIVE (or unknown), oldest due first. It takes no lock: the caller
+// RunFindStuck (see sundial.Store.RunFindStuck) takes no lock: the caller
 // claims what it finds with RunClaim, whose fences settle any race.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)

@@ -30,8 +30,8 @@
 // so that any bytes a target answers with are kept as received; so is
 // run_attempts.response_body. run_attempts holds one row per delivery that
 // ended (RunAttempts reads them by run_id, id); its run_id references runs
-// ON DELETE CASCADE, so that deleting a run (RunPurge, or a SCHEDULED run
-// delivered before) deletes its attempts.
+// ON DELETE CASCADE, so that RunPurge, deleting a run, deletes its attempts
+// (the other deletes take only runs whose delivery has not ended).
 //
 // # Rules
 //
@@ -153,10 +153,10 @@
 // lock of a one-off task it fails under it.) PlanDue cannot deadlock: it
 // never waits for a task lock, and it inserts runs only for the tasks it
 // holds; RunClaimDue cannot either, as it waits for no lock. The methods
-// that take no callback (RunStart, RunFinish, RunRelease, NodeReap,
-// RunPurge, RunClaim, RunUnplan, RunUnplanMissed, RunRedeliver) are retried
-// a few times if PostgreSQL reports a deadlock or serialisation failure;
-// RunAdmit is not, because that would call decide again, so the rare
-// deadlock between a CANCEL_PREV admission and a RunFinish of the runs it
-// cancels reaches its caller as an internal error.
+// that take no callback, or only a pure one (RunStart, RunFinish,
+// RunRelease, NodeReap, RunPurge, RunClaim, RunUnplan, RunUnplanMissed,
+// RunRedeliver) are retried a few times if PostgreSQL reports a deadlock
+// or serialisation failure; RunAdmit is not, because that would call
+// decide again, so the rare deadlock between a CANCEL_PREV admission and a
+// RunFinish of the runs it cancels reaches its caller as an internal error.
 package postgres

@@ -12,8 +12,8 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
-// and HeartbeatAt from the server's clock.
+// NodeRegister (see sundial.Store.NodeRegister): the database's clock is
+// the server's.
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -33,8 +33,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	return nil
 }
 
-// NodeHeartbeat renews an ALIVE node's heartbeat with the server's clock;
-// any other node is ENotFound.
+// NodeHeartbeat (see sundial.Store.NodeHeartbeat) uses the server's clock.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET heartbeat_at = `+dbNow+` WHERE id = $1 AND state = 'ALIVE'`, id)
@@ -96,9 +95,9 @@ const nodeReapSQL = `UPDATE nodes SET state = 'DEAD' WHERE id = ANY (ARRAY(
 		ORDER BY id FOR UPDATE SKIP LOCKED))
 	RETURNING id`
 
-// NodeReap declares DEAD every ALIVE node whose heartbeat is older than
-// deadAfter by the server's clock, releases their runs as RunRelease does,
-// and returns their IDs in order, all in one transaction.
+// NodeReap (see sundial.Store.NodeReap) judges heartbeats by the server's
+// clock and releases every dead node's runs in one transaction; it returns
+// the IDs in order.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

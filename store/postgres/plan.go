@@ -34,11 +34,8 @@ const planNextSQL = `UPDATE tasks SET next_fire_at = u.next
 // planInsertChunk caps the runs one INSERT carries.
 const planInsertChunk = 2000
 
-// PlanDue claims up to limit due tasks, earliest first, and inserts the
-// runs plan makes of each, at the task's priority, in one transaction and three round trips: BEGIN
-// with the claim, the inserts with the advance of next_fire_at, COMMIT.
-// Each task's next_fire_at becomes Plan.Next; its version and updated_at do
-// not change.
+// PlanDue (see sundial.Store.PlanDue) takes three round trips: BEGIN with
+// the claim, the inserts with the advance of next_fire_at, COMMIT.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
 	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)

@@ -277,8 +277,8 @@ var runStartSQL = `UPDATE runs
 	WHERE runs.id = ANY($1) AND runs.id = u.id AND runs.fence = u.fence AND coalesce(runs.status = 'SCHEDULED', false)
 	RETURNING runs.id`
 
-// RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
-// matches, in one statement (one per repeat of an ID) and one round trip.
+// RunStart (see sundial.Store.RunStart) is one statement (one per repeat of
+// an ID) and one round trip.
 func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
@@ -399,17 +399,11 @@ func finishSQL(complete bool) string {
 	SELECT id FROM done`
 }
 
-// RunFinish records outcomes of active runs, each only if its fence matches
-// and its status may move to the outcome's, in one statement (one per
-// repeat of an ID) and one round trip. Each outcome of a RUNNING run is
-// also recorded as an attempt (runFinishSQL). An outcome no active run may reach
-// (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
-//
-// An outcome with Retry sends its run back to SCHEDULED, held by no node
-// and due at DueAt, after its attempt is recorded with its Status; a
-// WAITING_CALLBACK outcome sets the run's due_at to DueAt, the callback
-// deadline. CompleteTask ends the run's task (if ENABLED) in the same
-// transaction: the batch then first locks those tasks, in ID order.
+// RunFinish (see sundial.Store.RunFinish) is one statement (one per repeat
+// of an ID) and one round trip, which records the attempts too
+// (runFinishSQL). An outcome no active run may reach refuses the whole
+// batch (sundial.RunFinishParams.Check). A batch with CompleteTask first
+// locks those tasks, in ID order.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
@@ -513,12 +507,9 @@ const taskEndLockSQL = runUnplanLockSQL
 const completeTaskSQL = `UPDATE tasks SET status = $1, version = version + 1, next_fire_at = NULL, updated_at = $2
 	WHERE id = $3 AND status = 'ENABLED'`
 
-// RunCancel cancels a run as sundial.Cancel decides: SCHEDULED and QUEUED
-// ones at once; RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
-// CancelRequested. A final run is EConflict. It is one transaction and
-// three round trips: BEGIN with the locks of the run's task (its one-off
-// end may come with the run's) and of the run, then the writes, then
-// COMMIT.
+// RunCancel (see sundial.Store.RunCancel, sundial.Cancel) is one transaction
+// and three round trips: BEGIN with the locks of the run's task (its one-off
+// end may come with the run's) and of the run, then the writes, then COMMIT.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -587,7 +578,7 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run,
 	return nil, sqlrow.Wrap(badTextOr(err), "list runs of node %s", nodeID)
 }
 
-// RunRelease gives up nodeID's runs on shutdown (see release).
+// RunRelease: see sundial.Store.RunRelease, and releaseWrite.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -174,12 +174,11 @@ var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 	WHERE task_id = $1 AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + `
 	ORDER BY id FOR UPDATE`
 
-// TaskUpdate replaces the task whose ID and Version match t, and takes back
-// its runs as sundial.TakeBackOnUpdate decides, in one transaction and
-// three round trips: BEGIN with the UPDATE and the read of the runs (locked),
-// the writes, COMMIT. The UPDATE takes the task's row lock first, so the
-// read (a later statement, with a later snapshot) also sees the runs a
-// planner that held the lock just committed.
+// TaskUpdate (see sundial.Store.TaskUpdate, sundial.TakeBackOnUpdate) is one
+// transaction and three round trips: BEGIN with the UPDATE and the read of
+// the runs (locked), the writes, COMMIT. The UPDATE takes the task's row
+// lock first, so the read (a later statement, with a later snapshot) also
+// sees the runs a planner that held the lock just committed.
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
@@ -231,9 +230,8 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 // version, before its runs are read.
 var errStaleOrGone = errors.New("no live task with this ID and version")
 
-// TaskDelete marks the task deleted and takes back its runs as
-// sundial.TakeBackOnDelete decides. As in TaskUpdate, the UPDATE locks the
-// task before the read of its runs.
+// TaskDelete (see sundial.Store.TaskDelete, sundial.TakeBackOnDelete): as
+// in TaskUpdate, the UPDATE locks the task before the read of its runs.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -347,15 +345,14 @@ type createPlan struct {
 	same     map[int]int
 }
 
-// TaskCreateMany inserts the tasks in one transaction, as TaskCreate does,
-// except those whose request_id names a live task (or an earlier task of
-// the batch) created by the same request, which are answered with it. The
-// transaction reads the live tasks with the batch's request IDs and names,
-// decides each task, then inserts the new ones in one statement. A
-// concurrent creation of one of them that committed in between makes the
-// insert fail on a unique index (tasks_request_live, tasks_name_live):
-// the whole transaction runs again, and then finds that task. So concurrent
-// calls with one request create one task, and each caller gets it.
+// TaskCreateMany (see sundial.Store.TaskCreateMany) answers a request
+// repeated within the batch with the batch's earlier task. The transaction
+// reads the live tasks with the batch's request IDs and names, decides each
+// task, then inserts the new ones in one statement. A concurrent creation of
+// one of them that committed in between makes the insert fail on a unique
+// index (tasks_request_live, tasks_name_live): the whole transaction runs
+// again, and then finds that task. So concurrent calls with one request
+// create one task, and each caller gets it.
 func (s *Store) TaskCreateMany(ctx context.Context, ts []*sundial.Task, now time.Time) (_ []bool, err error) {
 	defer s.classify(&err)
 	existed := make([]bool, len(ts))

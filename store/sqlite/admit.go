@@ -55,11 +55,8 @@ var admitLastSQL = func() string {
 		ORDER BY scheduled_at DESC, id DESC LIMIT 1`
 }()
 
-// RunAdmit decides and applies what the SCHEDULED or QUEUED run id becomes,
-// in one write transaction (which holds every task's lock): it reads the
-// run, its task and what the policies look at, calls decide, checks the
-// decision (sundial.Admission.Check), cancels the runs it cancels
-// (sundial.Cancel) and writes the run as the decision leaves it.
+// RunAdmit (see sundial.Store.RunAdmit): the write transaction, the single
+// writer's, holds every task's lock at once.
 func (s *Store) RunAdmit(ctx context.Context, id, fence int64, now time.Time, decide sundial.AdmitFunc) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

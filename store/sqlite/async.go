@@ -100,9 +100,7 @@ func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgressParams) (_
 const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY runs_waiting
 	WHERE status = 'WAITING_CALLBACK' AND due_at <= ? ORDER BY due_at, id LIMIT ?`
 
-// RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
-// deadline is at or before now, by deadline, and their tasks, deleted ones
-// too: a deleted task's run still ends.
+// RunCallbackExpired: see sundial.Store.RunCallbackExpired.
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

@@ -168,8 +168,7 @@ const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXE
 			AND deliveries = 0 AND trigger_type = 'SCHEDULE'
 		ORDER BY due_at, id LIMIT ?2)`
 
-// RunUnplanMissed deletes the planned fires that missed reports too late
-// to start, whoever holds them, and rewinds their tasks.
+// RunUnplanMissed: see sundial.Store.RunUnplanMissed (sundial.UnplanMissed).
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
 	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
 	defer s.classify(&err)
@@ -206,9 +205,9 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 const redeliverSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE status = 'INTERRUPTED'
 	ORDER BY scheduled_at, id LIMIT ?`
 
-// RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
-// that cannot be delivered again, as sundial.Redeliver decides, among the
-// oldest (up to four times limit, at most 1,000).
+// RunRedeliver (see sundial.Store.RunRedeliver) reads the oldest
+// INTERRUPTED runs, up to four times limit (at most 1,000), for
+// sundial.Redeliver to decide.
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -244,8 +243,7 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	return runs, tasks, nil
 }
 
-// RunFindStuck returns SCHEDULED runs due before dueBefore held by nodeID,
-// by no node, or by a node that is not ALIVE.
+// RunFindStuck: see sundial.Store.RunFindStuck.
 func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)
 	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs

@@ -10,8 +10,8 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
-// and HeartbeatAt from the database's clock.
+// NodeRegister (see sundial.Store.NodeRegister): the database's clock is
+// this process's.
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -30,8 +30,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	return nil
 }
 
-// NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
-// ENotFound.
+// NodeHeartbeat: see sundial.Store.NodeHeartbeat.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE id = ? AND state = 'ALIVE'`,
@@ -89,9 +88,9 @@ func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
 	return out, nil
 }
 
-// NodeReap declares DEAD every ALIVE node whose heartbeat is older than
-// deadAfter by the database's clock, releases their runs as RunRelease
-// does, and returns their IDs in order.
+// NodeReap (see sundial.Store.NodeReap) releases each dead node's runs as
+// RunRelease does, in the same write transaction; it returns the IDs in
+// order.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

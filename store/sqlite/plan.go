@@ -20,9 +20,8 @@ const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks INDEXED BY tasks_d
 
 const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
 
-// PlanDue claims up to limit due tasks, most urgent first, and inserts the
-// runs plan makes of each, all in one write transaction. Each task's
-// next_fire_at becomes Plan.Next; its version and updated_at do not change.
+// PlanDue (see sundial.Store.PlanDue): the single writer holds every task,
+// so no other planner can claim one meanwhile.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
 	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)

@@ -99,8 +99,7 @@ var runStartSQL = `UPDATE runs
 		deliveries = deliveries + 1, updated_at = ?2, ` + sqlrow.StartClears("") + `
 	WHERE id = ?4 AND fence = ?5 AND status = 'SCHEDULED'`
 
-// RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
-// matches.
+// RunStart: see sundial.Store.RunStart.
 func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
@@ -164,9 +163,8 @@ const runRetrySQL = `UPDATE runs SET status = 'SCHEDULED', node_id = '', finishe
 const completeTaskSQL = `UPDATE tasks SET status = ?1, version = version + 1, next_fire_at = NULL, updated_at = ?2
 	WHERE id = (SELECT task_id FROM runs WHERE id = ?3) AND status = 'ENABLED'`
 
-// RunFinish records outcomes of active runs, each only if its fence matches
-// and its status may move to the outcome's. An outcome no active run may
-// reach (SCHEDULED, SKIPPED, ...) refuses the whole batch with EConflict.
+// RunFinish (see sundial.Store.RunFinish): an outcome no active run may
+// reach refuses the whole batch (sundial.RunFinishParams.Check).
 //
 // An outcome with Retry is recorded as any other (the run row, then its
 // attempt copied from it) and the run is then sent back to SCHEDULED; so is
@@ -268,9 +266,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 	return ok, nil
 }
 
-// RunCancel cancels a run (sundial.Cancel): SCHEDULED and QUEUED ones at
-// once, RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
-// CancelRequested. A final run is EConflict.
+// RunCancel: see sundial.Store.RunCancel (sundial.Cancel).
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -332,7 +328,7 @@ func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run,
 	return out, nil
 }
 
-// RunRelease gives up nodeID's runs on shutdown.
+// RunRelease: see sundial.Store.RunRelease, and release.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

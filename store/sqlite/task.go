@@ -241,8 +241,7 @@ var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 	WHERE task_id = ? AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + `
 	ORDER BY id`
 
-// TaskUpdate replaces the task whose ID and Version match t, and takes
-// back its runs as sundial.TakeBackOnUpdate decides.
+// TaskUpdate: see sundial.Store.TaskUpdate (sundial.TakeBackOnUpdate).
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
@@ -293,8 +292,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// TaskDelete marks the task deleted and takes back its runs as
-// sundial.TakeBackOnDelete decides.
+// TaskDelete: see sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
