@@ -94,34 +94,6 @@ func Release(runs []*Run, reason string, now time.Time) RunChanges {
 	return c
 }
 
-// Unplan decides RunUnplan: of runs, read by the IDs of refs, each that
-// nodeID holds under its ref's fence and that is SCHEDULED is given up at
-// now: a Planned fire is deleted and its task rewound to it, a run
-// delivered before handed back to no node, as it is; a manual run never
-// delivered stays (no planner would make it again). A run named twice is
-// given up once.
-func Unplan(runs map[int64]*Run, nodeID string, refs []RunRef, now time.Time) RunChanges {
-	var c RunChanges
-	done := map[int64]bool{}
-	for _, ref := range refs {
-		r := runs[ref.ID]
-		if r == nil || done[r.ID] || r.Fence != ref.Fence || r.NodeID != nodeID || r.Status != RunScheduled {
-			continue
-		}
-		switch {
-		case r.Planned():
-			c.unplan(r)
-		case r.Deliveries > 0:
-			r.NodeID, r.UpdatedAt = "", now
-			c.Update = append(c.Update, r)
-		default:
-			continue
-		}
-		done[r.ID] = true
-	}
-	return c
-}
-
 // UnplanMissed decides RunUnplanMissed: of runs (read under their locks,
 // with their tasks, deleted ones too), each that is still Missable before
 // before and that missed reports too late to start is deleted, and its

@@ -49,31 +49,7 @@ func TestRelease(t *testing.T) {
 	}
 }
 
-func TestUnplan(t *testing.T) {
-	runs := map[int64]*Run{
-		1: aRun(RunScheduled, func(r *Run) { r.ID, r.ScheduledTime = 1, ts(60) }),
-		2: aRun(RunScheduled, func(r *Run) { r.ID, r.ScheduledTime = 2, ts(50) }),
-		3: aRun(RunScheduled, func(r *Run) { r.ID, r.NodeID = 3, "node-b" }),
-		4: aRun(RunScheduled, func(r *Run) { r.ID, r.Fence = 4, 9 }),
-		5: aRun(RunScheduled, func(r *Run) { r.ID, r.Trigger = 5, TriggerManual }),
-		6: aRun(RunScheduled, func(r *Run) { r.ID, r.Deliveries = 6, 1 }),
-		7: aRun(RunRunning, func(r *Run) { r.ID = 7 }),
-	}
-	var refs []RunRef
-	for _, id := range []int64{1, 2, 3, 4, 5, 6, 7, 1, 99} {
-		refs = append(refs, RunRef{ID: id, Fence: 3})
-	}
-	c := Unplan(runs, "node-a", refs, ts(100))
-	if ids := c.DeleteIDs(); !reflect.DeepEqual(ids, []int64{1, 2}) {
-		t.Errorf("deleted %v, want 1 and 2", ids)
-	}
-	if !reflect.DeepEqual(c.Rewind, map[int64]time.Time{1: ts(50)}) {
-		t.Errorf("rewind %v", c.Rewind)
-	}
-	if len(c.Update) != 1 || c.Update[0].ID != 6 || c.Update[0].NodeID != "" || !c.Update[0].UpdatedAt.Equal(ts(100)) {
-		t.Errorf("updated %+v, want run 6 handed back", c.Update)
-	}
-
+func TestUnplanMissed(t *testing.T) {
 	missed := func(r *Run, tk *Task) bool { return r.ID != 12 }
 	mr := []*Run{
 		aRun(RunScheduled, func(r *Run) { r.ID, r.ScheduledTime, r.DueAt = 10, ts(5), ts(5) }),
@@ -83,7 +59,7 @@ func TestUnplan(t *testing.T) {
 		aRun(RunRunning, func(r *Run) { r.ID = 14 }),
 		aRun(RunScheduled, func(r *Run) { r.ID, r.Deliveries = 15, 1 }),
 	}
-	c = UnplanMissed(mr, nil, ts(10), missed)
+	c := UnplanMissed(mr, nil, ts(10), missed)
 	if ids := c.DeleteIDs(); !reflect.DeepEqual(ids, []int64{10}) {
 		t.Errorf("UnplanMissed deleted %v, want 10", ids)
 	}

@@ -200,14 +200,6 @@ type Store interface {
 	// each only if its fence still matches: it sets their node and bumps
 	// their fence. It returns the runs it took, and their tasks by ID.
 	RunClaim(ctx context.Context, nodeID string, refs []RunRef) ([]*Run, map[int64]*Task, error)
-	// RunUnplan deletes the given SCHEDULED runs held by nodeID (each only if
-	// its fence matches; MANUAL runs, which no planner makes again, are left
-	// alone) and rewinds each task's NextFireTime to its earliest deleted
-	// run when that is earlier, so that the planner plans those fires again:
-	// used for runs found too late to fire, which then follow the task's
-	// catch-up mode. Runs delivered before are handed back to no node
-	// instead of deleted.
-	RunUnplan(ctx context.Context, nodeID string, refs []RunRef) error
 	// RunUnplanMissed deletes, in one transaction, the planned fires that
 	// came too late to start: up to limit SCHEDULED runs never delivered
 	// and made by the planner (trigger SCHEDULE), due before before,

@@ -304,34 +304,6 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	return out, tasks, nil
 }
 
-// RunUnplan gives up the given SCHEDULED runs that nodeID holds under the
-// given fence, as sundial.Unplan decides: planned fires are deleted and
-// their tasks rewound, runs delivered before (waiting for a retry, or
-// redelivered) handed back to no node, as they are, for any node to claim.
-// It locks the runs' tasks in ID order, then the runs.
-func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
-	defer s.classify(&err)
-	if len(refs) == 0 {
-		return nil
-	}
-	ids := refIDs(refs)
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		taskIDs, err := taskIDsOfRuns(ctx, tx, ids)
-		if err != nil {
-			return err
-		}
-		if _, err := lockTasks(ctx, tx, taskIDs, true, false); err != nil {
-			return err
-		}
-		cur, now, err := lockRunsFull(ctx, tx, ids, s.clock)
-		if err != nil {
-			return err
-		}
-		return apply(ctx, tx, sundial.Unplan(cur, nodeID, refs, sqlrow.FromMicros(now)))
-	})
-	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
-}
-
 // missedCandidatesSQL reads, without locking, the planned fires due before
 // ? (the first two arguments) that no node holds and those a node holds,
 // up to ? of each, through runs_claim.

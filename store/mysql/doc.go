@@ -103,11 +103,10 @@
 //     candidates read, at most claimRounds times. It takes no task lock and
 //     never waits: concurrent claimers neither wait for each other nor take
 //     one run twice.
-//   - RunClaim and RunUnplan read which tasks their runs belong to, lock
-//     those task rows in ID order (RunClaim shared, RunUnplan exclusively:
-//     it rewinds next_fire_at), then lock the runs by primary key, waiting,
-//     and decide in Go which apply (status, holder, fence) before one
-//     UPDATE or DELETE by primary key.
+//   - RunClaim reads which tasks its runs belong to, locks those task rows
+//     shared in ID order, then locks the runs by primary key, waiting, and
+//     decides in Go which apply (status, holder, fence) before one UPDATE
+//     by primary key.
 //   - RunRedeliver reads INTERRUPTED candidates oldest first without
 //     locking, locks their tasks shared in ID order (a task cannot be
 //     deleted while its run becomes SCHEDULED again), then the runs by
@@ -124,7 +123,7 @@
 // run_attempts (migrations/0003_attempts.sql) holds one row per ended
 // delivery, read by RunAttempts by run_id in ID order (run_attempts_run).
 // Its foreign key to runs is ON DELETE CASCADE: RunPurge takes a run's
-// attempts with it. (TaskUpdate, TaskDelete, RunRelease and RunUnplan
+// attempts with it. (TaskUpdate, TaskDelete, RunRelease and RunUnplanMissed
 // delete only runs whose delivery has not ended: see Due times.) Attempts
 // are inserted by multi-row INSERT ... VALUES, whose row count InnoDB knows in
 // advance, so that under innodb_autoinc_lock_mode 1 (MariaDB's default)
@@ -142,7 +141,7 @@
 // other, so that only runs entering or leaving WAITING_CALLBACK change it.
 // SCHEDULED runs delivered before (Deliveries > 0, waiting for a retry) are
 // no planner's to make again: TaskUpdate keeps them, TaskDelete cancels
-// them, and RunRelease, NodeReap and RunUnplan hand them back to no node
+// them, and RunRelease and NodeReap hand them back to no node
 // instead of deleting them.
 //
 // # Claim order

@@ -247,44 +247,6 @@ func refIDs(refs []sundial.RunRef) []int64 {
 	return slices.Compact(ids)
 }
 
-// runUnplanLockSQL locks, in ID order, the tasks of the runs $1: RunUnplan
-// rewinds them.
-const runUnplanLockSQL = `SELECT id FROM tasks
-	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
-	ORDER BY id FOR UPDATE`
-
-// RunUnplan gives up the given SCHEDULED runs that nodeID holds under the
-// given fence, as sundial.Unplan decides: planned fires are deleted and
-// their tasks rewound, runs delivered before handed back to no node. One
-// transaction: BEGIN with the runs' tasks locked (FOR UPDATE, in ID order)
-// and the runs locked and read, then the writes, then COMMIT.
-func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
-	defer s.classify(&err)
-	if len(refs) == 0 {
-		return nil
-	}
-	ids := refIDs(refs)
-	now := sqlrow.Norm(s.clock())
-	err = retry(ctx, func() error {
-		var locked []*sundial.Run
-		b := beginBatch()
-		b.Queue(runUnplanLockSQL, ids)
-		b.Queue(runsLockSQL, ids).Query(lockedRuns(&locked))
-		return s.inTx(ctx, b, func(tx pgx.Tx) error {
-			byID := make(map[int64]*sundial.Run, len(locked))
-			for _, r := range locked {
-				byID[r.ID] = r
-			}
-			c := sundial.Unplan(byID, nodeID, refs, now)
-			if c.Empty() {
-				return nil
-			}
-			return sendBatch(ctx, tx, changesBatch(c))
-		})
-	})
-	return sqlrow.Wrap(badTextOr(err), "unplan runs of node %s", nodeID)
-}
-
 // missedPickSQL reads the planned fires (sundial.Run.Missable) due before
 // $1 that no node holds
 // (through runs_unclaimed, in its order) and those a node holds (few:

@@ -128,8 +128,7 @@
 //   - RunClaim locks the runs' tasks FOR SHARE (claims of one task need not
 //     wait for each other; admissions, updates and deletes of the task do),
 //     then the runs in ID order, and writes those sundial.RunRef.Claimable
-//     takes. RunUnplan locks the runs' tasks FOR UPDATE, then the runs, and
-//     writes what sundial.Unplan decides.
+//     takes.
 //   - RunRedeliver picks INTERRUPTED runs without a lock, then in one
 //     transaction locks their tasks FOR SHARE, so that none is deleted
 //     while its run is scheduled again, and the runs FOR UPDATE SKIP

@@ -873,7 +873,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunClaimDue", claimDueSQL, []any{"node-0", 300_000, 1000, 1, 0, 0}, "runs_unclaimed", "runs_status_node"},
 		{"claim lock", runTasksLockSQL, []any{ids}, "tasks_pkey", ""},
 		{"RunClaim", runsLockSQL, []any{ids}, "runs_pkey", "runs_status_node"},
-		{"unplan lock", runUnplanLockSQL, []any{ids}, "tasks_pkey", ""},
+		{"task end lock", taskEndLockSQL, []any{ids}, "tasks_pkey", ""},
 		{"redeliver pick", redeliverPickSQL, []any{100}, "runs_status_node", ""},
 		// INTERRUPTED runs are few, and all of them are being redelivered:
 		// through the status index or the primary key.

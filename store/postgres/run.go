@@ -498,8 +498,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 }
 
 // taskEndLockSQL locks, in ID order, the tasks of the runs $1 whose
-// outcomes end them: RunUnplan's lock of the tasks it rewinds.
-const taskEndLockSQL = runUnplanLockSQL
+// outcomes end them.
+const taskEndLockSQL = `SELECT id FROM tasks
+	WHERE id = ANY (ARRAY(SELECT task_id FROM runs WHERE id = ANY($1)))
+	ORDER BY id FOR UPDATE`
 
 // completeTaskSQL ends task $3 with status $1 at $2 if it is still
 // ENABLED: the end of a one-off task, with its run's. The caller holds the

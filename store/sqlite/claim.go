@@ -130,21 +130,6 @@ func (s *Store) RunClaim(ctx context.Context, nodeID string, refs []sundial.RunR
 	return runs, tasks, nil
 }
 
-// RunUnplan gives up SCHEDULED runs held by nodeID, as sundial.Unplan
-// decides: planned fires are deleted and their tasks rewound, runs
-// delivered before handed back to no node.
-func (s *Store) RunUnplan(ctx context.Context, nodeID string, refs []sundial.RunRef) (err error) {
-	defer s.classify(&err)
-	err = s.write(ctx, func(tx *sql.Tx) error {
-		found, err := runsByID(ctx, tx, refIDs(refs))
-		if err != nil {
-			return err
-		}
-		return s.apply(ctx, tx, sundial.Unplan(found, nodeID, refs, sqlrow.Norm(s.clock())))
-	})
-	return sqlrow.Wrap(err, "unplan runs of node %s", nodeID)
-}
-
 // refIDs returns the IDs refs name.
 func refIDs(refs []sundial.RunRef) []int64 {
 	ids := make([]int64, len(refs))

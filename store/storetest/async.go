@@ -815,26 +815,6 @@ func testRetries(t *testing.T, open Opener) {
 		eqDue(t, got, at(60))
 		eqTime(t, "NextFireTime", f.getTask(tk.ID).NextFireTime, at(100))
 	})
-
-	t.Run("RunUnplan", func(t *testing.T) {
-		t.Parallel()
-		f := setup(t, open)
-		tk := f.task("a", withNext(at(100)))
-		f.retrying(tk.ID, at(50), at(60))
-		retry := f.claimDue("node-a", at(60))[0]
-		fresh := f.run(tk.ID, at(70), sundial.RunScheduled)
-		if err := f.s.RunUnplan(f.ctx, "node-a", []sundial.RunRef{ref(retry), ref(fresh)}); err != nil {
-			t.Fatalf("RunUnplan: %v", err)
-		}
-		_, err := f.s.RunGet(f.ctx, fresh.ID)
-		wantErr(t, err, sundial.ENotFound, "")
-		got := f.get(retry.ID)
-		if got.Status != sundial.RunScheduled || got.NodeID != "" || got.Deliveries != 1 {
-			t.Fatalf("unplanned retry = %s; want SCHEDULED, no node", fmtRun(*got))
-		}
-		eqDue(t, got, at(60))
-		eqTime(t, "NextFireTime", f.getTask(tk.ID).NextFireTime, at(70))
-	})
 }
 
 // testOneOffEnd: a one-off task ends FAILED when its scheduled run is

@@ -178,33 +178,6 @@ func testRunClaim(t *testing.T, open Opener) {
 	}
 }
 
-func testRunUnplan(t *testing.T, open Opener) {
-	f := setup(t, open)
-	a := f.task("a", withNext(at(100)))
-	c := f.task("c", withNext(at(10)))
-	a50 := f.run(a.ID, at(50), sundial.RunScheduled)
-	a60 := f.run(a.ID, at(60), sundial.RunScheduled)
-	a70 := f.run(a.ID, at(70), sundial.RunScheduled)
-	other := f.run(a.ID, at(40), sundial.RunScheduled, withNode("node-b"))
-	c20 := f.run(c.ID, at(20), sundial.RunScheduled)
-	man := f.run(a.ID, at(30), sundial.RunScheduled, manual, withKey("m:1"))
-
-	err := f.s.RunUnplan(f.ctx, "node-a", []sundial.RunRef{ref(a60), ref(a50), ref(other),
-		{ID: a70.ID, Fence: a70.Fence + 1}, ref(c20), ref(man)})
-	if err != nil {
-		t.Fatalf("RunUnplan: %v", err)
-	}
-	for _, r := range []*sundial.Run{a50, a60, c20} {
-		_, err := f.s.RunGet(f.ctx, r.ID)
-		wantErr(t, err, sundial.ENotFound, "")
-	}
-	eqRun(t, f.get(a70.ID), a70)
-	eqRun(t, f.get(other.ID), other)
-	eqRun(t, f.get(man.ID), man) // a manual run is no planner's to make again
-	eqTime(t, "a.NextFireTime", f.getTask(a.ID).NextFireTime, at(50))
-	eqTime(t, "c.NextFireTime", f.getTask(c.ID).NextFireTime, at(10))
-}
-
 func testRunRedeliver(t *testing.T, open Opener) {
 	f := setup(t, open)
 	tk := f.task("a")

@@ -86,7 +86,6 @@ func Run(t *testing.T, b Backend) {
 		{"RunClaimDue", testRunClaimDue},
 		{"ClaimStartParams", testClaimStart},
 		{"RunClaim", testRunClaim},
-		{"RunUnplan", testRunUnplan},
 		{"RunUnplanMissed", testRunUnplanMissed},
 		{"RunRedeliver", testRunRedeliver},
 		{"RunFindStuck", testRunFindStuck},
