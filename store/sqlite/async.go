@@ -128,23 +128,6 @@ func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int
 	return runs, tasks, nil
 }
 
-// runUpcomingSQL: the task's SCHEDULED runs never delivered, on the index
-// runs_task_status (task_id, status, scheduled_at).
-const runUpcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-	WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0
-	ORDER BY scheduled_at, id LIMIT ?`
-
-// RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED, never
-// delivered), by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, runUpcomingSQL, taskID, sqlrow.ClampLimit(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
-	}
-	return runs, nil
-}
-
 // SettingEnsure returns the value of a setting, storing value first when
 // it has none: the first writer decides.
 func (s *Store) SettingEnsure(ctx context.Context, name, value string) (_ string, err error) {

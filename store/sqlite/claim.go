@@ -244,40 +244,6 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	return runs, tasks, nil
 }
 
-// RunFindStuck returns SCHEDULED runs due before dueBefore held by nodeID,
-// by no node, or by a node that is not ALIVE.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status = 'SCHEDULED' AND due_at < ?
-		AND (node_id = ? OR node_id = '' OR node_id NOT IN (SELECT id FROM nodes WHERE state = 'ALIVE'))
-		ORDER BY due_at, id LIMIT ?`, sqlrow.Micros(dueBefore), nodeID, sqlrow.ClampLimit(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("find stuck runs: %w", err)
-	}
-	return runs, nil
-}
-
-// RunCancelRequested returns the active runs of nodeID asked to cancel.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
-	defer s.classify(&err)
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs
-		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Active)+` AND node_id = ? AND cancel_requested = 1`, nodeID)
-	if err != nil {
-		return nil, fmt.Errorf("find runs to cancel: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("find runs to cancel: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
-
 // RunCheckSend reports whether runs committed ahead may still be sent.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
