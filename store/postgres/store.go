@@ -21,6 +21,7 @@ import (
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
+	"github.com/sundialhq/sundial/store/internal/sqlstore"
 	"github.com/sundialhq/sundial/store/migrate"
 )
 
@@ -42,6 +43,9 @@ type Options struct {
 
 // Store is a sundial.Store on a PostgreSQL database.
 type Store struct {
+	// Plain holds the plain methods.
+	*sqlstore.Plain
+
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	clock func() time.Time // the process's clock, for times the caller does not give
@@ -71,6 +75,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
 	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: time.Now}
+	s.Plain = sqlstore.New(poolDB{pool}, poolDB{pool}, queries, s.classify)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err
