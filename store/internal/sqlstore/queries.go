@@ -128,7 +128,7 @@ func (q *Queries) equal(col, v string, arg func(any) string) string {
 // (runs_task_scheduled, in order, or runs_task_status for a status), never
 // by a scan of the table.
 func (q *Queries) RunList(f sundial.RunListParams) (string, []any) {
-	where, args := sqlrow.RunFilter(f, q.d.Placeholder)
+	where, args := runFilter(f, q.d.Placeholder)
 	s := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if f.TaskID == 0 {
 		s += q.d.hint("runs_scheduled")
@@ -137,5 +137,5 @@ func (q *Queries) RunList(f sundial.RunListParams) (string, []any) {
 		s += ` WHERE ` + where
 	}
 	args = append(args, sqlrow.ClampLimit(f.Limit))
-	return s + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ` + q.d.Placeholder(len(args)), args
+	return s + ` ORDER BY ` + runListOrder + ` LIMIT ` + q.d.Placeholder(len(args)), args
 }
