@@ -536,6 +536,7 @@ func lockTasksDeleted(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*
 }
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
+// MySQL's own: the IDs are bound batchIDs at a time in IN lists.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
 	out := make([]sundial.SendCheck, len(refs))

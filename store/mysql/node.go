@@ -12,6 +12,7 @@ import (
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
 // and HeartbeatAt from the database's clock.
+// MySQL's own: ON DUPLICATE KEY UPDATE, at the server's clock (nowSQL).
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -35,6 +36,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 
 // NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
 // ENotFound.
+// MySQL's own: the heartbeat is the server's clock (nowSQL).
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = `+nowSQL+` WHERE id = ? AND state = 'ALIVE'`, id)

@@ -503,6 +503,8 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX 
 // RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
 // callback deadline (due_at) is at or before now, oldest first, and their
 // tasks, deleted ones too, by ID.
+// MySQL's own: read through runs_waiting, which indexes the generated
+// column waiting_due (callbackExpiredSQL).
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -561,6 +563,8 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 
 // RunPurge deletes up to limit final runs created before before, oldest
 // first.
+// MySQL's own: a single-table DELETE with ORDER BY and LIMIT, as MySQL
+// takes no LIMIT in an IN subquery.
 func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

@@ -359,6 +359,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 
 // TaskDelete marks the task deleted, and takes back its runs as
 // sundial.TakeBackOnDelete decides.
+// As TaskUpdate, it locks the task row, then its runs (lockTaskRuns).
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -461,6 +461,8 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 }
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
+// PostgreSQL's own: the IDs are bound as one array (id = ANY($1)), one
+// statement whatever the batch's size.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
 	ids := make([]int64, len(refs))

@@ -12,7 +12,9 @@ import (
 )
 
 // ASYNC runs: callbacks, progress reports and callback deadlines; and the
-// cluster-wide settings.
+// cluster-wide settings. RunComplete and RunProgress are SQLite's own: each
+// reads and writes its run in one write transaction, which holds every
+// task's lock.
 
 // reporting reads run id inside tx for a report of the delivery under
 // fence (a callback, a progress report), and refuses one the run does not
@@ -103,6 +105,8 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY r
 // RunCallbackExpired returns up to limit WAITING_CALLBACK runs whose
 // deadline is at or before now, by deadline, and their tasks, deleted ones
 // too: a deleted task's run still ends.
+// SQLite's own: the waiting runs are read from the partial index
+// runs_waiting (INDEXED BY), and their tasks in the same read transaction.
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -130,6 +134,7 @@ func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int
 
 // SettingEnsure returns the value of a setting, storing value first when
 // it has none: the first writer decides.
+// SQLite's own: the insert and the read share one write transaction.
 func (s *Store) SettingEnsure(ctx context.Context, name, value string) (_ string, err error) {
 	defer s.classify(&err)
 	var got string

@@ -16,7 +16,9 @@ import (
 
 // Claims. SQLite has one writer, so a claim inside a write transaction is
 // atomic by itself: concurrent claimers queue for the writer and each sees
-// the runs the previous one took.
+// the runs the previous one took. That is why the claims (RunClaimDue,
+// RunClaim, RunUnplan, RunRedeliver) are SQLite's own, with no row locks
+// or SKIP LOCKED as on the other databases.
 
 // Unclaimed runs, most urgent first: by due time (a fresh run is due at its
 // scheduled time, a retry after its backoff), then priority (the task's,
@@ -170,6 +172,7 @@ const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXE
 
 // RunUnplanMissed deletes the planned fires that missed reports too late
 // to start, whoever holds them, and rewinds their tasks.
+// SQLite's own: one write transaction, which holds every task's lock.
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
 	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
 	defer s.classify(&err)
@@ -209,6 +212,8 @@ const redeliverSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE status = 'IN
 // RunRedeliver schedules INTERRUPTED runs again for nodeID, or fails those
 // that cannot be delivered again, as sundial.Redeliver decides, among the
 // oldest (up to four times limit, at most 1,000).
+// SQLite's own: decided and written in one write transaction, with no other
+// redeliverer to skip.
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -245,6 +250,8 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 }
 
 // RunCheckSend reports whether runs committed ahead may still be sent.
+// SQLite's own: the batch's IDs are bound as one JSON array (json_each),
+// one statement whatever its size.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
 	ids := make([]int64, len(refs))

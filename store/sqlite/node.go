@@ -12,6 +12,7 @@ import (
 
 // NodeRegister inserts or revives a node as ALIVE, setting its StartedAt
 // and HeartbeatAt from the database's clock.
+// SQLite's own: an ON CONFLICT upsert at this process's clock.
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -32,6 +33,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 
 // NodeHeartbeat renews an ALIVE node's heartbeat; any other node is
 // ENotFound.
+// SQLite's own, as NodeRegister: the database's clock is this process's.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE id = ? AND state = 'ALIVE'`,
@@ -50,6 +52,8 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 // NodeReap declares DEAD every ALIVE node whose heartbeat is older than
 // deadAfter by the database's clock, releases their runs as RunRelease
 // does, and returns their IDs in order.
+// SQLite's own: the clock is this process's, and the write transaction
+// stands for the row locks of the other databases.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -23,6 +23,9 @@ const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
 // PlanDue claims up to limit due tasks, most urgent first, and inserts the
 // runs plan makes of each, all in one write transaction. Each task's
 // next_fire_at becomes Plan.Next; its version and updated_at do not change.
+// SQLite's own: the write transaction holds every task's lock, so the due
+// tasks are read in tasks_due's order (planDueSQL) with no row lock to
+// skip.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
 	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)

@@ -11,6 +11,9 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
+// runInsertSQL inserts a run unless its (task, fire key) exists:
+// RunInsert's, SQLite's own (prepared on the write connection, whose
+// transaction holds every task's lock).
 var runInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 	VALUES (` + placeholders(len(sqlrow.RunWriteArgs(&sundial.Run{}))) + `)
 	ON CONFLICT (task_id, fire_key) DO NOTHING`
@@ -67,6 +70,8 @@ var runStartSQL = `UPDATE runs
 
 // RunStart moves SCHEDULED runs straight to RUNNING, each only if its fence
 // matches.
+// SQLite's own: one prepared UPDATE per run (runStartSQL), in one write
+// transaction.
 func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
@@ -237,6 +242,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 // RunCancel cancels a run (sundial.Cancel): SCHEDULED and QUEUED ones at
 // once, RUNNING, WAITING_CALLBACK and INTERRUPTED ones by setting
 // CancelRequested. A final run is EConflict.
+// SQLite's own: one write transaction, which holds every task's lock.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -267,6 +273,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 }
 
 // RunRelease gives up nodeID's runs on shutdown.
+// SQLite's own: one write transaction (release), which NodeReap shares.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -297,6 +304,8 @@ const attemptFromRunSQL = `INSERT INTO run_attempts
 
 // RunPurge deletes up to limit final runs created before before, oldest
 // first.
+// SQLite's own: the oldest final runs are picked through runs_created
+// (INDEXED BY) in a subquery of the DELETE.
 func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

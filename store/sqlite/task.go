@@ -166,6 +166,8 @@ var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 
 // TaskUpdate replaces the task whose ID and Version match t, and takes
 // back its runs as sundial.TakeBackOnUpdate decides.
+// SQLite's own: the write transaction holds every task's lock, so the runs
+// are read without row locks (taskRunsSQL).
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
@@ -218,6 +220,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 
 // TaskDelete marks the task deleted and takes back its runs as
 // sundial.TakeBackOnDelete decides.
+// SQLite's own, as TaskUpdate.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
