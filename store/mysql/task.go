@@ -13,13 +13,9 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-var (
-	taskInsertSQL = `INSERT INTO tasks (` + strings.Join(sqlrow.TaskWriteCols, ", ") + `, version, created_at, updated_at)
-		VALUES (` + placeholders(len(sqlrow.TaskWriteCols)+3) + `)`
-	taskUpdateSQL = `UPDATE tasks SET ` + strings.Join(sqlrow.TaskWriteCols, " = ?, ") + ` = ?,
-		version = version + 1, updated_at = ?
-		WHERE id = ? AND version = ? AND deleted = 0`
-)
+var taskUpdateSQL = `UPDATE tasks SET ` + strings.Join(sqlrow.TaskWriteCols, " = ?, ") + ` = ?,
+	version = version + 1, updated_at = ?
+	WHERE id = ? AND version = ? AND deleted = 0`
 
 // nameTaken reports whether err is the live-name index refusing a
 // duplicate, and if so returns the conflict for the client.
@@ -52,7 +48,7 @@ func taskArgs(t *sundial.Task) ([]any, error) {
 	return args, nil
 }
 
-// taskInsertWidth is the number of values of one row of taskInsertSQL.
+// taskInsertWidth is the number of values of one row of taskInsertManySQL.
 var taskInsertWidth = len(sqlrow.TaskWriteCols) + 3
 
 // taskInsertManySQL inserts n tasks.

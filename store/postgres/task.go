@@ -72,9 +72,6 @@ func taskWriteErr(err error, t *sundial.Task) error {
 	return err
 }
 
-var taskCreateSQL = `INSERT INTO tasks (` + taskWriteCols + `, version, created_at, updated_at)
-	VALUES (` + params(1, nTaskWriteCols+3) + `) RETURNING id`
-
 // badTextOr returns badText(err) if err is about text PostgreSQL refuses,
 // err otherwise.
 func badTextOr(err error) error {
