@@ -1,9 +1,7 @@
 package mysql
 
 import (
-	"context"
 	"database/sql"
-	"fmt"
 	"strings"
 
 	"github.com/sundialhq/sundial"
@@ -35,17 +33,3 @@ func attemptArgs(args []any, runID int64, delivery int, nodeID string, status su
 	errText string, body []byte, started, finished sql.NullInt64) []any {
 	return append(args, runID, delivery, nodeID, string(status), httpStatus, errText, body, started, finished)
 }
-
-// RunAttempts returns the attempts recorded for a run, oldest first (by
-// ID): a range of run_attempts_run. An unknown run has none.
-func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
-	defer s.classify(&err)
-	out, err := sqlrow.ScanAttempts(s.db.QueryContext(ctx, attemptsSQL, runID))
-	if err != nil {
-		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
-	}
-	return out, nil
-}
-
-// attemptsSQL reads a run's attempts: a range of run_attempts_run.
-const attemptsSQL = sqlrow.AttemptsSQL

@@ -500,47 +500,8 @@ func lockTasksDeleted(ctx context.Context, tx *sql.Tx, ids []int64) (map[int64]*
 	return tasks, deleted, nil
 }
 
-// findStuckSQL: SCHEDULED runs due before a time that the node holds, that
-// no node holds, or whose holder is not an ALIVE node (LEFT, DEAD, or no
-// row in nodes), oldest (by due_at) first. A range scan of runs_claim's
-// status prefix; the holder is looked up in nodes by primary key.
-const findStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r FORCE INDEX (runs_claim)
-	WHERE r.status = 'SCHEDULED' AND r.due_at < ?
-		AND (r.node_id = ? OR r.node_id = ''
-			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
-	ORDER BY r.due_at, r.id
-	LIMIT ?`
-
-// RunFindStuck (see sundial.Store.RunFindStuck): a node with no row in
-// nodes is not ALIVE.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	if limit <= 0 {
-		return nil, nil
-	}
-	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, findStuckSQL, sqlrow.Micros(dueBefore), nodeID, limit))
-	if err != nil {
-		return nil, fmt.Errorf("find stuck runs: %w", err)
-	}
-	return out, nil
-}
-
-var cancelRequestedSQL = `SELECT id FROM runs FORCE INDEX (runs_claim)
-	WHERE status IN ` + sqlrow.Statuses(sundial.RunStatus.Active) + ` AND node_id = ? AND cancel_requested = 1
-	ORDER BY id`
-
-// RunCancelRequested returns, by ID, the RUNNING and WAITING_CALLBACK runs
-// held by nodeID whose cancellation was requested.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
-	defer s.classify(&err)
-	ids, err := int64s(s.db.QueryContext(ctx, cancelRequestedSQL, nodeID))
-	if err != nil {
-		return nil, fmt.Errorf("list cancellations of node %s: %w", nodeID, err)
-	}
-	return ids, nil
-}
-
 // RunCheckSend reports whether runs committed ahead may still be sent.
+// MySQL's own: the IDs are bound batchIDs at a time in IN lists.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
 	out := make([]sundial.SendCheck, len(refs))

@@ -336,16 +336,16 @@ func TestQueryPlans(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes, run_attempts`); err != nil {
 		t.Fatal(err)
 	}
-	byName, byNameArgs := taskListSQL(sundial.TaskListParams{Name: "t3"})
-	byRequest, byRequestArgs := taskListSQL(sundial.TaskListParams{RequestID: "r"})
+	byName, byNameArgs := queries.TaskList(sundial.TaskListParams{Name: "t3"})
+	byRequest, byRequestArgs := queries.TaskList(sundial.TaskListParams{RequestID: "r"})
 	// RunList as GET /runs asks for it: fires planned ahead of now left
 	// out, a page of 51, from the newest or after a cursor.
 	now, mark := time.Unix(burstAt, 0), time.Unix(1000, 0)
-	runList, runListArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, Limit: 51})
-	runPage, runPageArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 1000,
+	runList, runListArgs := queries.RunList(sundial.RunListParams{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := queries.RunList(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 1000,
 		Limit: 51})
-	taskRuns, taskRunsArgs := runListSQL(sundial.RunListParams{TaskID: tasks[3], ExcludePlannedAfter: now, Limit: 51})
-	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunListParams{TaskID: tasks[3], ExcludePlannedAfter: now,
+	taskRuns, taskRunsArgs := queries.RunList(sundial.RunListParams{TaskID: tasks[3], ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := queries.RunList(sundial.RunListParams{TaskID: tasks[3], ExcludePlannedAfter: now,
 		BeforeTime: mark, BeforeID: 1000, Limit: 51})
 	lastArgs := make([]any, 2*len(lastStatuses))
 	for i := range lastArgs {
@@ -371,7 +371,7 @@ func TestQueryPlans(t *testing.T) {
 		{"write back runs", runsWriteSQL(2), runWriteArgs(runWriteArgs(nil, &sundial.Run{ID: 1}), &sundial.Run{ID: 2})},
 		{"complete tasks", completeTaskSQL(2), []any{1, "FAILED", 5, 2, "COMPLETED", nil}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{int64(1) << 60, 10}},
-		{"RunUpcoming", upcomingSQL, []any{1, 10}},
+		{"RunUpcoming", queries.RunUpcoming, []any{1, 10}},
 		{"TaskCreateMany request IDs", `SELECT id FROM tasks FORCE INDEX (tasks_request_live)
 			WHERE live_request_id IN ('a', 'b')`, nil},
 		{"TaskCreateMany names", `SELECT id, live_name FROM tasks FORCE INDEX (tasks_live_name)
@@ -402,9 +402,9 @@ func TestQueryPlans(t *testing.T) {
 		{"RunClaimDue set", fmt.Sprintf(claimSetSQL, "1, 2, 3", `status = 'SCHEDULED' AND node_id = ''`), []any{"n", 1}},
 		{"RunClaimDue start", claimStartSQL(2), []any{1, 1, 5, "a", 2, 1, 5, "b", "n", 3}},
 		{"RunRedeliver candidates", fmt.Sprintf(redeliverCandidatesSQL, redeliverAfterSQL), []any{1, 1, 2, 10}},
-		{"RunFindStuck", findStuckSQL, []any{int64(1) << 60, "node-1", 10}},
-		{"RunCancelRequested", cancelRequestedSQL, []any{"node-1"}},
-		{"RunAttempts", attemptsSQL, []any{7}},
+		{"RunFindStuck", queries.RunFindStuck, []any{int64(1) << 60, "node-1", 10}},
+		{"RunCancelRequested", queries.RunCancelRequested, []any{"node-1"}},
+		{"RunAttempts", queries.RunAttempts, []any{7}},
 		{"release tasks", releaseTasksSQL, []any{"node-1"}},
 		{"release lock", releaseRunsSQL, []any{"node-1"}},
 		{"take back", taskRunsSQL, []any{1}},

@@ -11,6 +11,7 @@ import (
 )
 
 // NodeRegister: see sundial.Store.NodeRegister.
+// MySQL's own: ON DUPLICATE KEY UPDATE, at the server's clock (nowSQL).
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -33,6 +34,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 }
 
 // NodeHeartbeat: see sundial.Store.NodeHeartbeat.
+// MySQL's own: the heartbeat is the server's clock (nowSQL).
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = `+nowSQL+` WHERE id = ? AND state = 'ALIVE'`, id)
@@ -46,48 +48,6 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 		return sqlrow.NotFound("", "node %s is not alive: it was declared dead or left", id)
 	}
 	return nil
-}
-
-// NodeLeave marks a node LEFT; an unknown node is ENotFound.
-func (s *Store) NodeLeave(ctx context.Context, id string) (err error) {
-	defer s.classify(&err)
-	res, err := s.db.ExecContext(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("leave node %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leave node %s: %w", id, err)
-	} else if n == 0 {
-		return sqlrow.NotFound("", "node %s not found", id)
-	}
-	return nil
-}
-
-// NodeList returns every node, newest (by start time) first.
-func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
-	defer s.classify(&err)
-	rows, err := s.db.QueryContext(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
-		FROM nodes ORDER BY started_at DESC, id DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	defer rows.Close()
-	var out []*sundial.Node
-	for rows.Next() {
-		var (
-			n           sundial.Node
-			started, hb int64
-		)
-		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
-		}
-		n.StartedAt, n.HeartbeatAt = sqlrow.FromMicros(started), sqlrow.FromMicros(hb)
-		out = append(out, &n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	return out, nil
 }
 
 // NodeReap (see sundial.Store.NodeReap) returns the IDs in order. The dead
@@ -133,20 +93,4 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 		return nil, fmt.Errorf("reap nodes: %w", err)
 	}
 	return dead, nil
-}
-
-// NodePrune deletes the LEFT and DEAD nodes whose last heartbeat is before
-// before (an index range of nodes_state_heartbeat per state).
-func (s *Store) NodePrune(ctx context.Context, before time.Time) (_ int, err error) {
-	defer s.classify(&err)
-	res, err := s.db.ExecContext(ctx, `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < ?`,
-		sqlrow.Micros(before))
-	if err != nil {
-		return 0, fmt.Errorf("prune nodes: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("prune nodes: %w", err)
-	}
-	return int(n), nil
 }

@@ -10,6 +10,7 @@ import (
 )
 
 // RunRelease: see sundial.Store.RunRelease, and release.
+// MySQL's own: it locks the runs' tasks, then the runs (release).
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

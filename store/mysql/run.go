@@ -113,50 +113,6 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
 	return sqlrow.Wrap(err, "insert run")
 }
 
-// RunGet returns a run, or ENotFound.
-func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
-	defer s.classify(&err)
-	r, err := sqlrow.ScanRun(s.db.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("", "run %d not found", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get run %d: %w", id, err)
-	}
-	return r, nil
-}
-
-// RunList returns runs newest first: by scheduled time, then ID.
-func (s *Store) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	q, args := runListSQL(f)
-	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return out, nil
-}
-
-// runListSQL returns RunList's statement for f, and its arguments.
-//
-// Without a task, the runs are read backwards from runs_scheduled, which
-// holds them in RunList's order, until the page is full: the optimizer,
-// seeing a filter it cannot turn into a range (the planned runs left out),
-// would otherwise read the whole table and sort it for one page. A task's
-// runs are found by ref of its task (runs_task_scheduled, in order, or
-// runs_task_status for a status), never by a scan of the table.
-func runListSQL(f sundial.RunListParams) (string, []any) {
-	where, args := sqlrow.RunFilter(f, sqlrow.Question)
-	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
-	if f.TaskID == 0 {
-		q += ` FORCE INDEX (runs_scheduled)`
-	}
-	if where != "" {
-		q += ` WHERE ` + where
-	}
-	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ?`, append(args, sqlrow.ClampLimit(f.Limit))
-}
-
 // lockRuns locks the runs ids by primary key and returns what RunStart and
 // RunFinish read of them (the columns of lockRunsCols), by ID, with the
 // clock's reading once they are locked; missing runs are absent from the
@@ -546,6 +502,8 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX 
 	LIMIT ?`
 
 // RunCallbackExpired: see sundial.Store.RunCallbackExpired.
+// MySQL's own: read through runs_waiting, which indexes the generated
+// column waiting_due (callbackExpiredSQL).
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -560,24 +518,6 @@ func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int
 		return nil, nil, fmt.Errorf("list expired callbacks: %w", err)
 	}
 	return runs, tasks, nil
-}
-
-// upcomingSQL: a task's SCHEDULED runs never delivered, by scheduled time:
-// a range of runs_task_status in order.
-const upcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
-	WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0
-	ORDER BY scheduled_at, id
-	LIMIT ?`
-
-// RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED,
-// never delivered), by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, upcomingSQL, taskID, sqlrow.ClampLimit(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
-	}
-	return out, nil
 }
 
 // RunCancel (see sundial.Store.RunCancel, sundial.Cancel) locks the run's
@@ -618,36 +558,10 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 	return out, nil
 }
 
-// RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
-// of a task, or nil.
-func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run, err error) {
-	defer s.classify(&err)
-	r, err := sqlrow.ScanRun(s.db.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs FORCE INDEX (runs_task_status)
-		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get next queued run of task %d: %w", taskID, err)
-	}
-	return r, nil
-}
-
-// RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
-// by scheduled time.
-func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	out, err := sqlrow.ScanRuns(s.db.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Held)+` AND node_id = ?
-		ORDER BY scheduled_at, id`, nodeID))
-	if err != nil {
-		return nil, fmt.Errorf("list runs of node %s: %w", nodeID, err)
-	}
-	return out, nil
-}
-
 // RunPurge deletes up to limit final runs created before before, oldest
 // first.
+// MySQL's own: a single-table DELETE with ORDER BY and LIMIT, as MySQL
+// takes no LIMIT in an IN subquery.
 func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

@@ -15,6 +15,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
+	"github.com/sundialhq/sundial/store/internal/sqlstore"
 )
 
 // DefaultMaxConns caps the connection pool when Options.MaxConns is zero.
@@ -31,6 +33,9 @@ type Options struct {
 
 // Store is a sundial.Store on one MySQL or MariaDB database.
 type Store struct {
+	// Plain holds the plain methods.
+	*sqlstore.Plain
+
 	db    *sql.DB
 	log   *slog.Logger
 	clock func() time.Time // Options.Clock
@@ -102,6 +107,7 @@ func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
+	s.Plain = sqlstore.New(sqlstore.SQL(db), sqlstore.SQL(db), queries, s.classify)
 	var iso string
 	if err := db.QueryRowContext(ctx, `SELECT @@`+isolationVar(mariadb)).Scan(&iso); err != nil {
 		db.Close()
@@ -113,6 +119,29 @@ func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// queries are the plain methods' statements in MySQL's dialect.
+var queries = sqlstore.NewQueries(sqlstore.Dialect{
+	Placeholder: sqlrow.Question,
+	False:       "0",
+	True:        "1",
+	Hint:        func(index string) string { return ` FORCE INDEX (` + index + `)` },
+	// utf8mb4_bin pads: 'a' = 'a ' holds. The length term makes the match
+	// exact, as on the other databases, and leaves the index to the =. A
+	// live task's name and request_id are matched on the columns that
+	// tasks_live_name and tasks_request_live index.
+	Equal: func(col, v string, arg func(any) string) string {
+		key := col
+		if col == "name" || col == "request_id" {
+			key = "live_" + col
+		}
+		return key + ` = ` + arg(v) + ` AND LENGTH(` + col + `) = LENGTH(` + arg(v) + `)`
+	},
+	// Case-sensitive (utf8mb4_bin), wildcards escaped.
+	HasPrefix: func(col, p string, arg func(any) string) string {
+		return col + ` LIKE ` + arg(likePrefix(p)) + ` ESCAPE '!'`
+	},
+})
 
 func isolationVar(mariadb bool) string {
 	if mariadb {

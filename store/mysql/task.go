@@ -13,13 +13,9 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-var (
-	taskInsertSQL = `INSERT INTO tasks (` + strings.Join(sqlrow.TaskWriteCols, ", ") + `, version, created_at, updated_at)
-		VALUES (` + placeholders(len(sqlrow.TaskWriteCols)+3) + `)`
-	taskUpdateSQL = `UPDATE tasks SET ` + strings.Join(sqlrow.TaskWriteCols, " = ?, ") + ` = ?,
-		version = version + 1, updated_at = ?
-		WHERE id = ? AND version = ? AND deleted = 0`
-)
+var taskUpdateSQL = `UPDATE tasks SET ` + strings.Join(sqlrow.TaskWriteCols, " = ?, ") + ` = ?,
+	version = version + 1, updated_at = ?
+	WHERE id = ? AND version = ? AND deleted = 0`
 
 // nameTaken reports whether err is the live-name index refusing a
 // duplicate, and if so returns the conflict for the client.
@@ -52,7 +48,7 @@ func taskArgs(t *sundial.Task) ([]any, error) {
 	return args, nil
 }
 
-// taskInsertWidth is the number of values of one row of taskInsertSQL.
+// taskInsertWidth is the number of values of one row of taskInsertManySQL.
 var taskInsertWidth = len(sqlrow.TaskWriteCols) + 3
 
 // taskInsertManySQL inserts n tasks.
@@ -277,89 +273,11 @@ func stringArgs(ss []string) []any {
 	return args
 }
 
-// TaskGet returns a live task, or ENotFound.
-func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err error) {
-	defer s.classify(&err)
-	t, err := sqlrow.ScanTask(s.db.QueryRowContext(ctx,
-		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ? AND deleted = 0`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("", "task %d not found", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get task %d: %w", id, err)
-	}
-	return t, nil
-}
-
 // likePrefix returns a LIKE pattern (escape character '!') that matches
 // the strings starting with p.
 func likePrefix(p string) string {
 	r := strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 	return r.Replace(p) + "%"
-}
-
-// TaskExists reports whether a task, live or deleted, has the ID id.
-func (s *Store) TaskExists(ctx context.Context, id int64) (_ bool, err error) {
-	defer s.classify(&err)
-	var one int
-	err = s.db.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("look up task %d: %w", id, err)
-	}
-	return true, nil
-}
-
-// TaskList returns live tasks ordered by ID.
-func (s *Store) TaskList(ctx context.Context, f sundial.TaskListParams) (_ []*sundial.Task, err error) {
-	defer s.classify(&err)
-	q, args := taskListSQL(f)
-	out, err := sqlrow.ScanTasks(s.db.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
-}
-
-// taskListSQL returns TaskList's statement for f, and its arguments.
-func taskListSQL(f sundial.TaskListParams) (string, []any) {
-	var (
-		where strings.Builder
-		args  []any
-	)
-	where.WriteString(`deleted = 0 AND id > ?`)
-	args = append(args, f.AfterID)
-	if len(f.Status) > 0 {
-		where.WriteString(` AND status IN (` + sqlrow.Markers(sqlrow.Question, 0, len(f.Status)) + `)`)
-		for _, st := range f.Status {
-			args = append(args, string(st))
-		}
-	}
-	// utf8mb4_bin pads: 'a' = 'a ' holds. The length terms make each match
-	// exact, as on the other databases, and leave the index to the =.
-	if f.Name != "" {
-		// A live task's name, through tasks_live_name.
-		where.WriteString(` AND live_name = ? AND LENGTH(name) = LENGTH(?)`)
-		args = append(args, f.Name, f.Name)
-	}
-	if f.RequestID != "" {
-		// A live task's request_id, through tasks_request_live.
-		where.WriteString(` AND live_request_id = ? AND LENGTH(request_id) = LENGTH(?)`)
-		args = append(args, f.RequestID, f.RequestID)
-	}
-	if f.BizID != "" {
-		where.WriteString(` AND biz_id = ? AND LENGTH(biz_id) = LENGTH(?)`)
-		args = append(args, f.BizID, f.BizID)
-	}
-	if f.NamePrefix != "" {
-		// Case-sensitive (utf8mb4_bin), wildcards escaped.
-		where.WriteString(` AND name LIKE ? ESCAPE '!'`)
-		args = append(args, likePrefix(f.NamePrefix))
-	}
-	args = append(args, sqlrow.ClampLimit(f.Limit))
-	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + where.String() + ` ORDER BY id LIMIT ?`, args
 }
 
 // taskRunsSQL locks and reads the runs of a task that a change of it may
@@ -432,6 +350,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 }
 
 // TaskDelete: see sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
+// As TaskUpdate, it locks the task row, then its runs (lockTaskRuns).
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -154,28 +153,6 @@ func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int
 		return nil, nil, sqlrow.Wrap(badTextOr(err), "find runs whose callback is overdue")
 	}
 	return runs, tasks, nil
-}
-
-// runUpcomingSQL reads a task's SCHEDULED runs never delivered through
-// runs_task_status, by scheduled time.
-const runUpcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-	WHERE task_id = $1 AND status = 'SCHEDULED' AND deliveries = 0
-	ORDER BY scheduled_at, id
-	LIMIT $2`
-
-// RunUpcoming returns up to limit (sqlrow.ClampLimit) SCHEDULED runs of a
-// task never delivered, by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	rows, err := s.pool.Query(ctx, runUpcomingSQL, taskID, sqlrow.ClampLimit(limit))
-	var out []*sundial.Run
-	if err == nil {
-		out, err = scanRuns(rows)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
-	}
-	return out, nil
 }
 
 // SettingEnsure returns the value of a cluster-wide setting, storing value

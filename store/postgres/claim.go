@@ -420,31 +420,9 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	return runs, tasks, nil
 }
 
-// runFindStuckSQL reads the SCHEDULED runs (runs_status_node), oldest
-// due first. A node with no row in nodes is not ALIVE.
-const runFindStuckSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs AS r
-	WHERE r.status = 'SCHEDULED' AND r.due_at < $2
-		AND (r.node_id = $1 OR r.node_id = ''
-			OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
-	ORDER BY r.due_at, r.id
-	LIMIT $3`
-
-// RunFindStuck (see sundial.Store.RunFindStuck) takes no lock: the caller
-// claims what it finds with RunClaim, whose fences settle any race.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	rows, err := s.pool.Query(ctx, runFindStuckSQL, nodeID, sqlrow.Micros(dueBefore), sqlrow.ClampLimit(limit))
-	var out []*sundial.Run
-	if err == nil {
-		out, err = scanRuns(rows)
-	}
-	if err != nil {
-		return nil, sqlrow.Wrap(badTextOr(err), "find stuck runs for node %s", nodeID)
-	}
-	return out, nil
-}
-
 // RunCheckSend reports whether runs committed ahead may still be sent.
+// PostgreSQL's own: the IDs are bound as one array (id = ANY($1)), one
+// statement whatever the batch's size.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
 	ids := make([]int64, len(refs))
@@ -470,21 +448,4 @@ func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []su
 		return nil, sqlrow.Wrap(err, "check runs to send")
 	}
 	return out, nil
-}
-
-// RunCancelRequested returns, in ID order, the IDs of nodeID's RUNNING and
-// WAITING_CALLBACK runs whose cancellation was requested.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
-	defer s.classify(&err)
-	rows, err := s.pool.Query(ctx, `SELECT id FROM runs
-		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Active)+` AND node_id = $1 AND cancel_requested
-		ORDER BY id`, nodeID)
-	var ids []int64
-	if err == nil {
-		ids, err = pgx.CollectRows(rows, pgx.RowTo[int64])
-	}
-	if err != nil {
-		return nil, sqlrow.Wrap(badTextOr(err), "find runs of node %s to cancel", nodeID)
-	}
-	return ids, nil
 }

@@ -46,46 +46,6 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	return nil
 }
 
-// NodeLeave marks a node LEFT; an unknown node is ENotFound.
-func (s *Store) NodeLeave(ctx context.Context, id string) (err error) {
-	defer s.classify(&err)
-	ct, err := s.pool.Exec(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = $1`, id)
-	if err != nil {
-		return sqlrow.Wrap(badTextOr(err), "leave node %s", id)
-	}
-	if ct.RowsAffected() == 0 {
-		return sqlrow.NotFound("", "node %s not found", id)
-	}
-	return nil
-}
-
-// NodeList returns every node, newest (by start time) first.
-func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
-	defer s.classify(&err)
-	rows, err := s.pool.Query(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
-		FROM nodes ORDER BY started_at DESC, id DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	defer rows.Close()
-	var out []*sundial.Node
-	for rows.Next() {
-		var (
-			n           sundial.Node
-			started, hb int64
-		)
-		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
-		}
-		n.StartedAt, n.HeartbeatAt = sqlrow.FromMicros(started), sqlrow.FromMicros(hb)
-		out = append(out, &n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	return out, nil
-}
-
 // nodeReapSQL declares dead the ALIVE nodes whose heartbeat is older than
 // $1 microseconds by the server's clock. SKIP LOCKED passes over a node
 // another reaper is declaring dead (or that is renewing its heartbeat right
@@ -137,16 +97,4 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 		return nil, fmt.Errorf("reap nodes: %w", err)
 	}
 	return dead, nil
-}
-
-// NodePrune deletes the LEFT and DEAD nodes whose last heartbeat is before
-// before (an index range of nodes_state_heartbeat per state).
-func (s *Store) NodePrune(ctx context.Context, before time.Time) (_ int, err error) {
-	defer s.classify(&err)
-	res, err := s.pool.Exec(ctx, `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < $1`,
-		sqlrow.Micros(before))
-	if err != nil {
-		return 0, fmt.Errorf("prune nodes: %w", err)
-	}
-	return int(res.RowsAffected()), nil
 }

@@ -813,16 +813,16 @@ func TestQueryPlans(t *testing.T) {
 		noDue   []*int64
 		noEnd   []*string
 	)
-	byName, byNameArgs := taskListSQL(sundial.TaskListParams{Name: "t7"})
-	byRequest, byRequestArgs := taskListSQL(sundial.TaskListParams{RequestID: "r"})
+	byName, byNameArgs := queries.TaskList(sundial.TaskListParams{Name: "t7"})
+	byRequest, byRequestArgs := queries.TaskList(sundial.TaskListParams{RequestID: "r"})
 	// RunList as GET /runs asks for it: fires planned ahead of now left
 	// out, a page of 51, from the newest or after a cursor.
 	now, mark := time.UnixMicro(150_000), time.UnixMicro(120_000)
-	runList, runListArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, Limit: 51})
-	runPage, runPageArgs := runListSQL(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 120_000,
+	runList, runListArgs := queries.RunList(sundial.RunListParams{ExcludePlannedAfter: now, Limit: 51})
+	runPage, runPageArgs := queries.RunList(sundial.RunListParams{ExcludePlannedAfter: now, BeforeTime: mark, BeforeID: 120_000,
 		Limit: 51})
-	taskRuns, taskRunsArgs := runListSQL(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now, Limit: 51})
-	taskRunsPage, taskRunsPageArgs := runListSQL(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now,
+	taskRuns, taskRunsArgs := queries.RunList(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now, Limit: 51})
+	taskRunsPage, taskRunsPageArgs := queries.RunList(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now,
 		BeforeTime: mark, BeforeID: 120_000, Limit: 51})
 	// The statements whose index reads the rows in their order, stopping
 	// at the limit, with nothing sorted.
@@ -861,7 +861,7 @@ func TestQueryPlans(t *testing.T) {
 		{"write back runs", runsWriteSQL, runsWriteArgs(writeBack), "runs_pkey", "runs_status_node"},
 		{"delete runs", runsDeleteSQL, []any{ids}, "runs_pkey", "runs_status_node"},
 		{"rewind tasks", tasksRewindSQL, []any{ids[:10], times[:10]}, "tasks_pkey", ""},
-		{"RunAttempts", runAttemptsSQL, []any{40}, "run_attempts_run", ""},
+		{"RunAttempts", queries.RunAttempts, []any{40}, "run_attempts_run", ""},
 		{"RunComplete latest attempt", runCompleteLatestSQL, []any{40, "SUCCESS", "", 1}, "run_attempts_run", ""},
 		{"RunProgress", runCompleteReadSQL, []any{40}, "runs_pkey", ""},
 		// Claims. An idle claim (nothing due), a claim in a burst (5,000
@@ -879,11 +879,11 @@ func TestQueryPlans(t *testing.T) {
 		// through the status index or the primary key.
 		{"redeliver", redeliverLockSQL, []any{ids}, "runs_", ""},
 		{"redeliver tasks", redeliverTasksSQL, []any{ids}, "tasks_pkey", ""},
-		{"RunFindStuck", runFindStuckSQL, []any{"node-0", 40_000, 100}, "runs_status_node", ""},
+		{"RunFindStuck", queries.RunFindStuck, []any{40_000, "node-0", 100}, "runs_status_node", ""},
 		// The callback sweep reads the waiting runs only, idle or not.
 		{"RunCallbackExpired idle", callbackExpiredSQL, []any{300_000, 100}, "runs_waiting", "runs_status_node"},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{400_000, 100}, "runs_waiting", "runs_status_node"},
-		{"RunUpcoming", runUpcomingSQL, []any{10, 50}, "runs_task_status", "runs_status_node"},
+		{"RunUpcoming", queries.RunUpcoming, []any{10, 50}, "runs_task_status", "runs_status_node"},
 		// A client's lists, by the index of their filter.
 		{"TaskList by name", byName, byNameArgs, "tasks_name_live", ""},
 		{"TaskList by request_id", byRequest, byRequestArgs, "tasks_request_live", ""},

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -170,45 +169,6 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
 	}
 	r.ID, r.Priority = *id, int(*priority)
 	return nil
-}
-
-// RunGet returns a run, or ENotFound.
-func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
-	defer s.classify(&err)
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = $1`, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, sqlrow.NotFound("", "run %d not found", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get run %d: %w", id, err)
-	}
-	return r, nil
-}
-
-// RunList returns runs newest first: by scheduled time, then ID.
-func (s *Store) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	q, args := runListSQL(f)
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, sqlrow.Wrap(badTextOr(err), "list runs")
-	}
-	out, err := scanRuns(rows)
-	if err != nil {
-		return nil, sqlrow.Wrap(badTextOr(err), "list runs")
-	}
-	return out, nil
-}
-
-// runListSQL returns RunList's statement for f, and its arguments.
-func runListSQL(f sundial.RunListParams) (string, []any) {
-	where, args := sqlrow.RunFilter(f, func(n int) string { return "$" + strconv.Itoa(n) })
-	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
-	if where != "" {
-		q += ` WHERE ` + where
-	}
-	args = append(args, sqlrow.ClampLimit(f.Limit))
-	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // rounds splits a batch by ID: round k holds the indexes of the k-th item
@@ -547,37 +507,6 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 		return nil, sqlrow.Wrap(badTextOr(err), "cancel run %d", id)
 	}
 	return r, nil
-}
-
-// RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
-// of a task, or nil.
-func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run, err error) {
-	defer s.classify(&err)
-	r, err := scanRun(s.pool.QueryRow(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE task_id = $1 AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get next queued run of task %d: %w", taskID, err)
-	}
-	return r, nil
-}
-
-// RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
-// by scheduled time.
-func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	rows, err := s.pool.Query(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Held)+` AND node_id = $1
-		ORDER BY scheduled_at, id`, nodeID)
-	if err == nil {
-		var out []*sundial.Run
-		if out, err = scanRuns(rows); err == nil {
-			return out, nil
-		}
-	}
-	return nil, sqlrow.Wrap(badTextOr(err), "list runs of node %s", nodeID)
 }
 
 // RunRelease: see sundial.Store.RunRelease, and releaseWrite.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
+	"github.com/sundialhq/sundial/store/internal/sqlstore"
 	"github.com/sundialhq/sundial/store/migrate"
 )
 
@@ -45,6 +46,9 @@ type Options struct {
 
 // Store is a sundial.Store on a PostgreSQL database.
 type Store struct {
+	// Plain holds the plain methods.
+	*sqlstore.Plain
+
 	pool  *pgxpool.Pool
 	log   *slog.Logger
 	clock func() time.Time // Options.Clock
@@ -77,6 +81,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if s.clock == nil {
 		s.clock = time.Now
 	}
+	s.Plain = sqlstore.New(poolDB{pool}, poolDB{pool}, queries, s.classify)
 	if err := s.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, err

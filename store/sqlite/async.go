@@ -12,7 +12,9 @@ import (
 )
 
 // ASYNC runs: callbacks, progress reports and callback deadlines; and the
-// cluster-wide settings.
+// cluster-wide settings. RunComplete and RunProgress are SQLite's own: each
+// reads and writes its run in one write transaction, which holds every
+// task's lock.
 
 // reporting reads run id inside tx for a report of the delivery under
 // fence (a callback, a progress report), and refuses one the run does not
@@ -101,6 +103,8 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY r
 	WHERE status = 'WAITING_CALLBACK' AND due_at <= ? ORDER BY due_at, id LIMIT ?`
 
 // RunCallbackExpired: see sundial.Store.RunCallbackExpired.
+// SQLite's own: the waiting runs are read from the partial index
+// runs_waiting (INDEXED BY), and their tasks in the same read transaction.
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -126,25 +130,9 @@ func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int
 	return runs, tasks, nil
 }
 
-// runUpcomingSQL: the task's SCHEDULED runs never delivered, on the index
-// runs_task_status (task_id, status, scheduled_at).
-const runUpcomingSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-	WHERE task_id = ? AND status = 'SCHEDULED' AND deliveries = 0
-	ORDER BY scheduled_at, id LIMIT ?`
-
-// RunUpcoming returns up to limit upcoming runs of a task (SCHEDULED, never
-// delivered), by scheduled time then ID.
-func (s *Store) RunUpcoming(ctx context.Context, taskID int64, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, runUpcomingSQL, taskID, sqlrow.ClampLimit(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("list upcoming runs of task %d: %w", taskID, err)
-	}
-	return runs, nil
-}
-
 // SettingEnsure returns the value of a setting, storing value first when
 // it has none: the first writer decides.
+// SQLite's own: the insert and the read share one write transaction.
 func (s *Store) SettingEnsure(ctx context.Context, name, value string) (_ string, err error) {
 	defer s.classify(&err)
 	var got string

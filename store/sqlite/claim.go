@@ -16,7 +16,9 @@ import (
 
 // Claims. SQLite has one writer, so a claim inside a write transaction is
 // atomic by itself: concurrent claimers queue for the writer and each sees
-// the runs the previous one took.
+// the runs the previous one took. That is why the claims (RunClaimDue,
+// RunClaim, RunRedeliver) are SQLite's own, with no row locks
+// or SKIP LOCKED as on the other databases.
 
 // Unclaimed runs, most urgent first: by due time (a fresh run is due at its
 // scheduled time, a retry after its backoff), then priority (the task's,
@@ -154,6 +156,7 @@ const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXE
 		ORDER BY due_at, id LIMIT ?2)`
 
 // RunUnplanMissed: see sundial.Store.RunUnplanMissed (sundial.UnplanMissed).
+// SQLite's own: one write transaction, which holds every task's lock.
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
 	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {
 	defer s.classify(&err)
@@ -193,6 +196,8 @@ const redeliverSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE status = 'IN
 // RunRedeliver (see sundial.Store.RunRedeliver) reads the oldest
 // INTERRUPTED runs, up to four times limit (at most 1,000), for
 // sundial.Redeliver to decide.
+// SQLite's own: decided and written in one write transaction, with no other
+// redeliverer to skip.
 func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, limit int, now time.Time) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {
@@ -228,40 +233,9 @@ func (s *Store) RunRedeliver(ctx context.Context, nodeID string, maxDeliveries, 
 	return runs, tasks, nil
 }
 
-// RunFindStuck: see sundial.Store.RunFindStuck.
-func (s *Store) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	runs, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE status = 'SCHEDULED' AND due_at < ?
-		AND (node_id = ? OR node_id = '' OR node_id NOT IN (SELECT id FROM nodes WHERE state = 'ALIVE'))
-		ORDER BY due_at, id LIMIT ?`, sqlrow.Micros(dueBefore), nodeID, sqlrow.ClampLimit(limit)))
-	if err != nil {
-		return nil, fmt.Errorf("find stuck runs: %w", err)
-	}
-	return runs, nil
-}
-
-// RunCancelRequested returns the active runs of nodeID asked to cancel.
-func (s *Store) RunCancelRequested(ctx context.Context, nodeID string) (_ []int64, err error) {
-	defer s.classify(&err)
-	rows, err := s.r.QueryContext(ctx, `SELECT id FROM runs
-		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Active)+` AND node_id = ? AND cancel_requested = 1`, nodeID)
-	if err != nil {
-		return nil, fmt.Errorf("find runs to cancel: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, fmt.Errorf("find runs to cancel: %w", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
-
 // RunCheckSend reports whether runs committed ahead may still be sent.
+// SQLite's own: the batch's IDs are bound as one JSON array (json_each),
+// one statement whatever its size.
 func (s *Store) RunCheckSend(ctx context.Context, refs []sundial.RunRef) (_ []sundial.SendCheck, err error) {
 	defer s.classify(&err)
 	ids := make([]int64, len(refs))

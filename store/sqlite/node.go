@@ -12,6 +12,7 @@ import (
 
 // NodeRegister (see sundial.Store.NodeRegister): the database's clock is
 // this process's.
+// SQLite's own: an ON CONFLICT upsert at this process's clock.
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
 	if n.ID == "" {
@@ -31,6 +32,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 }
 
 // NodeHeartbeat: see sundial.Store.NodeHeartbeat.
+// SQLite's own, as NodeRegister: the database's clock is this process's.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)
 	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET heartbeat_at = ? WHERE id = ? AND state = 'ALIVE'`,
@@ -46,51 +48,11 @@ func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	return nil
 }
 
-// NodeLeave marks a node LEFT; an unknown node is ENotFound.
-func (s *Store) NodeLeave(ctx context.Context, id string) (err error) {
-	defer s.classify(&err)
-	res, err := s.w.ExecContext(ctx, `UPDATE nodes SET state = 'LEFT' WHERE id = ?`, id)
-	if err != nil {
-		return fmt.Errorf("leave node %s: %w", id, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return fmt.Errorf("leave node %s: %w", id, err)
-	} else if n == 0 {
-		return sqlrow.NotFound("", "node %s not found", id)
-	}
-	return nil
-}
-
-// NodeList returns every node, newest (by start time) first.
-func (s *Store) NodeList(ctx context.Context) (_ []*sundial.Node, err error) {
-	defer s.classify(&err)
-	rows, err := s.r.QueryContext(ctx, `SELECT id, host, pid, address, state, started_at, heartbeat_at
-		FROM nodes ORDER BY started_at DESC, id DESC`)
-	if err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	defer rows.Close()
-	var out []*sundial.Node
-	for rows.Next() {
-		var (
-			n           sundial.Node
-			started, hb int64
-		)
-		if err := rows.Scan(&n.ID, &n.Host, &n.PID, &n.Address, &n.State, &started, &hb); err != nil {
-			return nil, fmt.Errorf("list nodes: %w", err)
-		}
-		n.StartedAt, n.HeartbeatAt = sqlrow.FromMicros(started), sqlrow.FromMicros(hb)
-		out = append(out, &n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list nodes: %w", err)
-	}
-	return out, nil
-}
-
 // NodeReap (see sundial.Store.NodeReap) releases each dead node's runs as
 // RunRelease does, in the same write transaction; it returns the IDs in
 // order.
+// SQLite's own: the clock is this process's, and the write transaction
+// stands for the row locks of the other databases.
 func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.Time) (_ []string, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -130,20 +92,4 @@ func (s *Store) NodeReap(ctx context.Context, deadAfter time.Duration, now time.
 		return nil, fmt.Errorf("reap nodes: %w", err)
 	}
 	return dead, nil
-}
-
-// NodePrune deletes the LEFT and DEAD nodes whose last heartbeat is before
-// before (an index range of nodes_state_heartbeat per state).
-func (s *Store) NodePrune(ctx context.Context, before time.Time) (_ int, err error) {
-	defer s.classify(&err)
-	res, err := s.w.ExecContext(ctx, `DELETE FROM nodes WHERE state IN ('LEFT', 'DEAD') AND heartbeat_at < ?`,
-		sqlrow.Micros(before))
-	if err != nil {
-		return 0, fmt.Errorf("prune nodes: %w", err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("prune nodes: %w", err)
-	}
-	return int(n), nil
 }

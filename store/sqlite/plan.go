@@ -22,6 +22,9 @@ const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
 
 // PlanDue (see sundial.Store.PlanDue): the single writer holds every task,
 // so no other planner can claim one meanwhile.
+// SQLite's own: the write transaction holds every task's lock, so the due
+// tasks are read in tasks_due's order (planDueSQL) with no row lock to
+// skip.
 func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time,
 	plan sundial.PlanFunc) (_ []*sundial.Run, err error) {
 	defer s.classify(&err)

@@ -11,6 +11,9 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
+// runInsertSQL inserts a run unless its (task, fire key) exists:
+// RunInsert's, SQLite's own (prepared on the write connection, whose
+// transaction holds every task's lock).
 var runInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 	VALUES (` + placeholders(len(sqlrow.RunWriteArgs(&sundial.Run{}))) + `)
 	ON CONFLICT (task_id, fire_key) DO NOTHING`
@@ -57,40 +60,6 @@ func (s *Store) RunInsert(ctx context.Context, r *sundial.Run) (err error) {
 	return sqlrow.Wrap(err, "insert run")
 }
 
-// RunGet returns a run, or ENotFound.
-func (s *Store) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
-	defer s.classify(&err)
-	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs WHERE id = ?`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("", "run %d not found", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get run %d: %w", id, err)
-	}
-	return r, nil
-}
-
-// RunList returns runs newest first: by scheduled time, then ID.
-func (s *Store) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	q, args := runListSQL(f)
-	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return out, nil
-}
-
-// runListSQL returns RunList's statement for f, and its arguments.
-func runListSQL(f sundial.RunListParams) (string, []any) {
-	where, args := sqlrow.RunFilter(f, sqlrow.Question)
-	q := `SELECT ` + sqlrow.RunCols + ` FROM runs`
-	if where != "" {
-		q += ` WHERE ` + where
-	}
-	return q + ` ORDER BY ` + sqlrow.RunListOrder + ` LIMIT ?`, append(args, sqlrow.ClampLimit(f.Limit))
-}
-
 // runStartSQL is RunStart on a hot path, in one statement per run: its
 // condition is sundial.RunStartParams.Applies and its SET sundial.RunStartParams.Apply,
 // which the conformance suite holds it to (StartRule).
@@ -100,6 +69,8 @@ var runStartSQL = `UPDATE runs
 	WHERE id = ?4 AND fence = ?5 AND status = 'SCHEDULED'`
 
 // RunStart: see sundial.Store.RunStart.
+// SQLite's own: one prepared UPDATE per run (runStartSQL), in one write
+// transaction.
 func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(starts))
@@ -267,6 +238,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 }
 
 // RunCancel: see sundial.Store.RunCancel (sundial.Cancel).
+// SQLite's own: one write transaction, which holds every task's lock.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -296,39 +268,8 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 	return out, nil
 }
 
-// RunQueuedNext returns the oldest (by scheduled time, then ID) QUEUED run
-// of a task, or nil.
-func (s *Store) RunQueuedNext(ctx context.Context, taskID int64) (_ *sundial.Run, err error) {
-	defer s.classify(&err)
-	r, err := sqlrow.ScanRun(s.r.QueryRowContext(ctx, `SELECT `+sqlrow.RunCols+` FROM runs
-		WHERE task_id = ? AND status = 'QUEUED' ORDER BY scheduled_at, id LIMIT 1`, taskID))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get next queued run of task %d: %w", taskID, err)
-	}
-	return r, nil
-}
-
-// runsOwnedSQL reads a node's Held runs (sundial.RunStatus.Held), by
-// scheduled time.
-var runsOwnedSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-	WHERE status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + ` AND node_id = ?
-	ORDER BY scheduled_at, id`
-
-// RunsOwned returns the SCHEDULED, QUEUED and RUNNING runs owned by nodeID,
-// by scheduled time.
-func (s *Store) RunsOwned(ctx context.Context, nodeID string) (_ []*sundial.Run, err error) {
-	defer s.classify(&err)
-	out, err := sqlrow.ScanRuns(s.r.QueryContext(ctx, runsOwnedSQL, nodeID))
-	if err != nil {
-		return nil, fmt.Errorf("list runs of node %s: %w", nodeID, err)
-	}
-	return out, nil
-}
-
 // RunRelease: see sundial.Store.RunRelease, and release.
+// SQLite's own: one write transaction (release), which NodeReap shares.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)
@@ -342,7 +283,7 @@ func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.
 // each with an INTERRUPTED attempt. QUEUED runs stay: the queue is the
 // task's, drained by whichever node frees a slot (RunQueuedNext).
 func (s *Store) release(ctx context.Context, tx *sql.Tx, nodeID, reason string, now time.Time) error {
-	runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, runsOwnedSQL, nodeID))
+	runs, err := sqlrow.ScanRuns(tx.QueryContext(ctx, queries.RunsOwned, nodeID))
 	if err != nil {
 		return err
 	}
@@ -357,18 +298,10 @@ const attemptFromRunSQL = `INSERT INTO run_attempts
 		COALESCE(finished_at, updated_at)
 	FROM runs WHERE id IN (SELECT value FROM json_each(?))`
 
-// RunAttempts returns the attempts of a run, oldest first.
-func (s *Store) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
-	defer s.classify(&err)
-	out, err := sqlrow.ScanAttempts(s.r.QueryContext(ctx, sqlrow.AttemptsSQL, runID))
-	if err != nil {
-		return nil, fmt.Errorf("list attempts of run %d: %w", runID, err)
-	}
-	return out, nil
-}
-
 // RunPurge deletes up to limit final runs created before before, oldest
 // first.
+// SQLite's own: the oldest final runs are picked through runs_created
+// (INDEXED BY) in a subquery of the DELETE.
 func (s *Store) RunPurge(ctx context.Context, before time.Time, limit int) (_ int, err error) {
 	defer s.classify(&err)
 	if limit <= 0 {

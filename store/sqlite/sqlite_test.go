@@ -157,7 +157,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunUnplanMissed", missedSQL, []any{1, 2}},
 		{"attempts of runs", attemptFromRunSQL, []any{"[1,2]"}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},
-		{"RunUpcoming", runUpcomingSQL, []any{1, 2}},
+		{"RunUpcoming", queries.RunUpcoming, []any{1, 2}},
 		{"TaskCreateMany lookup", tasksByRequestSQL + ` IN (?, ?)`, []any{"r", "s"}},
 	} {
 		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.sql, tc.args...)
@@ -191,8 +191,8 @@ func TestListPlans(t *testing.T) {
 		sql  string
 		args []any
 	}
-	tasks := func(f sundial.TaskListParams) stmt { q, args := taskListSQL(f); return stmt{q, args} }
-	runs := func(f sundial.RunListParams) stmt { q, args := runListSQL(f); return stmt{q, args} }
+	tasks := func(f sundial.TaskListParams) stmt { q, args := queries.TaskList(f); return stmt{q, args} }
+	runs := func(f sundial.RunListParams) stmt { q, args := queries.RunList(f); return stmt{q, args} }
 	now, at := time.Unix(1000, 0), time.Unix(900, 0)
 	for _, tc := range []struct {
 		name string

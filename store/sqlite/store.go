@@ -32,6 +32,8 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
+	"github.com/sundialhq/sundial/store/internal/sqlstore"
 	"github.com/sundialhq/sundial/store/migrate"
 )
 
@@ -57,6 +59,9 @@ type Options struct {
 
 // Store is a sundial.Store on one SQLite file.
 type Store struct {
+	// Plain holds the plain methods: reads on r, writes on w.
+	*sqlstore.Plain
+
 	w     *sql.DB // one connection; BEGIN IMMEDIATE
 	r     *sql.DB // read-only connections
 	log   *slog.Logger
@@ -111,6 +116,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.ReadConns)
 	r.SetMaxIdleConns(opts.ReadConns)
 	s.r = r
+	s.Plain = sqlstore.New(sqlstore.SQL(r), sqlstore.SQL(w), queries, s.classify)
 
 	if err := s.Migrate(ctx); err != nil {
 		s.Close()
@@ -122,6 +128,17 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// queries are the plain methods' statements in SQLite's dialect.
+var queries = sqlstore.NewQueries(sqlstore.Dialect{
+	Placeholder: sqlrow.Question,
+	False:       "0",
+	True:        "1",
+	// Case-sensitive and free of LIKE's wildcards.
+	HasPrefix: func(col, p string, arg func(any) string) string {
+		return `substr(` + col + `, 1, length(` + arg(p) + `)) = ` + arg(p)
+	},
+})
 
 func dsn(path string, busy time.Duration, readOnly bool) string {
 	q := url.Values{}

@@ -158,83 +158,6 @@ func tasksByRequest(ctx context.Context, tx *sql.Tx, ts []*sundial.Task) (map[st
 	return live, nil
 }
 
-// TaskGet returns a live task, or ENotFound.
-func (s *Store) TaskGet(ctx context.Context, id int64) (_ *sundial.Task, err error) {
-	defer s.classify(&err)
-	t, err := sqlrow.ScanTask(s.r.QueryRowContext(ctx,
-		`SELECT `+sqlrow.TaskCols+` FROM tasks WHERE id = ? AND deleted = 0`, id))
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("", "task %d not found", id)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get task %d: %w", id, err)
-	}
-	return t, nil
-}
-
-// TaskExists reports whether a task, live or deleted, has the ID id.
-func (s *Store) TaskExists(ctx context.Context, id int64) (_ bool, err error) {
-	defer s.classify(&err)
-	var one int
-	err = s.r.QueryRowContext(ctx, `SELECT 1 FROM tasks WHERE id = ?`, id).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("look up task %d: %w", id, err)
-	}
-	return true, nil
-}
-
-// TaskList returns live tasks ordered by ID.
-func (s *Store) TaskList(ctx context.Context, f sundial.TaskListParams) (_ []*sundial.Task, err error) {
-	defer s.classify(&err)
-	q, args := taskListSQL(f)
-	out, err := sqlrow.ScanTasks(s.r.QueryContext(ctx, q, args...))
-	if err != nil {
-		return nil, fmt.Errorf("list tasks: %w", err)
-	}
-	return out, nil
-}
-
-// taskListSQL returns TaskList's statement for f, and its arguments.
-func taskListSQL(f sundial.TaskListParams) (string, []any) {
-	var (
-		where strings.Builder
-		args  []any
-	)
-	where.WriteString(`deleted = 0 AND id > ?`)
-	args = append(args, f.AfterID)
-	if len(f.Status) > 0 {
-		where.WriteString(` AND status IN (` + sqlrow.Markers(sqlrow.Question, 0, len(f.Status)) + `)`)
-		for _, st := range f.Status {
-			args = append(args, string(st))
-		}
-	}
-	if f.Name != "" {
-		// tasks_name_live.
-		where.WriteString(` AND name = ?`)
-		args = append(args, f.Name)
-	}
-	if f.RequestID != "" {
-		// The literal term lets tasks_request_live serve it.
-		where.WriteString(` AND request_id = ? AND request_id <> ''`)
-		args = append(args, f.RequestID)
-	}
-	if f.BizID != "" {
-		// The literal term lets tasks_biz serve it.
-		where.WriteString(` AND biz_id = ? AND biz_id <> ''`)
-		args = append(args, f.BizID)
-	}
-	if f.NamePrefix != "" {
-		// Case-sensitive and free of LIKE's wildcards.
-		where.WriteString(` AND substr(name, 1, length(?)) = ?`)
-		args = append(args, f.NamePrefix, f.NamePrefix)
-	}
-	args = append(args, sqlrow.ClampLimit(f.Limit))
-	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + where.String() + ` ORDER BY id LIMIT ?`, args
-}
-
 // taskRunsSQL reads the runs of a task that a change of it may take back
 // (sundial.RunStatus.Held), on the index runs_task_status.
 var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
@@ -242,6 +165,8 @@ var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 	ORDER BY id`
 
 // TaskUpdate: see sundial.Store.TaskUpdate (sundial.TakeBackOnUpdate).
+// SQLite's own: the write transaction holds every task's lock, so the runs
+// are read without row locks (taskRunsSQL).
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
 	defer s.classify(&err)
 	args, err := sqlrow.TaskArgs(t)
@@ -293,6 +218,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 }
 
 // TaskDelete: see sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
+// SQLite's own, as TaskUpdate.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

@@ -1,10 +1,6 @@
 package sqlrow
 
-import (
-	"strings"
-
-	"github.com/sundialhq/sundial"
-)
+import "strings"
 
 // Placeholder returns the parameter marker of the n-th argument (from 1)
 // of a statement.
@@ -21,53 +17,6 @@ func Markers(ph Placeholder, first, n int) string {
 		m[i] = ph(first + i)
 	}
 	return strings.Join(m, ", ")
-}
-
-// RunListOrder is RunList's ORDER BY: newest first by scheduled time, then
-// by ID. The runs_scheduled and runs_task_scheduled indexes of each
-// dialect hold the runs in this order (without and with a task), so that
-// a page is a range of an index read backwards from the cursor, and stops
-// at its limit.
-const RunListOrder = `scheduled_at DESC, id DESC`
-
-// RunFilter returns the conditions of RunList for f, joined by AND (empty
-// for none), and their arguments, numbered from 1.
-func RunFilter(f sundial.RunListParams, ph Placeholder) (string, []any) {
-	var (
-		where []string
-		args  []any
-	)
-	arg := func(v any) string {
-		args = append(args, v)
-		return ph(len(args))
-	}
-	if f.TaskID != 0 {
-		where = append(where, `task_id = `+arg(f.TaskID))
-	}
-	if len(f.Status) > 0 {
-		in := make([]string, len(f.Status))
-		for i, st := range f.Status {
-			in[i] = arg(string(st))
-		}
-		where = append(where, `status IN (`+strings.Join(in, ", ")+`)`)
-	}
-	if !f.From.IsZero() {
-		where = append(where, `scheduled_at >= `+arg(Micros(f.From)))
-	}
-	if !f.To.IsZero() {
-		where = append(where, `scheduled_at < `+arg(Micros(f.To)))
-	}
-	if !f.ExcludePlannedAfter.IsZero() {
-		where = append(where, `(status <> 'SCHEDULED' OR deliveries > 0 OR scheduled_at <= `+
-			arg(Micros(f.ExcludePlannedAfter))+`)`)
-	}
-	if f.BeforeID > 0 {
-		// The first term bounds the index range; the second leaves out
-		// the runs at its edge that the previous page had.
-		at := Micros(f.BeforeTime)
-		where = append(where, `scheduled_at <= `+arg(at)+` AND (scheduled_at < `+arg(at)+` OR id < `+arg(f.BeforeID)+`)`)
-	}
-	return strings.Join(where, ` AND `), args
 }
 
 // ClampLimit applies the list limits: 50 by default, at most 1000.

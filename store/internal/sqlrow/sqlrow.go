@@ -1,10 +1,11 @@
-// Package sqlrow holds what the SQL adapters share: the encoding of tasks
-// and runs (times as microseconds, the defaults of a new run), list
-// filters, the errors the adapters return, the status lists of their
+// Package sqlrow holds the pieces the SQL adapters share: the encoding of
+// tasks and runs (times as microseconds, the defaults of a new run), list
+// limits, the errors the adapters return, the status lists of their
 // statements (rendered from the domain's predicates), and the plain writes
 // of a rule's changes (a run written back, attempts, a task ended or
-// rewound) in the form the database/sql adapters share. Each dialect's
-// quirks, and the SQL of the hot paths, stay in the adapters.
+// rewound) in the form the database/sql adapters share. The methods they
+// share whole are in sqlstore; each dialect's quirks, and the SQL of the
+// hot paths, stay in the adapters.
 package sqlrow
 
 import (

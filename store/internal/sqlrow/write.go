@@ -55,28 +55,6 @@ func DeleteRunsSQL(n int) string {
 // AttemptCols are the columns of an attempt, in the order of AttemptArgs.
 const AttemptCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
 
-// AttemptsSQL reads the attempts of a run (the argument), oldest first,
-// for ScanAttempts.
-const AttemptsSQL = `SELECT ` + AttemptCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`
-
-// ScanAttempts reads the rows of AttemptCols that a query returned, and
-// closes them: none is an empty slice. It passes on the query's error.
-func ScanAttempts(rows *sql.Rows, err error) ([]*sundial.Attempt, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := []*sundial.Attempt{}
-	for rows.Next() {
-		a, err := ScanAttempt(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
-}
-
 // ScanAttempt reads a row of AttemptCols from any of the drivers (see
 // ScanRun): the body may come as text or bytes.
 func ScanAttempt(sc Scanner) (*sundial.Attempt, error) {

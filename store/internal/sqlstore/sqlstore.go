@@ -1,0 +1,158 @@
+// Package sqlstore holds the Store methods the SQL adapters share: the
+// plain reads and writes (a task, a run or a node by ID, the lists, the
+// sweeps of nodes that are gone) whose SQL differs between the databases
+// only in what a Dialect says. It owns their statements (Queries) and the
+// seam they run through (DB). The hot paths (planning, claiming, starting,
+// finishing, admitting, the pre-send check) keep hand-tuned SQL in each
+// adapter.
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+
+	"github.com/sundialhq/sundial/store/internal/sqlrow"
+)
+
+// DB is what the plain methods need of a database: a *sql.DB through SQL,
+// or a pgx pool through the PostgreSQL adapter's wrapper.
+type DB interface {
+	// Query runs a statement that returns rows.
+	Query(ctx context.Context, q string, args ...any) (Rows, error)
+	// QueryRow runs a statement that returns at most one row; its Scan
+	// returns sql.ErrNoRows for none.
+	QueryRow(ctx context.Context, q string, args ...any) sqlrow.Scanner
+	// Exec runs a statement and returns the number of rows it changed.
+	Exec(ctx context.Context, q string, args ...any) (int64, error)
+}
+
+// Rows are the rows of a query: *sql.Rows (through SQL) and pgx.Rows.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// SQL is a database/sql handle as a DB.
+func SQL(db *sql.DB) DB { return sqlDB{db} }
+
+type sqlDB struct{ db *sql.DB }
+
+func (d sqlDB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := d.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (d sqlDB) QueryRow(ctx context.Context, q string, args ...any) sqlrow.Scanner {
+	return d.db.QueryRowContext(ctx, q, args...)
+}
+
+func (d sqlDB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := d.db.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// sqlRows are *sql.Rows as Rows: the error of Close is that of Err.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// Dialect is what sets a database's SQL apart in the plain statements.
+type Dialect struct {
+	// Placeholder marks the arguments: the statements are written with
+	// "?", numbered for a database that numbers them.
+	Placeholder sqlrow.Placeholder
+	// False and True are the literals a boolean column (deleted,
+	// cancel_requested) is compared with: 0 and 1, or false and true.
+	False, True string
+	// Hint returns what follows a table's name to make the database read
+	// it through the named index, where its optimizer left alone would
+	// scan or sort (each use says why): MySQL's FORCE INDEX. Nil for none.
+	Hint func(index string) string
+	// Equal returns the condition that the text column col holds v
+	// exactly, v bound with arg. Nil: col = v AND col <> '', whose
+	// literal term lets a partial index of the non-empty values serve it.
+	Equal func(col, v string, arg func(any) string) string
+	// HasPrefix returns the condition that the text column col starts
+	// with p, case-sensitive and with no wildcard, p bound with arg.
+	HasPrefix func(col, p string, arg func(any) string) string
+	// Err returns the *sundial.Error of a driver error that the client's
+	// input caused (PostgreSQL's refusal of text it cannot hold), or err
+	// as it is. Nil: every error as it is.
+	Err func(err error) error
+}
+
+// bind numbers the "?" of q as the dialect marks arguments.
+func (d *Dialect) bind(q string) string {
+	if d.Placeholder(1) == "?" {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, c := range q {
+		if c != '?' {
+			b.WriteRune(c)
+			continue
+		}
+		n++
+		b.WriteString(d.Placeholder(n))
+	}
+	return b.String()
+}
+
+// hint is Hint of index, or nothing.
+func (d *Dialect) hint(index string) string {
+	if d.Hint == nil {
+		return ""
+	}
+	return d.Hint(index)
+}
+
+// Plain is the plain methods of a sundial.Store, for an adapter to embed.
+// Each classifies its error as the adapter does (classify).
+type Plain struct {
+	r, w     DB
+	q        *Queries
+	classify func(*error)
+}
+
+// New returns the plain methods on the databases r (for reads) and w (for
+// writes; the same as r but for SQLite, whose writer is one connection),
+// with the statements q and the adapter's error classification.
+func New(r, w DB, q *Queries, classify func(*error)) *Plain {
+	return &Plain{r: r, w: w, q: q, classify: classify}
+}
+
+// wrap is sqlrow.Wrap of the dialect's reading of err.
+func (p *Plain) wrap(err error, format string, args ...any) error {
+	if err != nil && p.q.d.Err != nil {
+		err = p.q.d.Err(err)
+	}
+	return sqlrow.Wrap(err, format, args...)
+}
+
+// scanAll reads the rows a query returned with scan, and closes them. It
+// passes on the query's error.
+func scanAll[T any](rows Rows, err error, scan func(sqlrow.Scanner) (T, error)) ([]T, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
