@@ -10,7 +10,7 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// NodeRegister: see sundial.Store.NodeRegister.
+// NodeRegister implements sundial.Store.NodeRegister.
 // MySQL's own: ON DUPLICATE KEY UPDATE, at the server's clock (nowSQL).
 func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	defer s.classify(&err)
@@ -33,7 +33,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	return nil
 }
 
-// NodeHeartbeat: see sundial.Store.NodeHeartbeat.
+// NodeHeartbeat implements sundial.Store.NodeHeartbeat.
 // MySQL's own: the heartbeat is the server's clock (nowSQL).
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)

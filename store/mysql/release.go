@@ -9,7 +9,7 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// RunRelease: see sundial.Store.RunRelease, and release.
+// RunRelease implements sundial.Store.RunRelease; see release.
 // MySQL's own: it locks the runs' tasks, then the runs (release).
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)

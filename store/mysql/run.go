@@ -501,7 +501,7 @@ const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX 
 	ORDER BY waiting_due, id
 	LIMIT ?`
 
-// RunCallbackExpired: see sundial.Store.RunCallbackExpired.
+// RunCallbackExpired implements sundial.Store.RunCallbackExpired.
 // MySQL's own: read through runs_waiting, which indexes the generated
 // column waiting_due (callbackExpiredSQL).
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {

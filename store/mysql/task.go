@@ -349,7 +349,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// TaskDelete: see sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
+// TaskDelete implements sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
 // As TaskUpdate, it locks the task row, then its runs (lockTaskRuns).
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)

@@ -509,7 +509,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 	return r, nil
 }
 
-// RunRelease: see sundial.Store.RunRelease, and releaseWrite.
+// RunRelease implements sundial.Store.RunRelease; see releaseWrite.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)
 	now = sqlrow.Norm(now)

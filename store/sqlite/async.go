@@ -102,7 +102,7 @@ func (s *Store) RunProgress(ctx context.Context, p sundial.RunProgressParams) (_
 const callbackExpiredSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs INDEXED BY runs_waiting
 	WHERE status = 'WAITING_CALLBACK' AND due_at <= ? ORDER BY due_at, id LIMIT ?`
 
-// RunCallbackExpired: see sundial.Store.RunCallbackExpired.
+// RunCallbackExpired implements sundial.Store.RunCallbackExpired.
 // SQLite's own: the waiting runs are read from the partial index
 // runs_waiting (INDEXED BY), and their tasks in the same read transaction.
 func (s *Store) RunCallbackExpired(ctx context.Context, now time.Time, limit int) (_ []*sundial.Run, _ map[int64]*sundial.Task, err error) {

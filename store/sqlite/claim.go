@@ -155,7 +155,7 @@ const missedSQL = `SELECT * FROM (SELECT ` + sqlrow.RunCols + ` FROM runs INDEXE
 			AND deliveries = 0 AND trigger_type = 'SCHEDULE'
 		ORDER BY due_at, id LIMIT ?2)`
 
-// RunUnplanMissed: see sundial.Store.RunUnplanMissed (sundial.UnplanMissed).
+// RunUnplanMissed implements sundial.Store.RunUnplanMissed (sundial.UnplanMissed).
 // SQLite's own: one write transaction, which holds every task's lock.
 func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
 	missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error) {

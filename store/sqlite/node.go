@@ -31,7 +31,7 @@ func (s *Store) NodeRegister(ctx context.Context, n *sundial.Node) (err error) {
 	return nil
 }
 
-// NodeHeartbeat: see sundial.Store.NodeHeartbeat.
+// NodeHeartbeat implements sundial.Store.NodeHeartbeat.
 // SQLite's own, as NodeRegister: the database's clock is this process's.
 func (s *Store) NodeHeartbeat(ctx context.Context, id string) (err error) {
 	defer s.classify(&err)

@@ -68,7 +68,7 @@ var runStartSQL = `UPDATE runs
 		deliveries = deliveries + 1, updated_at = ?2, ` + sqlrow.StartClears("") + `
 	WHERE id = ?4 AND fence = ?5 AND status = 'SCHEDULED'`
 
-// RunStart: see sundial.Store.RunStart.
+// RunStart implements sundial.Store.RunStart.
 // SQLite's own: one prepared UPDATE per run (runStartSQL), in one write
 // transaction.
 func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (_ []bool, err error) {
@@ -237,7 +237,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 	return ok, nil
 }
 
-// RunCancel: see sundial.Store.RunCancel (sundial.Cancel).
+// RunCancel implements sundial.Store.RunCancel (sundial.Cancel).
 // SQLite's own: one write transaction, which holds every task's lock.
 func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sundial.Run, err error) {
 	defer s.classify(&err)
@@ -268,7 +268,7 @@ func (s *Store) RunCancel(ctx context.Context, id int64, now time.Time) (_ *sund
 	return out, nil
 }
 
-// RunRelease: see sundial.Store.RunRelease, and release.
+// RunRelease implements sundial.Store.RunRelease; see release.
 // SQLite's own: one write transaction (release), which NodeReap shares.
 func (s *Store) RunRelease(ctx context.Context, nodeID, reason string, now time.Time) (err error) {
 	defer s.classify(&err)

@@ -164,7 +164,7 @@ var taskRunsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
 	WHERE task_id = ? AND status IN ` + sqlrow.Statuses(sundial.RunStatus.Held) + `
 	ORDER BY id`
 
-// TaskUpdate: see sundial.Store.TaskUpdate (sundial.TakeBackOnUpdate).
+// TaskUpdate implements sundial.Store.TaskUpdate (sundial.TakeBackOnUpdate).
 // SQLite's own: the write transaction holds every task's lock, so the runs
 // are read without row locks (taskRunsSQL).
 func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) (err error) {
@@ -217,7 +217,7 @@ func (s *Store) TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) 
 	return nil
 }
 
-// TaskDelete: see sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
+// TaskDelete implements sundial.Store.TaskDelete (sundial.TakeBackOnDelete).
 // SQLite's own, as TaskUpdate.
 func (s *Store) TaskDelete(ctx context.Context, id int64, now time.Time) (err error) {
 	defer s.classify(&err)
