@@ -9,8 +9,10 @@
 // # Delivery
 //
 // [Executor.Deliver] renders the body, builds the request with the task's
-// own headers, then sets the Sundial headers over them so a task cannot
-// spoof them:
+// own headers but the reserved ones ([sundial.ReservedHeader]: Host,
+// Content-Length, the hop-by-hop headers and Sundial's own, which the API
+// refuses at create), then sets the Sundial headers so a task cannot spoof
+// them:
 //
 //	X-Sundial-Run-Id, X-Sundial-Task-Id, X-Sundial-Scheduled-Time,
 //	X-Sundial-Attempt, X-Sundial-Delivery, X-Sundial-Trigger, X-Sundial-Node,
