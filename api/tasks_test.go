@@ -398,6 +398,14 @@ func TestTaskCreateInvalid(t *testing.T) {
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers", Token: "Bad Name"},
 		},
 		{
+			name: "reserved header", body: task("a", map[string]any{"headers": map[string]string{"X-Sundial-Callback-Token": "x"}}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers", Token: "X-Sundial-Callback-Token"},
+		},
+		{
+			name: "header value with a line break", body: task("a", map[string]any{"headers": map[string]string{"X-A": "a\r\nB: c"}}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers", Token: "X-A"},
+		},
+		{
 			name: "unknown field", body: task("a", map[string]any{"cron": "* * * * *"}),
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron", Token: "cron",
 				Message: `unknown field "cron"; did you mean "cron_expr"?`},
