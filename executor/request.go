@@ -38,7 +38,7 @@ func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request,
 	if !validTraceID(req.Vars.TraceID) {
 		req.Vars.TraceID = NewTraceID()
 	}
-	body, err := Render(req.BodyTemplate, req.Vars)
+	body, err := RenderMax(req.BodyTemplate, req.Vars, e.maxBody)
 	if err != nil {
 		return nil, errors.New("render body: " + sundial.ErrorMessage(err))
 	}

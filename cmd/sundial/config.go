@@ -16,6 +16,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
 )
 
@@ -59,6 +61,7 @@ type config struct {
 		WorkerPoolSize int                      `yaml:"worker_pool_size"`
 		RequestTimeout time.Duration            `yaml:"request_timeout"`
 		StartIntervals map[string]time.Duration `yaml:"start_intervals"`
+		MaxBodyBytes   int                      `yaml:"max_body_bytes"`
 	} `yaml:"executor"`
 
 	Debug struct {
@@ -94,6 +97,7 @@ func defaultConfig() *config {
 	c.Callback.Timeout = d.CallbackTimeout
 	c.Executor.WorkerPoolSize = d.Workers
 	c.Executor.RequestTimeout = d.RequestTimeout
+	c.Executor.MaxBodyBytes = executor.DefaultMaxBodyBytes
 	return c
 }
 
@@ -133,6 +137,7 @@ func (c *config) settings() []setting {
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
+		{"executor.max_body_bytes", "largest body a task's template may render to; a task that can render more is refused", &c.Executor.MaxBodyBytes},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -417,6 +422,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("compensator.stuck_after: %s: want at least 1s", c.Compensator.StuckAfter)
 	case c.Compensator.StatusEvery < time.Second:
 		return fmt.Errorf("compensator.status_every: %s: want at least 1s", c.Compensator.StatusEvery)
+	case len(c.Callback.BaseURL) > sundial.MaxURLLen:
+		return fmt.Errorf("callback.base_url: longer than %d bytes", sundial.MaxURLLen)
 	case c.Callback.BaseURL != "" && !validBaseURL(c.Callback.BaseURL):
 		return fmt.Errorf("callback.base_url: %q: want an absolute http or https URL, such as https://sundial.example.com", c.Callback.BaseURL)
 	case c.Callback.Secret != "" && len(c.Callback.Secret) < 16:
@@ -427,6 +434,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
 	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:
 		return fmt.Errorf("executor.request_timeout: %s: want from 1s to 24h", ex.RequestTimeout)
+	case ex.MaxBodyBytes < 1 || ex.MaxBodyBytes > 64<<20:
+		return fmt.Errorf("executor.max_body_bytes: %d: want from 1 to %d (64 MiB)", ex.MaxBodyBytes, 64<<20)
 	}
 	for host, d := range ex.StartIntervals {
 		if host == "" || strings.ContainsAny(host, "/ ") || d <= 0 || d > time.Hour {

@@ -82,7 +82,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
-		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64)})
+		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes})
 	defer exec.Close()
 	sched, err := scheduler.New(scheduler.Config{
 		Node:              node,
@@ -114,7 +114,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
-	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched})
+	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched, MaxBodyBytes: cfg.Executor.MaxBodyBytes})
 	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
