@@ -42,6 +42,11 @@ type Config struct {
 	// (executor.max_body_bytes); 0: executor.DefaultMaxBodyBytes. A task
 	// that can render a larger one is refused.
 	MaxBodyBytes int
+
+	// CheckTarget, when set, refuses a task's target_url before it is
+	// stored: executor.Guard.CheckURL, which refuses an IP address the
+	// outbound guard would refuse to dial.
+	CheckTarget func(rawURL string) error
 }
 
 // Store is what the API reads and writes in the database: a sundial.Store
@@ -94,10 +99,11 @@ type Server struct {
 	Logger *slog.Logger     // nil: discard logs
 	Now    func() time.Time // nil: time.Now
 
-	store   Store
-	sched   Scheduler
-	mux     *http.ServeMux
-	maxBody int
+	store       Store
+	sched       Scheduler
+	mux         *http.ServeMux
+	maxBody     int
+	checkTarget func(string) error
 }
 
 // NewServer returns a Server with the built-in routes registered. It panics
@@ -113,7 +119,7 @@ func NewServer(cfg Config) *Server {
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
 	}
-	s.maxBody = cfg.MaxBodyBytes
+	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
 	if s.maxBody <= 0 {
 		s.maxBody = executor.DefaultMaxBodyBytes
 	}

@@ -182,11 +182,17 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, e
 
 // checkTask is what a task written through the API must pass besides its
 // own rules (sundial.Task.Normalize), because it depends on the server's
-// configuration: its body template cannot render a body larger than the
+// configuration: its target_url is not an address the outbound guard
+// refuses, and its body template cannot render a body larger than the
 // server's limit with the task's params. It passes an error through.
 func (s *Server) checkTask(t *sundial.Task, err error) (*sundial.Task, error) {
 	if err != nil {
 		return nil, err
+	}
+	if s.checkTarget != nil {
+		if err := s.checkTarget(t.TargetURL); err != nil {
+			return nil, err
+		}
 	}
 	if err := executor.CheckBodyBound(t.BodyTemplate, t.Name, t.Params, s.maxBody); err != nil {
 		return nil, err

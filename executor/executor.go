@@ -17,6 +17,7 @@ type Options struct {
 	MaxIdleConnsPerHost int              // keep-alive connections kept per target; default 512
 	UserAgent           string           // default "Sundial/1"
 	MaxBodyBytes        int              // the largest rendered body; default DefaultMaxBodyBytes
+	Guard               *Guard           // checks every address dialled; nil: a zero Guard (only what is always refused)
 	Now                 func() time.Time // the clock of Outcome.Started and Finished; default time.Now
 }
 
@@ -61,7 +62,10 @@ func New(opts Options) *Executor {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if opts.Guard == nil {
+		opts.Guard = &Guard{}
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, ControlContext: opts.Guard.control}
 	t := &http.Transport{
 		Proxy:                  http.ProxyFromEnvironment,
 		DialContext:            dialer.DialContext,

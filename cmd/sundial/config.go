@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -62,6 +63,8 @@ type config struct {
 		RequestTimeout time.Duration            `yaml:"request_timeout"`
 		StartIntervals map[string]time.Duration `yaml:"start_intervals"`
 		MaxBodyBytes   int                      `yaml:"max_body_bytes"`
+		DenyNetworks   []string                 `yaml:"deny_networks"`
+		AllowNetworks  []string                 `yaml:"allow_networks"`
 	} `yaml:"executor"`
 
 	Debug struct {
@@ -105,7 +108,7 @@ func defaultConfig() *config {
 type setting struct {
 	key  string
 	help string
-	ptr  any // *string, *int, *time.Duration or *map[string]time.Duration inside a config
+	ptr  any // *string, *int, *time.Duration, *map[string]time.Duration or *[]string inside a config
 }
 
 // settings lists every setting in the order of the help and of the
@@ -138,6 +141,8 @@ func (c *config) settings() []setting {
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
 		{"executor.max_body_bytes", "largest body a task's template may render to; a task that can render more is refused", &c.Executor.MaxBodyBytes},
+		{"executor.deny_networks", "networks tasks may not call, besides link-local, unspecified, multicast and this node's listeners: 10.0.0.0/8,fc00::/7", &c.Executor.DenyNetworks},
+		{"executor.allow_networks", "when set, the only networks tasks may call (deny_networks still applies)", &c.Executor.AllowNetworks},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -216,6 +221,8 @@ func (s setting) typeName() string {
 		return "duration"
 	case *map[string]time.Duration:
 		return "host=duration,..."
+	case *[]string:
+		return "cidr,..."
 	default:
 		return "string"
 	}
@@ -238,6 +245,8 @@ func (s setting) text() string {
 		}
 		slices.Sort(pairs)
 		return strings.Join(pairs, ",")
+	case *[]string:
+		return strings.Join(*p, ",")
 	}
 	return ""
 }
@@ -291,6 +300,14 @@ func (s setting) set(text string) error {
 			m[strings.TrimSpace(host)] = d
 		}
 		*p = m
+	case *[]string:
+		var list []string
+		for item := range strings.SplitSeq(text, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				list = append(list, item)
+			}
+		}
+		*p = list
 	}
 	return nil
 }
@@ -437,6 +454,12 @@ func (c *config) validate() error {
 	case ex.MaxBodyBytes < 1 || ex.MaxBodyBytes > 64<<20:
 		return fmt.Errorf("executor.max_body_bytes: %d: want from 1 to %d (64 MiB)", ex.MaxBodyBytes, 64<<20)
 	}
+	if _, err := parseNetworks(ex.DenyNetworks); err != nil {
+		return fmt.Errorf("executor.deny_networks: %v", err)
+	}
+	if _, err := parseNetworks(ex.AllowNetworks); err != nil {
+		return fmt.Errorf("executor.allow_networks: %v", err)
+	}
 	for host, d := range ex.StartIntervals {
 		if host == "" || strings.ContainsAny(host, "/ ") || d <= 0 || d > time.Hour {
 			return fmt.Errorf("executor.start_intervals: %s=%s: want a host[:port] and a duration from 1ms to 1h", host, d)
@@ -457,4 +480,17 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// parseNetworks parses a list of CIDRs, such as 10.0.0.0/8 and fc00::/7.
+func parseNetworks(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, item := range list {
+		p, err := netip.ParsePrefix(strings.TrimSpace(item))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want a network in CIDR notation, such as 10.0.0.0/8 or fc00::/7", item)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -81,8 +82,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	guard := outboundGuard(cfg, ln.Addr(), pprofAddr)
 	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
-		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes})
+		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes, Guard: guard})
 	defer exec.Close()
 	sched, err := scheduler.New(scheduler.Config{
 		Node:              node,
@@ -114,7 +116,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
-	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched, MaxBodyBytes: cfg.Executor.MaxBodyBytes})
+	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
+		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL})
 	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	httpSrv := &http.Server{
 		Handler:           srv.Handler(),
@@ -172,6 +175,24 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	shutdownHTTP(httpSrv)
 	fmt.Fprintln(stdout, "Sundial stopped")
 	return nil
+}
+
+// outboundGuard is the guard of every delivery: the configured networks,
+// and this node's own listeners (the API's and the profiler's, nil when
+// there is none).
+func outboundGuard(cfg *config, listeners ...net.Addr) *executor.Guard {
+	g := &executor.Guard{}
+	g.Deny, _ = parseNetworks(cfg.Executor.DenyNetworks) // checked by validate
+	g.Allow, _ = parseNetworks(cfg.Executor.AllowNetworks)
+	for _, a := range listeners {
+		if a == nil {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			g.Self = append(g.Self, ap)
+		}
+	}
+	return g
 }
 
 func shutdownHTTP(srv *http.Server) {
