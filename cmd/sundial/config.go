@@ -31,6 +31,13 @@ type config struct {
 	DB     string    `yaml:"db"`
 	Log    logConfig `yaml:"log"`
 
+	API struct {
+		MaxConnections int           `yaml:"max_connections"`
+		ReadTimeout    time.Duration `yaml:"read_timeout"`
+		WriteTimeout   time.Duration `yaml:"write_timeout"`
+		IdleTimeout    time.Duration `yaml:"idle_timeout"`
+	} `yaml:"api"`
+
 	Scheduler struct {
 		PollInterval      time.Duration `yaml:"poll_interval"`
 		Lookahead         time.Duration `yaml:"lookahead"`
@@ -82,6 +89,10 @@ type logConfig struct {
 func defaultConfig() *config {
 	d := scheduler.DefaultConfig()
 	c := &config{Listen: "127.0.0.1:8080", DB: "sqlite:./sundial.db", Log: logConfig{Level: "info", Format: "text"}}
+	c.API.MaxConnections = 1024
+	c.API.ReadTimeout = time.Minute
+	c.API.WriteTimeout = 2 * time.Minute
+	c.API.IdleTimeout = 2 * time.Minute
 	c.Scheduler.PollInterval = d.PollInterval
 	c.Scheduler.Lookahead = d.Lookahead
 	c.Scheduler.MisfireThreshold = d.MisfireThreshold
@@ -119,6 +130,10 @@ func (c *config) settings() []setting {
 		{"db", "database: sqlite:PATH, postgres://user@host:5432/db or mysql://user:pass@host:3306/db", &c.DB},
 		{"log.level", "debug, info, warn or error", &c.Log.Level},
 		{"log.format", "text or json", &c.Log.Format},
+		{"api.max_connections", "connections the API keeps open at once; more wait to be accepted", &c.API.MaxConnections},
+		{"api.read_timeout", "a request, its body included, must be read within this", &c.API.ReadTimeout},
+		{"api.write_timeout", "a request must be answered within this after its header is read", &c.API.WriteTimeout},
+		{"api.idle_timeout", "an idle keep-alive connection is closed after this", &c.API.IdleTimeout},
 		{"scheduler.poll_interval", "how often the planner claims due tasks", &c.Scheduler.PollInterval},
 		{"scheduler.lookahead", "how far ahead fires are planned, from 2 poll intervals to 24h", &c.Scheduler.Lookahead},
 		{"scheduler.misfire_threshold", "a fire later than this was missed and follows the task's catch_up_mode", &c.Scheduler.MisfireThreshold},
@@ -174,6 +189,7 @@ var commandSummaries = map[string]string{
 
 // sectionTitles names the groups of settings in the help, by key prefix.
 var sectionTitles = map[string]string{
+	"api":         "API server",
 	"scheduler":   "Scheduler",
 	"compensator": "Start compensator (seed 000)",
 	"callback":    "Callbacks of ASYNC tasks",
@@ -409,6 +425,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("log.level: %q: want debug, info, warn or error", c.Log.Level)
 	case !oneOf(c.Log.Format, "text", "json"):
 		return fmt.Errorf("log.format: %q: want text or json", c.Log.Format)
+	case c.API.MaxConnections < 1 || c.API.MaxConnections > 1<<20:
+		return fmt.Errorf("api.max_connections: %d: want from 1 to %d", c.API.MaxConnections, 1<<20)
+	case c.API.ReadTimeout < 100*time.Millisecond || c.API.ReadTimeout > time.Hour:
+		return fmt.Errorf("api.read_timeout: %s: want from 100ms to 1h", c.API.ReadTimeout)
+	case c.API.WriteTimeout < time.Second || c.API.WriteTimeout > time.Hour:
+		return fmt.Errorf("api.write_timeout: %s: want from 1s to 1h", c.API.WriteTimeout)
+	case c.API.IdleTimeout < 100*time.Millisecond || c.API.IdleTimeout > time.Hour:
+		return fmt.Errorf("api.idle_timeout: %s: want from 100ms to 1h", c.API.IdleTimeout)
 	case sc.PollInterval < 10*time.Millisecond || sc.PollInterval > time.Minute:
 		return fmt.Errorf("scheduler.poll_interval: %s: want from 10ms to 1m", sc.PollInterval)
 	case sc.Lookahead < 2*sc.PollInterval || sc.Lookahead > 24*time.Hour:

@@ -31,6 +31,12 @@ import (
 	"github.com/sundialhq/sundial/store/sqlite"
 )
 
+// Bounds of the API server's requests that are not settings.
+const (
+	headerTimeout  = 10 * time.Second // to read a request's header
+	maxHeaderBytes = 64 << 10         // of a request's header; more is a 431
+)
+
 // runServe runs a scheduler node and the REST API until ctx is cancelled
 // (SIGINT or SIGTERM), then stops gracefully: no new fires, calls in flight
 // get the drain timeout, what is cut off is recorded, and it exits 0. The
@@ -120,8 +126,16 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL})
 	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: srv.Handler(),
+		// A slow client holds a connection for a bounded time: its header
+		// in 10s at most, its whole request in read_timeout, the answer
+		// in write_timeout; an idle keep-alive is closed after
+		// idle_timeout. LimitListener bounds how many it may hold.
+		ReadHeaderTimeout: min(headerTimeout, cfg.API.ReadTimeout),
+		ReadTimeout:       cfg.API.ReadTimeout,
+		WriteTimeout:      cfg.API.WriteTimeout,
+		IdleTimeout:       cfg.API.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 		// OPTIONS * goes to the API too, which answers it in JSON.
 		DisableGeneralOptionsHandler: true,
@@ -132,7 +146,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer stopSched()
 	go func() { schedDone <- sched.Run(schedCtx) }()
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- httpSrv.Serve(api.Listener(ln)) }()
+	go func() { serveDone <- httpSrv.Serve(api.Listener(api.LimitListener(ln, cfg.API.MaxConnections))) }()
 
 	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
 	serveLog.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
@@ -376,7 +390,10 @@ func servePprof(addr string, log *slog.Logger) (bound net.Addr, stop func(), err
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// No write timeout: a CPU profile or a trace streams for as long as
+	// it was asked to.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: headerTimeout, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr(), func() { _ = srv.Close() }, nil
