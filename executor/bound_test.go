@@ -145,6 +145,9 @@ func FuzzRender(f *testing.F) {
 		if got, err := RenderMax(tmpl, v, len(out)); err != nil || got != out {
 			t.Fatalf("RenderMax(limit %d) = %q, %v; want %q", len(out), got, err, out)
 		}
+		if len(out) == 1 {
+			return // a limit of 0 is none
+		}
 		if _, err := RenderMax(tmpl, v, len(out)-1); err == nil {
 			t.Fatalf("RenderMax(limit %d) of a %d-byte body: no error", len(out)-1, len(out))
 		}
