@@ -1,10 +1,12 @@
 // Package executor delivers one run of a task as one HTTP request and
 // reports the outcome.
 //
-// It owns three things: the shared HTTP transport that keeps connections
+// It owns four things: the shared HTTP transport that keeps connections
 // alive per target, the body template language rendered once per fire
-// ([Render], [ValidateTemplate]), and the mapping from an HTTP exchange to an
-// [Outcome] (SUCCESS, FAILED, TIMEOUT or CANCELED).
+// ([Render], [ValidateTemplate]) with its bound ([BodyBound]), the outbound
+// [Guard] asked for every address the transport dials (redirect hops
+// included), and the mapping from an HTTP exchange to an [Outcome]
+// (SUCCESS, FAILED, TIMEOUT or CANCELED).
 //
 // # Delivery
 //
