@@ -498,13 +498,8 @@ func (t *Task) validate() error {
 	if err := validateURL(t.TargetURL); err != nil {
 		return err
 	}
-	for k, v := range t.Headers {
-		if !validHeaderName(k) {
-			return &Error{Code: EInvalid, Field: "headers", Token: k, Message: "not a valid HTTP header name"}
-		}
-		if strings.ContainsAny(v, "\r\n\x00") {
-			return &Error{Code: EInvalid, Field: "headers", Token: k, Message: "header value contains a line break or NUL"}
-		}
+	if err := CheckHeaders(t.Headers); err != nil {
+		return err
 	}
 	if len(t.BodyTemplate) > MaxBodyTemplateLen {
 		return Errorf(EInvalid, "body_template", "body_template is larger than %d bytes", MaxBodyTemplateLen)
@@ -585,22 +580,6 @@ func validateURL(raw string) error {
 			Message: "must be an absolute http or https URL"}
 	}
 	return nil
-}
-
-// validHeaderName reports whether name is an RFC 9110 token.
-func validHeaderName(name string) bool {
-	if name == "" {
-		return false
-	}
-	for _, c := range []byte(name) {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // NormParams is params as a task or run stores them: nil for none, which a

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
 )
 
 // Config is what NewServer needs. The zero Config is usable: it logs nowhere,
@@ -36,6 +37,16 @@ type Config struct {
 	// /readyz. Scheduler is then required.
 	Store     Store
 	Scheduler Scheduler
+
+	// MaxBodyBytes is the largest body a task's template may render to
+	// (executor.max_body_bytes); 0: executor.DefaultMaxBodyBytes. A task
+	// that can render a larger one is refused.
+	MaxBodyBytes int
+
+	// CheckTarget, when set, refuses a task's target_url before it is
+	// stored: executor.Guard.CheckURL, which refuses an IP address the
+	// outbound guard would refuse to dial.
+	CheckTarget func(rawURL string) error
 }
 
 // Store is what the API reads and writes in the database: a sundial.Store
@@ -88,9 +99,11 @@ type Server struct {
 	Logger *slog.Logger     // nil: discard logs
 	Now    func() time.Time // nil: time.Now
 
-	store Store
-	sched Scheduler
-	mux   *http.ServeMux
+	store       Store
+	sched       Scheduler
+	mux         *http.ServeMux
+	maxBody     int
+	checkTarget func(string) error
 }
 
 // NewServer returns a Server with the built-in routes registered. It panics
@@ -105,6 +118,10 @@ func NewServer(cfg Config) *Server {
 		store:  cfg.Store,
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
+	}
+	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
+	if s.maxBody <= 0 {
+		s.maxBody = executor.DefaultMaxBodyBytes
 	}
 	// Each built-in route lists the query parameters it reads; it refuses
 	// any other (see route).

@@ -78,7 +78,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	items := make([]batchItem, len(req.Tasks))
 	failed := 0
 	for i, raw := range req.Tasks {
-		t, err := batchTask(raw, now)
+		t, err := s.checkTask(batchTask(raw, now))
 		if err != nil {
 			items[i] = itemError(i, err)
 			failed++

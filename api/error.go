@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -182,6 +183,11 @@ func readError(r *http.Request, err error, maxBytes int64) error {
 		}
 		return sundial.Errorf(sundial.ETooLarge, "", "request body is larger than %s, the limit of %s",
 			byteSize(maxBytes), endpoint)
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The server's read timeout: a body that trickles in.
+		return sundial.Errorf(sundial.EInvalid, "",
+			"the request body did not arrive within the server's read timeout (api.read_timeout)")
 	}
 	if r.Context().Err() != nil {
 		return fmt.Errorf("read request body: %w", r.Context().Err()) // the client went away

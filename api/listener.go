@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/sundialhq/sundial"
 )
@@ -108,4 +109,63 @@ func rewriteCanned(p []byte) (out []byte, ok bool) {
 	b.WriteString("Content-Length: " + strconv.Itoa(len(js)) + "\r\n\r\n")
 	b.Write(js)
 	return b.Bytes(), true
+}
+
+// LimitListener returns ln accepting at most n connections open at once:
+// Accept waits while n are open, so the node keeps its file descriptors
+// for its own work whatever clients do. n < 1 means no limit.
+func LimitListener(ln net.Listener, n int) net.Listener {
+	if n < 1 {
+		return ln
+	}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	slots     chan struct{} // one value per open connection
+	done      chan struct{} // closed by Close
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, release: func() { <-l.slots }}, nil
+}
+
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+// limitConn frees its slot once, on its first Close.
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
+
+// CloseWrite half-closes the connection when it can, as net/http does
+// after some of its own error answers.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -164,5 +165,75 @@ func TestRewriteCanned(t *testing.T) {
 				t.Errorf("%s: rewrite %q", c.name, out)
 			}
 		}
+	}
+}
+
+// pipeListener is a listener whose connections are the test's: each one
+// sent on conns is accepted.
+type pipeListener struct {
+	conns  chan net.Conn
+	closed chan struct{}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { close(l.closed); return nil }
+func (l *pipeListener) Addr() net.Addr { return &net.TCPAddr{} }
+
+// TestLimitListener: with n connections open, Accept waits until one of
+// them closes (closing it twice frees one slot), and Close ends a waiting
+// Accept.
+func TestLimitListener(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		inner := &pipeListener{conns: make(chan net.Conn, 10), closed: make(chan struct{})}
+		ln := LimitListener(inner, 2)
+		for range 3 {
+			c, _ := net.Pipe()
+			inner.conns <- c
+		}
+		accepted := make(chan net.Conn, 10)
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					close(accepted)
+					return
+				}
+				accepted <- c
+			}
+		}()
+		synctest.Wait()
+		if len(accepted) != 2 {
+			t.Fatalf("%d connections accepted, want 2 (the limit) while 3 wait", len(accepted))
+		}
+		first := <-accepted
+		first.Close()
+		first.Close()
+		synctest.Wait()
+		if len(accepted) != 2 {
+			t.Fatalf("after one close: %d accepted and open, want 2 (the second and the third)", len(accepted))
+		}
+		c, _ := net.Pipe()
+		inner.conns <- c
+		synctest.Wait()
+		if len(accepted) != 2 {
+			t.Fatalf("a second Close of one connection freed another slot: %d accepted and open", len(accepted))
+		}
+		ln.Close()
+		synctest.Wait()
+		for c := range accepted {
+			c.Close()
+		}
+	})
+	if LimitListener(nil, 0) != nil {
+		t.Error("LimitListener(ln, 0) is not ln")
 	}
 }

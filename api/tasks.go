@@ -180,6 +180,26 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, e
 	return t, nil
 }
 
+// checkTask is what a task written through the API must pass besides its
+// own rules (sundial.Task.Normalize), because it depends on the server's
+// configuration: its target_url is not an address the outbound guard
+// refuses, and its body template cannot render a body larger than the
+// server's limit with the task's params. It passes an error through.
+func (s *Server) checkTask(t *sundial.Task, err error) (*sundial.Task, error) {
+	if err != nil {
+		return nil, err
+	}
+	if s.checkTarget != nil {
+		if err := s.checkTarget(t.TargetURL); err != nil {
+			return nil, err
+		}
+	}
+	if err := executor.CheckBodyBound(t.BodyTemplate, t.Name, t.Params, s.maxBody); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
 // parseVersion reads the version a PUT says the task was read at.
 func parseVersion(raw json.RawMessage) (int64, error) {
 	if raw == nil || string(raw) == "null" {
@@ -225,7 +245,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	t, err := req.task(nil, now)
+	t, err := s.checkTask(req.task(nil, now))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -329,7 +349,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	t, err := req.task(cur, now)
+	t, err := s.checkTask(req.task(cur, now))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -398,6 +398,22 @@ func TestTaskCreateInvalid(t *testing.T) {
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers", Token: "Bad Name"},
 		},
 		{
+			name: "reserved header", body: task("a", map[string]any{"headers": map[string]string{"X-Sundial-Callback-Token": "x"}}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers", Token: "X-Sundial-Callback-Token"},
+		},
+		{
+			name: "header value with a line break", body: task("a", map[string]any{"headers": map[string]string{"X-A": "a\r\nB: c"}}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers", Token: "X-A"},
+		},
+		{
+			// The template bomb: 64 KiB of params and 6,553 {{params}}.
+			name: "template bomb", body: task("a", map[string]any{"params": strings.Repeat("x", 64<<10-2),
+				"body_template": strings.Repeat("{{params}}", 6553)}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "body_template", Token: "{{params}}",
+				Message: "body_template can render a body of up to 429457408 bytes with the task's params, more than " +
+					"the server's limit of 1048576 bytes (executor.max_body_bytes); its largest tag is {{params}}"},
+		},
+		{
 			name: "unknown field", body: task("a", map[string]any{"cron": "* * * * *"}),
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron", Token: "cron",
 				Message: `unknown field "cron"; did you mean "cron_expr"?`},

@@ -1,16 +1,20 @@
 // Package executor delivers one run of a task as one HTTP request and
 // reports the outcome.
 //
-// It owns three things: the shared HTTP transport that keeps connections
+// It owns four things: the shared HTTP transport that keeps connections
 // alive per target, the body template language rendered once per fire
-// ([Render], [ValidateTemplate]), and the mapping from an HTTP exchange to an
-// [Outcome] (SUCCESS, FAILED, TIMEOUT or CANCELED).
+// ([Render], [ValidateTemplate]) with its bound ([BodyBound]), the outbound
+// [Guard] asked for every address the transport dials (redirect hops
+// included), and the mapping from an HTTP exchange to an [Outcome]
+// (SUCCESS, FAILED, TIMEOUT or CANCELED).
 //
 // # Delivery
 //
 // [Executor.Deliver] renders the body, builds the request with the task's
-// own headers, then sets the Sundial headers over them so a task cannot
-// spoof them:
+// own headers but the reserved ones ([sundial.ReservedHeader]: Host,
+// Content-Length, the hop-by-hop headers and Sundial's own, which the API
+// refuses at create), then sets the Sundial headers so a task cannot spoof
+// them:
 //
 //	X-Sundial-Run-Id, X-Sundial-Task-Id, X-Sundial-Scheduled-Time,
 //	X-Sundial-Attempt, X-Sundial-Delivery, X-Sundial-Trigger, X-Sundial-Node,

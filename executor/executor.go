@@ -16,6 +16,8 @@ type Options struct {
 	DefaultTimeout      time.Duration    // for requests without a Timeout; default 15s
 	MaxIdleConnsPerHost int              // keep-alive connections kept per target; default 512
 	UserAgent           string           // default "Sundial/1"
+	MaxBodyBytes        int              // the largest rendered body; default DefaultMaxBodyBytes
+	Guard               *Guard           // checks every address dialled; nil: a zero Guard (only what is always refused)
 	Now                 func() time.Time // the clock of Outcome.Started and Finished; default time.Now
 }
 
@@ -26,12 +28,14 @@ type Executor struct {
 	transport      *http.Transport
 	defaultTimeout time.Duration
 	userAgent      string
+	maxBody        int
 	now            func() time.Time
 }
 
 const (
-	bodyLimit  = 4 << 10  // bytes of a response body kept in the Outcome
-	drainLimit = 64 << 10 // bytes more read so the connection can be reused
+	bodyLimit         = 4 << 10  // bytes of a response body kept in the Outcome
+	drainLimit        = 64 << 10 // bytes more read so the connection can be reused
+	maxResponseHeader = 64 << 10 // bytes of a response's header; more fails the delivery
 )
 
 // DefaultTimeout is a delivery's timeout when neither its request nor
@@ -49,28 +53,36 @@ func New(opts Options) *Executor {
 	if opts.MaxIdleConnsPerHost <= 0 {
 		opts.MaxIdleConnsPerHost = 512
 	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
 	if opts.UserAgent == "" {
 		opts.UserAgent = "Sundial/1"
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	if opts.Guard == nil {
+		opts.Guard = &Guard{}
+	}
+	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, ControlContext: opts.Guard.control}
 	t := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          0, // no limit across targets; MaxIdleConnsPerHost bounds each
-		MaxIdleConnsPerHost:   opts.MaxIdleConnsPerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
+		Proxy:                  http.ProxyFromEnvironment,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           0, // no limit across targets; MaxIdleConnsPerHost bounds each
+		MaxIdleConnsPerHost:    opts.MaxIdleConnsPerHost,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    10 * time.Second,
+		ExpectContinueTimeout:  1 * time.Second,
+		MaxResponseHeaderBytes: maxResponseHeader,
 	}
 	return &Executor{
 		client:         &http.Client{Transport: t},
 		transport:      t,
 		defaultTimeout: opts.DefaultTimeout,
 		userAgent:      opts.UserAgent,
+		maxBody:        opts.MaxBodyBytes,
 		now:            opts.Now,
 	}
 }

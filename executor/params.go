@@ -82,21 +82,18 @@ func jsonKind(c byte) string {
 	}
 }
 
-// writeParam writes a params value: a string without its quotes, anything
-// else as its JSON.
-func writeParam(b *strings.Builder, raw []byte) {
+// paramText is how a params value renders, in p or s: a string without
+// its quotes, anything else as its JSON.
+func paramText(raw []byte) (p []byte, s string) {
 	if raw[0] != '"' {
-		b.Write(raw)
-		return
+		return raw, ""
 	}
 	inner := raw[1 : len(raw)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
-		b.Write(inner)
-		return
+		return inner, ""
 	}
-	var s string
 	_ = json.Unmarshal(raw, &s) // raw is a valid JSON string
-	b.WriteString(s)
+	return nil, s
 }
 
 // objectField returns the value of key in the object v, the last one if the

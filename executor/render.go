@@ -39,58 +39,92 @@ var builtins = []string{
 // templateField is the input field template errors concern.
 const templateField = "body_template"
 
+// DefaultMaxBodyBytes is the largest body a template may render to when
+// Options do not say (executor.max_body_bytes).
+const DefaultMaxBodyBytes = 1 << 20
+
 // Render replaces each {{name}} tag of tmpl with the value of the variable
 // name in v and copies the rest verbatim. An unknown name, a params path
-// that is not in v.Params or a malformed tag is an error.
-func Render(tmpl string, v Vars) (string, error) {
+// that is not in v.Params, a malformed tag, or a body larger than
+// DefaultMaxBodyBytes is an error.
+func Render(tmpl string, v Vars) (string, error) { return RenderMax(tmpl, v, DefaultMaxBodyBytes) }
+
+// RenderMax is Render with a limit on the body of limit bytes (0: none).
+// A body that would be larger is an error before it is: it is never
+// allocated past the limit.
+func RenderMax(tmpl string, v Vars, limit int) (string, error) {
 	t, err := nextTag(tmpl, 0)
 	if err != nil {
 		return "", err
 	}
 	if t.start < 0 {
+		if limit > 0 && len(tmpl) > limit {
+			return "", tooLargeError(tmpl, 0, limit)
+		}
 		return tmpl, nil
 	}
 	var b strings.Builder
-	b.Grow(len(tmpl) + 64)
+	grow := len(tmpl) + 64
+	if limit > 0 {
+		grow = min(grow, limit)
+	}
+	b.Grow(grow)
 	var num [64]byte
 	paramsValid := false
 	pos := 0
+	// put writes p and s, unless the body would grow past the limit.
+	put := func(p []byte, s string, at tag) error {
+		n := len(p) + len(s)
+		if limit > 0 && b.Len()+n > limit {
+			return tooLargeError(tmpl[at.start:at.end], at.start, limit)
+		}
+		if b.Cap()-b.Len() < n {
+			b.Grow(n) // doubles; append would grow a large buffer by a quarter, copying it over and over
+		}
+		b.Write(p)
+		b.WriteString(s)
+		return nil
+	}
 	for t.start >= 0 {
-		b.WriteString(tmpl[pos:t.start])
+		if err := put(nil, tmpl[pos:t.start], t); err != nil {
+			return "", err
+		}
+		var p []byte
+		var s string
 		switch t.name {
 		case "run_id":
-			b.Write(strconv.AppendInt(num[:0], v.RunID, 10))
+			p = strconv.AppendInt(num[:0], v.RunID, 10)
 		case "task_id":
-			b.Write(strconv.AppendInt(num[:0], v.TaskID, 10))
+			p = strconv.AppendInt(num[:0], v.TaskID, 10)
 		case "task_name":
-			b.WriteString(v.TaskName)
+			s = v.TaskName
 		case "scheduled_time":
-			b.Write(v.ScheduledTime.UTC().AppendFormat(num[:0], time.RFC3339))
+			p = v.ScheduledTime.UTC().AppendFormat(num[:0], time.RFC3339)
 		case "attempt":
-			b.Write(strconv.AppendInt(num[:0], int64(v.Attempt), 10))
+			p = strconv.AppendInt(num[:0], int64(v.Attempt), 10)
 		case "delivery":
-			b.Write(strconv.AppendInt(num[:0], int64(v.Delivery), 10))
+			p = strconv.AppendInt(num[:0], int64(v.Delivery), 10)
 		case "trigger":
-			b.WriteString(v.Trigger)
+			s = v.Trigger
 		case "idempotency_key":
-			b.WriteString(v.IdempotencyKey)
+			s = v.IdempotencyKey
 		case "trace_id":
-			b.WriteString(v.TraceID)
+			s = v.TraceID
 		case "callback_url":
-			b.WriteString(v.CallbackURL)
+			s = v.CallbackURL
 		case "callback_token":
-			b.WriteString(v.CallbackToken)
+			s = v.CallbackToken
 		case "checkpoint":
 			if len(v.Checkpoint) == 0 {
-				b.WriteString("null")
+				s = "null"
 			} else {
-				b.Write(v.Checkpoint)
+				p = v.Checkpoint
 			}
 		case "params":
 			if len(v.Params) == 0 {
-				b.WriteString("null")
+				s = "null"
 			} else {
-				b.Write(v.Params)
+				p = v.Params
 			}
 		default:
 			if path, ok := strings.CutPrefix(t.name, "params."); ok {
@@ -107,20 +141,129 @@ func Render(tmpl string, v Vars) (string, error) {
 				if err != nil {
 					return "", tagError(t.name, "variable %q: %s", t.name, err.Error())
 				}
-				writeParam(&b, raw)
+				p, s = paramText(raw)
 			} else if x, ok := v.Extra[t.name]; ok {
-				b.WriteString(x)
+				s = x
 			} else {
 				return "", unknownError(t.name)
 			}
+		}
+		if err := put(p, s, t); err != nil {
+			return "", err
 		}
 		pos = t.end
 		if t, err = nextTag(tmpl, pos); err != nil {
 			return "", err
 		}
 	}
-	b.WriteString(tmpl[pos:])
+	if err := put(nil, tmpl[pos:], tag{start: pos, end: len(tmpl)}); err != nil {
+		return "", err
+	}
 	return b.String(), nil
+}
+
+// tooLargeError says that the body passes limit bytes at the part of the
+// template that starts at offset at: a tag, or the text after the last.
+func tooLargeError(part string, at, limit int) error {
+	if len(part) > 32 {
+		part = part[:32] + "..."
+	}
+	e := sundial.Errorf(sundial.EInvalid, templateField,
+		"the rendered body would be larger than %d bytes (executor.max_body_bytes): it passes the limit at %q, offset %d of body_template; nothing was sent",
+		limit, part, at)
+	e.Token = part
+	return e
+}
+
+// Upper bounds, in bytes, of the variables whose values a task does not
+// write itself.
+const (
+	intLen           = 20 // an int64 in decimal, sign included
+	timeLen          = 32 // RFC 3339 in UTC, any year time.Time holds
+	triggerLen       = 16
+	idempotencyLen   = 128 // sundial-{task_id}-{fire_key}
+	traceIDLen       = 32
+	callbackURLLen   = sundial.MaxURLLen + 64 // callback.base_url (at most MaxURLLen) and the run's path
+	callbackTokenLen = 128
+)
+
+// BodyBound returns the most bytes tmpl can render to for a task named
+// name whose params are params (nil: none), with the tag that contributes
+// most to it: {{params}} counts len(params), {{params.path}} the size of
+// that value in params (0 when params has none: the render fails), and
+// every other variable the largest value it can have (a checkpoint
+// MaxCheckpointLen). An extra variable counts 0. tmpl must pass
+// ValidateTemplate; a malformed one is its error.
+func BodyBound(tmpl, name string, params json.RawMessage) (bound int64, biggest string, err error) {
+	paramsOK := len(params) > 0 && json.Valid(params)
+	var most int64 = -1
+	pos := 0
+	for {
+		t, err := nextTag(tmpl, pos)
+		if err != nil {
+			return 0, "", err
+		}
+		if t.start < 0 {
+			bound += int64(len(tmpl) - pos)
+			return bound, biggest, nil
+		}
+		bound += int64(t.start - pos)
+		var n int
+		switch t.name {
+		case "run_id", "task_id", "attempt", "delivery":
+			n = intLen
+		case "task_name":
+			n = len(name)
+		case "scheduled_time":
+			n = timeLen
+		case "trigger":
+			n = triggerLen
+		case "idempotency_key":
+			n = idempotencyLen
+		case "trace_id":
+			n = traceIDLen
+		case "callback_url":
+			n = callbackURLLen
+		case "callback_token":
+			n = callbackTokenLen
+		case "checkpoint":
+			n = sundial.MaxCheckpointLen
+		case "params":
+			n = max(len(params), len("null"))
+		default:
+			if path, ok := strings.CutPrefix(t.name, "params."); ok && paramsOK {
+				if raw, err := lookupParam(params, path); err == nil {
+					n = len(raw)
+				}
+			}
+		}
+		if int64(n) > most {
+			most, biggest = int64(n), tmpl[t.start:t.end]
+		}
+		bound += int64(n)
+		pos = t.end
+	}
+}
+
+// CheckBodyBound refuses a task whose body template can render to more
+// than limit bytes with its own params (BodyBound); 0 means no limit.
+// The error names body_template and the bound.
+func CheckBodyBound(tmpl, name string, params json.RawMessage, limit int) error {
+	if limit <= 0 {
+		return nil
+	}
+	bound, biggest, err := BodyBound(tmpl, name, params)
+	if err != nil {
+		return err
+	}
+	if bound <= int64(limit) {
+		return nil
+	}
+	e := sundial.Errorf(sundial.EInvalid, templateField,
+		"body_template can render a body of up to %d bytes with the task's params, more than the server's limit of %d bytes (executor.max_body_bytes); its largest tag is %s",
+		bound, limit, biggest)
+	e.Token = biggest
+	return e
 }
 
 // ValidateTemplate checks tmpl without rendering it. It reports the first

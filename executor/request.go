@@ -21,7 +21,7 @@ import (
 type Request struct {
 	Method       string            // GET, POST, PUT, PATCH, DELETE, HEAD; empty means GET
 	URL          string            // http or https
-	Headers      map[string]string // the task's own headers; Host sets the request's host
+	Headers      map[string]string // the task's own headers; reserved ones (sundial.ReservedHeader) are not sent
 	BodyTemplate string            // rendered with Render
 	Timeout      time.Duration     // for the whole call; 0 means the executor's default
 	Vars         Vars
@@ -38,7 +38,7 @@ func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request,
 	if !validTraceID(req.Vars.TraceID) {
 		req.Vars.TraceID = NewTraceID()
 	}
-	body, err := Render(req.BodyTemplate, req.Vars)
+	body, err := RenderMax(req.BodyTemplate, req.Vars, e.maxBody)
 	if err != nil {
 		return nil, errors.New("render body: " + sundial.ErrorMessage(err))
 	}
@@ -74,13 +74,15 @@ func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request,
 	}
 	for k, v := range req.Headers {
 		k = http.CanonicalHeaderKey(k)
-		switch {
-		case k == "Host":
-			hreq.Host = v
-		case k == "Content-Type" && body == "":
-		default:
-			set(k, v)
+		if _, reserved := sundial.ReservedHeader(k); reserved {
+			// Refused at create (sundial.CheckHeaders); a task stored
+			// before its header was reserved does not send it either.
+			continue
 		}
+		if k == "Content-Type" && body == "" {
+			continue
+		}
+		set(k, v)
 	}
 	if body != "" && h["Content-Type"] == nil {
 		if json.Valid([]byte(body)) {

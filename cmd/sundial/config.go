@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/netip"
 	"net/url"
 	"os"
 	"regexp"
@@ -16,6 +17,8 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
 )
 
@@ -27,6 +30,13 @@ type config struct {
 	Listen string    `yaml:"listen"`
 	DB     string    `yaml:"db"`
 	Log    logConfig `yaml:"log"`
+
+	API struct {
+		MaxConnections int           `yaml:"max_connections"`
+		ReadTimeout    time.Duration `yaml:"read_timeout"`
+		WriteTimeout   time.Duration `yaml:"write_timeout"`
+		IdleTimeout    time.Duration `yaml:"idle_timeout"`
+	} `yaml:"api"`
 
 	Scheduler struct {
 		PollInterval      time.Duration `yaml:"poll_interval"`
@@ -59,6 +69,9 @@ type config struct {
 		WorkerPoolSize int                      `yaml:"worker_pool_size"`
 		RequestTimeout time.Duration            `yaml:"request_timeout"`
 		StartIntervals map[string]time.Duration `yaml:"start_intervals"`
+		MaxBodyBytes   int                      `yaml:"max_body_bytes"`
+		DenyNetworks   []string                 `yaml:"deny_networks"`
+		AllowNetworks  []string                 `yaml:"allow_networks"`
 	} `yaml:"executor"`
 
 	Debug struct {
@@ -76,6 +89,10 @@ type logConfig struct {
 func defaultConfig() *config {
 	d := scheduler.DefaultConfig()
 	c := &config{Listen: "127.0.0.1:8080", DB: "sqlite:./sundial.db", Log: logConfig{Level: "info", Format: "text"}}
+	c.API.MaxConnections = 1024
+	c.API.ReadTimeout = time.Minute
+	c.API.WriteTimeout = 2 * time.Minute
+	c.API.IdleTimeout = 2 * time.Minute
 	c.Scheduler.PollInterval = d.PollInterval
 	c.Scheduler.Lookahead = d.Lookahead
 	c.Scheduler.MisfireThreshold = d.MisfireThreshold
@@ -94,6 +111,7 @@ func defaultConfig() *config {
 	c.Callback.Timeout = d.CallbackTimeout
 	c.Executor.WorkerPoolSize = d.Workers
 	c.Executor.RequestTimeout = d.RequestTimeout
+	c.Executor.MaxBodyBytes = executor.DefaultMaxBodyBytes
 	return c
 }
 
@@ -101,7 +119,7 @@ func defaultConfig() *config {
 type setting struct {
 	key  string
 	help string
-	ptr  any // *string, *int, *time.Duration or *map[string]time.Duration inside a config
+	ptr  any // *string, *int, *time.Duration, *map[string]time.Duration or *[]string inside a config
 }
 
 // settings lists every setting in the order of the help and of the
@@ -112,6 +130,10 @@ func (c *config) settings() []setting {
 		{"db", "database: sqlite:PATH, postgres://user@host:5432/db or mysql://user:pass@host:3306/db", &c.DB},
 		{"log.level", "debug, info, warn or error", &c.Log.Level},
 		{"log.format", "text or json", &c.Log.Format},
+		{"api.max_connections", "connections the API keeps open at once; more wait to be accepted", &c.API.MaxConnections},
+		{"api.read_timeout", "a request, its body included, must be read within this", &c.API.ReadTimeout},
+		{"api.write_timeout", "a request must be answered within this after its header is read", &c.API.WriteTimeout},
+		{"api.idle_timeout", "an idle keep-alive connection is closed after this", &c.API.IdleTimeout},
 		{"scheduler.poll_interval", "how often the planner claims due tasks", &c.Scheduler.PollInterval},
 		{"scheduler.lookahead", "how far ahead fires are planned, from 2 poll intervals to 24h", &c.Scheduler.Lookahead},
 		{"scheduler.misfire_threshold", "a fire later than this was missed and follows the task's catch_up_mode", &c.Scheduler.MisfireThreshold},
@@ -133,6 +155,9 @@ func (c *config) settings() []setting {
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
 		{"executor.start_intervals", "space the starts of calls to a host: host=5s,host:8080=1s (queued, never dropped)", &c.Executor.StartIntervals},
+		{"executor.max_body_bytes", "largest body a task's template may render to; a task that can render more is refused", &c.Executor.MaxBodyBytes},
+		{"executor.deny_networks", "networks tasks may not call, besides link-local, unspecified, multicast and this node's listeners: 10.0.0.0/8,fc00::/7", &c.Executor.DenyNetworks},
+		{"executor.allow_networks", "when set, the only networks tasks may call (deny_networks still applies)", &c.Executor.AllowNetworks},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -164,6 +189,7 @@ var commandSummaries = map[string]string{
 
 // sectionTitles names the groups of settings in the help, by key prefix.
 var sectionTitles = map[string]string{
+	"api":         "API server",
 	"scheduler":   "Scheduler",
 	"compensator": "Start compensator (seed 000)",
 	"callback":    "Callbacks of ASYNC tasks",
@@ -211,6 +237,8 @@ func (s setting) typeName() string {
 		return "duration"
 	case *map[string]time.Duration:
 		return "host=duration,..."
+	case *[]string:
+		return "cidr,..."
 	default:
 		return "string"
 	}
@@ -233,6 +261,8 @@ func (s setting) text() string {
 		}
 		slices.Sort(pairs)
 		return strings.Join(pairs, ",")
+	case *[]string:
+		return strings.Join(*p, ",")
 	}
 	return ""
 }
@@ -286,6 +316,14 @@ func (s setting) set(text string) error {
 			m[strings.TrimSpace(host)] = d
 		}
 		*p = m
+	case *[]string:
+		var list []string
+		for item := range strings.SplitSeq(text, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				list = append(list, item)
+			}
+		}
+		*p = list
 	}
 	return nil
 }
@@ -387,6 +425,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("log.level: %q: want debug, info, warn or error", c.Log.Level)
 	case !oneOf(c.Log.Format, "text", "json"):
 		return fmt.Errorf("log.format: %q: want text or json", c.Log.Format)
+	case c.API.MaxConnections < 1 || c.API.MaxConnections > 1<<20:
+		return fmt.Errorf("api.max_connections: %d: want from 1 to %d", c.API.MaxConnections, 1<<20)
+	case c.API.ReadTimeout < 100*time.Millisecond || c.API.ReadTimeout > time.Hour:
+		return fmt.Errorf("api.read_timeout: %s: want from 100ms to 1h", c.API.ReadTimeout)
+	case c.API.WriteTimeout < time.Second || c.API.WriteTimeout > time.Hour:
+		return fmt.Errorf("api.write_timeout: %s: want from 1s to 1h", c.API.WriteTimeout)
+	case c.API.IdleTimeout < 100*time.Millisecond || c.API.IdleTimeout > time.Hour:
+		return fmt.Errorf("api.idle_timeout: %s: want from 100ms to 1h", c.API.IdleTimeout)
 	case sc.PollInterval < 10*time.Millisecond || sc.PollInterval > time.Minute:
 		return fmt.Errorf("scheduler.poll_interval: %s: want from 10ms to 1m", sc.PollInterval)
 	case sc.Lookahead < 2*sc.PollInterval || sc.Lookahead > 24*time.Hour:
@@ -417,6 +463,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("compensator.stuck_after: %s: want at least 1s", c.Compensator.StuckAfter)
 	case c.Compensator.StatusEvery < time.Second:
 		return fmt.Errorf("compensator.status_every: %s: want at least 1s", c.Compensator.StatusEvery)
+	case len(c.Callback.BaseURL) > sundial.MaxURLLen:
+		return fmt.Errorf("callback.base_url: longer than %d bytes", sundial.MaxURLLen)
 	case c.Callback.BaseURL != "" && !validBaseURL(c.Callback.BaseURL):
 		return fmt.Errorf("callback.base_url: %q: want an absolute http or https URL, such as https://sundial.example.com", c.Callback.BaseURL)
 	case c.Callback.Secret != "" && len(c.Callback.Secret) < 16:
@@ -427,6 +475,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
 	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:
 		return fmt.Errorf("executor.request_timeout: %s: want from 1s to 24h", ex.RequestTimeout)
+	case ex.MaxBodyBytes < 1 || ex.MaxBodyBytes > 64<<20:
+		return fmt.Errorf("executor.max_body_bytes: %d: want from 1 to %d (64 MiB)", ex.MaxBodyBytes, 64<<20)
+	}
+	if _, err := parseNetworks(ex.DenyNetworks); err != nil {
+		return fmt.Errorf("executor.deny_networks: %v", err)
+	}
+	if _, err := parseNetworks(ex.AllowNetworks); err != nil {
+		return fmt.Errorf("executor.allow_networks: %v", err)
 	}
 	for host, d := range ex.StartIntervals {
 		if host == "" || strings.ContainsAny(host, "/ ") || d <= 0 || d > time.Hour {
@@ -448,4 +504,17 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// parseNetworks parses a list of CIDRs, such as 10.0.0.0/8 and fc00::/7.
+func parseNetworks(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, item := range list {
+		p, err := netip.ParsePrefix(strings.TrimSpace(item))
+		if err != nil {
+			return nil, fmt.Errorf("%q: want a network in CIDR notation, such as 10.0.0.0/8 or fc00::/7", item)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,13 @@ func TestConfigErrors(t *testing.T) {
 		{"bad database", "", []string{"--db", "oracle://x"}, nil, `db: "oracle://x"`},
 		{"bad start interval", "", []string{"--executor.start_intervals", "host"}, nil, "want host=duration pairs"},
 		{"unexpected argument", "", []string{"extra"}, nil, `unexpected argument "extra"`},
+		{"bad deny network", "", []string{"--executor.deny_networks", "10.0.0.0/8,10.0.0.0/33"}, nil,
+			`executor.deny_networks: "10.0.0.0/33": want a network in CIDR notation`},
+		{"bad allow network in file", "executor:\n  allow_networks: [10.0.0.1]\n", nil, nil, `executor.allow_networks: "10.0.0.1"`},
+		{"max body zero", "", []string{"--executor.max_body_bytes", "0"}, nil, "executor.max_body_bytes: 0: want from 1"},
+		{"max connections zero", "", []string{"--api.max_connections", "0"}, nil, "api.max_connections: 0"},
+		{"idle timeout too short", "", []string{"--api.idle_timeout", "1ms"}, nil, "api.idle_timeout: 1ms: want from 100ms to 1h"},
+		{"read timeout too short", "", nil, map[string]string{"SUNDIAL_API_READ_TIMEOUT": "1ms"}, "api.read_timeout: 1ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -207,5 +215,31 @@ func TestShortDuration(t *testing.T) {
 		if got := shortDuration(d); got != want {
 			t.Errorf("shortDuration(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// TestConfigNetworks: the network lists are CIDRs from a YAML list, a
+// flag or the environment (comma-separated).
+func TestConfigNetworks(t *testing.T) {
+	t.Parallel()
+	path := writeConfig(t, "executor:\n  deny_networks: [10.0.0.0/8, 'fc00::/7']\n")
+	c, err := loadConfig("serve", []string{"--config", path}, func(k string) string {
+		if k == "SUNDIAL_EXECUTOR_ALLOW_NETWORKS" {
+			return "10.0.0.0/8, 192.168.0.0/16"
+		}
+		return ""
+	}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Executor.DenyNetworks, " "); got != "10.0.0.0/8 fc00::/7" {
+		t.Errorf("deny_networks = %q", got)
+	}
+	if got := strings.Join(c.Executor.AllowNetworks, " "); got != "10.0.0.0/8 192.168.0.0/16" {
+		t.Errorf("allow_networks = %q", got)
+	}
+	g := outboundGuard(c, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, nil)
+	if len(g.Deny) != 2 || len(g.Allow) != 2 || len(g.Self) != 1 || g.Self[0].String() != "127.0.0.1:8080" {
+		t.Errorf("guard = %+v", g)
 	}
 }

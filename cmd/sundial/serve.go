@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -28,6 +29,12 @@ import (
 	"github.com/sundialhq/sundial/store/mysql"
 	"github.com/sundialhq/sundial/store/postgres"
 	"github.com/sundialhq/sundial/store/sqlite"
+)
+
+// Bounds of the API server's requests that are not settings.
+const (
+	headerTimeout  = 10 * time.Second // to read a request's header
+	maxHeaderBytes = 64 << 10         // of a request's header; more is a 431
 )
 
 // runServe runs a scheduler node and the REST API until ctx is cancelled
@@ -81,8 +88,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	guard := outboundGuard(cfg, ln.Addr(), pprofAddr)
 	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
-		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64)})
+		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes, Guard: guard})
 	defer exec.Close()
 	sched, err := scheduler.New(scheduler.Config{
 		Node:              node,
@@ -114,11 +122,20 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
-	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched})
+	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
+		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL})
 	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	httpSrv := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
+		Handler: srv.Handler(),
+		// A slow client holds a connection for a bounded time: its header
+		// in 10s at most, its whole request in read_timeout, the answer
+		// in write_timeout; an idle keep-alive is closed after
+		// idle_timeout. LimitListener bounds how many it may hold.
+		ReadHeaderTimeout: min(headerTimeout, cfg.API.ReadTimeout),
+		ReadTimeout:       cfg.API.ReadTimeout,
+		WriteTimeout:      cfg.API.WriteTimeout,
+		IdleTimeout:       cfg.API.IdleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn),
 		// OPTIONS * goes to the API too, which answers it in JSON.
 		DisableGeneralOptionsHandler: true,
@@ -129,7 +146,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer stopSched()
 	go func() { schedDone <- sched.Run(schedCtx) }()
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- httpSrv.Serve(api.Listener(ln)) }()
+	go func() { serveDone <- httpSrv.Serve(api.Listener(api.LimitListener(ln, cfg.API.MaxConnections))) }()
 
 	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
 	serveLog.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
@@ -172,6 +189,24 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	shutdownHTTP(httpSrv)
 	fmt.Fprintln(stdout, "Sundial stopped")
 	return nil
+}
+
+// outboundGuard is the guard of every delivery: the configured networks,
+// and this node's own listeners (the API's and the profiler's, nil when
+// there is none).
+func outboundGuard(cfg *config, listeners ...net.Addr) *executor.Guard {
+	g := &executor.Guard{}
+	g.Deny, _ = parseNetworks(cfg.Executor.DenyNetworks) // checked by validate
+	g.Allow, _ = parseNetworks(cfg.Executor.AllowNetworks)
+	for _, a := range listeners {
+		if a == nil {
+			continue
+		}
+		if ap, err := netip.ParseAddrPort(a.String()); err == nil {
+			g.Self = append(g.Self, ap)
+		}
+	}
+	return g
 }
 
 func shutdownHTTP(srv *http.Server) {
@@ -355,7 +390,10 @@ func servePprof(addr string, log *slog.Logger) (bound net.Addr, stop func(), err
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+	// No write timeout: a CPU profile or a trace streams for as long as
+	// it was asked to.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: headerTimeout, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr(), func() { _ = srv.Close() }, nil
