@@ -232,6 +232,29 @@ type Store interface {
 	// decides, e.g. the callback secret).
 	SettingEnsure(ctx context.Context, name, value string) (string, error)
 
+	// TokenCreate inserts an API token (its ID, hash and times set by the
+	// caller). A token with the same name is EConflict (field "name"); a
+	// revoked token's name is free again.
+	TokenCreate(ctx context.Context, t *Token) error
+	// TokenByHash returns the token whose secret hashes to hash, read
+	// through an index on every call (so that a revocation on one node is
+	// seen at once by all), or ENotFound.
+	TokenByHash(ctx context.Context, hash string) (*Token, error)
+	// TokenList returns every token, by name.
+	TokenList(ctx context.Context) ([]*Token, error)
+	// TokenDelete revokes a token: it is deleted. An unknown ID is
+	// ENotFound.
+	TokenDelete(ctx context.Context, id string) (*Token, error)
+
+	// AuditInsert appends an entry to the audit log; the database gives
+	// it the next ID.
+	AuditInsert(ctx context.Context, e *AuditEntry) error
+	// AuditList returns the entries f selects, newest (highest ID) first.
+	AuditList(ctx context.Context, f AuditListParams) ([]*AuditEntry, error)
+	// AuditPurge deletes up to limit entries older than before, oldest
+	// first, and reports how many it deleted.
+	AuditPurge(ctx context.Context, before time.Time, limit int) (int, error)
+
 	// NodeRegister inserts or revives a node as ALIVE, its heartbeat and
 	// start time taken from the database's clock.
 	NodeRegister(ctx context.Context, n *Node) error

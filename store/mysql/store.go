@@ -141,6 +141,7 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return col + ` LIKE ` + arg(likePrefix(p)) + ` ESCAPE '!'`
 	},
+	Duplicate: isDup,
 })
 
 func isolationVar(mariadb bool) string {

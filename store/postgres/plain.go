@@ -24,7 +24,8 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return `starts_with(` + col + `, ` + arg(p) + `)`
 	},
-	Err: badTextOr,
+	Err:       badTextOr,
+	Duplicate: func(err error) bool { return pgCode(err) == codeUniqueViolation },
 })
 
 // poolDB is the pool as the plain methods take it (sqlstore.DB).

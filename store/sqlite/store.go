@@ -138,6 +138,7 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return `substr(` + col + `, 1, length(` + arg(p) + `)) = ` + arg(p)
 	},
+	Duplicate: isUniqueViolation,
 })
 
 func dsn(path string, busy time.Duration, readOnly bool) string {

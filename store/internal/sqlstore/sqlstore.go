@@ -88,6 +88,9 @@ type Dialect struct {
 	// input caused (PostgreSQL's refusal of text it cannot hold), or err
 	// as it is. Nil: every error as it is.
 	Err func(err error) error
+	// Duplicate reports whether err is the refusal of a row that a unique
+	// index already holds. Nil: none is recognised.
+	Duplicate func(err error) bool
 }
 
 // bind numbers the "?" of q as the dialect marks arguments.
@@ -121,6 +124,7 @@ func (d *Dialect) hint(index string) string {
 type Plain struct {
 	r, w     DB
 	q        *Queries
+	tq       tokenQueries
 	classify func(*error)
 }
 
@@ -128,7 +132,7 @@ type Plain struct {
 // writes; the same as r but for SQLite, whose writer is one connection),
 // with the statements q and the adapter's error classification.
 func New(r, w DB, q *Queries, classify func(*error)) *Plain {
-	return &Plain{r: r, w: w, q: q, classify: classify}
+	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), classify: classify}
 }
 
 // wrap is sqlrow.Wrap of the dialect's reading of err.
