@@ -246,9 +246,9 @@ type Store interface {
 	// ENotFound.
 	TokenDelete(ctx context.Context, id string) (*Token, error)
 
-	// AuditInsert appends an entry to the audit log; the database gives
-	// it the next ID.
-	AuditInsert(ctx context.Context, e *AuditEntry) error
+	// AuditInsert appends entries to the audit log, in their order; the
+	// database gives each the next ID.
+	AuditInsert(ctx context.Context, es []*AuditEntry) error
 	// AuditList returns the entries f selects, newest (highest ID) first.
 	AuditList(ctx context.Context, f AuditListParams) ([]*AuditEntry, error)
 	// AuditPurge deletes up to limit entries older than before, oldest

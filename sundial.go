@@ -20,6 +20,8 @@ const (
 	ETooLarge     = "too_large"    // the request body is over the limit: 413
 	EUnsupported  = "unsupported"  // wrong content type: 415
 	EUnauthorized = "unauthorized" // missing or wrong credentials: 401
+	EForbidden    = "forbidden"    // a role too low, a Host not this node's, a cross-site request: 403
+	ERateLimited  = "rate_limited" // a token's request rate is over its limit: 429 with Retry-After
 	// EUnavailable: the database cannot be reached or cannot write (down,
 	// connection lost, disk full, read-only, locked past the busy
 	// timeout). Trying again later may succeed: 503 with Retry-After.

@@ -47,6 +47,10 @@ type Config struct {
 	// stored: executor.Guard.CheckURL, which refuses an IP address the
 	// outbound guard would refuse to dial.
 	CheckTarget func(rawURL string) error
+
+	// Auth, when set, is who may do what (see Auth). Nil: no checks, and
+	// every request is anonymous.
+	Auth *Auth
 }
 
 // Store is what the API reads and writes in the database: a sundial.Store
@@ -65,6 +69,12 @@ type Store interface {
 	RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error)
 	RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error)
 	NodeList(ctx context.Context) ([]*sundial.Node, error)
+	TokenCreate(ctx context.Context, t *sundial.Token) error
+	TokenByHash(ctx context.Context, hash string) (*sundial.Token, error)
+	TokenList(ctx context.Context) ([]*sundial.Token, error)
+	TokenDelete(ctx context.Context, id string) (*sundial.Token, error)
+	AuditInsert(ctx context.Context, es []*sundial.AuditEntry) error
+	AuditList(ctx context.Context, f sundial.AuditListParams) ([]*sundial.AuditEntry, error)
 }
 
 // Scheduler is what the API asks of the scheduler: *scheduler.Scheduler in
@@ -104,6 +114,9 @@ type Server struct {
 	mux         *http.ServeMux
 	maxBody     int
 	checkTarget func(string) error
+	auth        *Auth
+	limiter     *limiter
+	patterns    map[string]bool // of the built-in routes, for the role table's test
 }
 
 // NewServer returns a Server with the built-in routes registered. It panics
@@ -118,8 +131,17 @@ func NewServer(cfg Config) *Server {
 		store:  cfg.Store,
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
+
+		patterns: make(map[string]bool),
 	}
 	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
+	if cfg.Auth != nil {
+		a := *cfg.Auth
+		s.auth, s.limiter = &a, newLimiter(a.RateLimit, a.RateBurst)
+		if s.store == nil && a.Required {
+			panic("api: Config.Auth.Required needs a Store to read tokens from")
+		}
+	}
 	if s.maxBody <= 0 {
 		s.maxBody = executor.DefaultMaxBodyBytes
 	}
@@ -157,6 +179,11 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /api/v1/nodes", s.handleNodeList)
 	s.route("GET /api/v1/admin/compensation", s.handleCompensation)
 	s.route("POST /api/v1/admin/compensation/trigger", s.handleCompensationTrigger)
+
+	s.route("POST /api/v1/tokens", s.handleTokenCreate)
+	s.route("GET /api/v1/tokens", s.handleTokenList)
+	s.route("DELETE /api/v1/tokens/{id}", s.handleTokenDelete)
+	s.route("GET /api/v1/audit", s.handleAuditList, "actor", "action", "task_id", "from", "to", "limit", "cursor")
 	return s
 }
 
@@ -172,7 +199,14 @@ func (s *Server) Handle(pattern string, h http.Handler) {
 // Handler returns the http.Handler that serves every registered route and
 // answers unknown paths and wrong methods with a JSON error.
 func (s *Server) Handler() http.Handler {
-	return http.HandlerFunc(s.serveHTTP)
+	if s.auth == nil {
+		return http.HandlerFunc(s.serveHTTP)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r = s.authenticate(w, r); r != nil {
+			s.serveHTTP(w, r)
+		}
+	})
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {

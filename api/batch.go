@@ -103,6 +103,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	created := false
+	var audit []*sundial.AuditEntry
 	for i, t := range tasks {
 		if existed[i] {
 			items[i] = batchItem{Status: http.StatusOK, Task: taskView(t, now)}
@@ -111,9 +112,11 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 		created = true
 		s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
 			slog.Int("batch_item", i))
+		audit = append(audit, s.auditEntry(r, "task.create", taskTarget(t.ID), t.ID, nil, t))
 		items[i] = batchItem{Status: http.StatusCreated, Task: taskView(t, now)}
 	}
 	if created {
+		s.auditAll(r, audit)
 		s.sched.Poke()
 	}
 	writeJSON(w, http.StatusOK, batchResponse{Items: items})

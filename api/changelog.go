@@ -52,6 +52,18 @@ func changedFields(before, after *sundial.Task) []string {
 	return changed
 }
 
+// runChange is what the audit log shows of a run a change made or changed.
+type runChange struct {
+	RunID           int64             `json:"run_id"`
+	Status          sundial.RunStatus `json:"status"`
+	SkipReason      string            `json:"skip_reason,omitempty"`
+	CancelRequested bool              `json:"cancel_requested,omitempty"`
+}
+
+func newRunChange(r *sundial.Run) runChange {
+	return runChange{RunID: r.ID, Status: r.Status, SkipReason: string(r.SkipReason), CancelRequested: r.CancelRequested}
+}
+
 // runAttrs are the attributes of a run a change made or changed: its task,
 // itself, and the status it is in (with its skip reason, if skipped).
 func runAttrs(r *sundial.Run) []slog.Attr {

@@ -30,6 +30,8 @@ var statusByCode = map[string]int{
 	sundial.ETooLarge:     http.StatusRequestEntityTooLarge,
 	sundial.EUnsupported:  http.StatusUnsupportedMediaType,
 	sundial.EUnauthorized: http.StatusUnauthorized,
+	sundial.EForbidden:    http.StatusForbidden,
+	sundial.ERateLimited:  http.StatusTooManyRequests,
 	sundial.EUnavailable:  http.StatusServiceUnavailable,
 }
 

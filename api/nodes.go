@@ -79,5 +79,6 @@ func (s *Server) handleCompensation(w http.ResponseWriter, r *http.Request) {
 // a compensation round now, with the interval reset to its base.
 func (s *Server) handleCompensationTrigger(w http.ResponseWriter, r *http.Request) {
 	s.sched.TriggerCompensation()
+	s.audit(r, "compensation.trigger", "compensation", 0, nil, nil)
 	writeJSON(w, http.StatusAccepted, s.sched.CompensationStatus())
 }

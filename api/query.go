@@ -15,6 +15,7 @@ import (
 // twice, or one that is malformed is refused with a 400 before h runs, so
 // that a misspelt filter never returns everything.
 func (s *Server) route(pattern string, h http.HandlerFunc, params ...string) {
+	s.patterns[pattern] = true
 	s.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := checkQuery(r, pattern, params); err != nil {
 			s.writeError(w, r, err)

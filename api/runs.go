@@ -174,6 +174,7 @@ func (s *Server) handleRunCancel(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logChange(r, "run canceled", append(runAttrs(run), slog.Bool("cancel_requested", run.CancelRequested))...)
+	s.audit(r, "run.cancel", "run/"+strconv.FormatInt(run.ID, 10), run.TaskID, nil, newRunChange(run))
 	writeJSON(w, http.StatusOK, utcRun(run))
 }
 

@@ -267,6 +267,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	s.sched.Poke()
 	s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name))
+	s.audit(r, "task.create", taskTarget(t.ID), t.ID, nil, t)
 	writeJSON(w, http.StatusCreated, taskView(t, now))
 }
 
@@ -369,6 +370,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logChange(r, "task updated", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
 		slog.Any("changed", changed))
+	s.audit(r, "task.update", taskTarget(t.ID), t.ID, cur, t)
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
 	writeJSON(w, http.StatusOK, taskView(t, now))
@@ -408,11 +410,13 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	before, _ := s.store.TaskGet(r.Context(), id) // for the audit log; the delete decides
 	if err := s.store.TaskDelete(r.Context(), id, s.now()); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	s.logChange(r, "task deleted", slog.Int64("task_id", id))
+	s.audit(r, "task.delete", taskTarget(id), id, before, nil)
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
 	w.WriteHeader(http.StatusNoContent)
@@ -426,17 +430,18 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc
 			s.writeError(w, r, err)
 			return
 		}
-		t, changed, err := s.setTaskStatus(r.Context(), id, status)
+		t, before, err := s.setTaskStatus(r.Context(), id, status)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		if changed {
-			msg := "task enabled"
+		if before != nil {
+			msg, action := "task enabled", "task.enable"
 			if status == sundial.TaskDisabled {
-				msg = "task disabled"
+				msg, action = "task disabled", "task.disable"
 			}
 			s.logChange(r, msg, slog.Int64("task_id", t.ID), slog.String("name", t.Name))
+			s.audit(r, action, taskTarget(t.ID), t.ID, before, t)
 		}
 		writeJSON(w, http.StatusOK, taskView(t, s.now()))
 	})
@@ -445,32 +450,34 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc
 // setTaskStatus enables or disables a task, reading it afresh and trying
 // again when another writer changed it in between. A task already in that
 // status is returned as it is, and changed is false: enabling twice does
-// not move its next fire.
-func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus) (_ *sundial.Task, changed bool, _ error) {
+// not move its next fire. before is the task as it was, nil when
+// unchanged.
+func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus) (_, before *sundial.Task, _ error) {
 	for attempt := 1; ; attempt++ {
 		t, err := s.store.TaskGet(ctx, id)
 		if err != nil {
-			return nil, false, err
+			return nil, nil, err
 		}
 		if t.Status == status {
-			return t, false, nil
+			return t, nil, nil
 		}
 		if t.Status == sundial.TaskCompleted || t.Status == sundial.TaskFailed {
-			return nil, false, sundial.Errorf(sundial.EConflict, "status",
+			return nil, nil, sundial.Errorf(sundial.EConflict, "status",
 				"task %d is a one-off task that has ended (%s); PUT it with a new run_at to run it again", id, t.Status)
 		}
 		now := s.now()
+		prev := *t
 		t.Status = status
 		t.NextFireTime = nextFire(t, now)
 		err = s.store.TaskUpdate(ctx, t, now)
 		if err == nil {
 			s.sched.Poke()
 			s.awaitSending(ctx, id)
-			return t, true, nil
+			return t, &prev, nil
 		}
 		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EConflict ||
 			e.Field != "version" || attempt == setStatusAttempts {
-			return nil, false, err
+			return nil, nil, err
 		}
 	}
 }
@@ -503,6 +510,7 @@ func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logChange(r, "task triggered", runAttrs(run)...)
+	s.audit(r, "task.trigger", taskTarget(id), id, nil, newRunChange(run))
 	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
 
@@ -569,6 +577,9 @@ func utcPtr(t *time.Time) *time.Time {
 	u := t.UTC()
 	return &u
 }
+
+// taskTarget names a task in the audit log.
+func taskTarget(id int64) string { return "task/" + strconv.FormatInt(id, 10) }
 
 // pathID parses the {id} of a path: a positive integer.
 func pathID(r *http.Request) (int64, error) {

@@ -106,10 +106,11 @@ func testAudit(t *testing.T, open Opener) {
 			{At: base.Add(2 * time.Minute), Actor: "ops", Action: "run.cancel", Target: "run/7", TaskID: 2},
 			{At: base.Add(3 * time.Minute), Actor: "bootstrap", Action: "token.create", Target: "token/x"},
 		}
-		for i := range entries {
-			if err := f.s.AuditInsert(f.ctx, &entries[i]); err != nil {
-				t.Fatalf("AuditInsert: %v", err)
-			}
+		if err := f.s.AuditInsert(f.ctx, []*sundial.AuditEntry{&entries[0]}); err != nil {
+			t.Fatalf("AuditInsert: %v", err)
+		}
+		if err := f.s.AuditInsert(f.ctx, []*sundial.AuditEntry{&entries[1], &entries[2], &entries[3]}); err != nil {
+			t.Fatalf("AuditInsert of 3: %v", err)
 		}
 		all, err := f.s.AuditList(f.ctx, sundial.AuditListParams{Limit: 10})
 		if err != nil || len(all) != 4 {
@@ -161,11 +162,12 @@ func testAudit(t *testing.T, open Opener) {
 		t.Parallel()
 		f := setup(t, open)
 		base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+		var es []*sundial.AuditEntry
 		for i := range 5 {
-			e := &sundial.AuditEntry{At: base.Add(time.Duration(i) * time.Hour), Actor: "a", Action: "task.delete", Target: "task/1"}
-			if err := f.s.AuditInsert(f.ctx, e); err != nil {
-				t.Fatal(err)
-			}
+			es = append(es, &sundial.AuditEntry{At: base.Add(time.Duration(i) * time.Hour), Actor: "a", Action: "task.delete", Target: "task/1"})
+		}
+		if err := f.s.AuditInsert(f.ctx, es); err != nil {
+			t.Fatal(err)
 		}
 		n, err := f.s.AuditPurge(f.ctx, base.Add(3*time.Hour), 2)
 		if err != nil || n != 2 {

@@ -29,8 +29,9 @@ func newTokenQueries(d Dialect) tokenQueries {
 		TokenList:   `SELECT ` + tokenCols + ` FROM tokens ORDER BY name`,
 		TokenGet:    b(`SELECT ` + tokenCols + ` FROM tokens WHERE id = ?`),
 		TokenDelete: b(`DELETE FROM tokens WHERE id = ?`),
-		AuditInsert: b(`INSERT INTO audit (happened_at, actor, action, target, task_id, before_json, after_json)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`),
+		// Unbound: AuditInsert adds a row of "?" per entry, then binds.
+		AuditInsert: `INSERT INTO audit (happened_at, actor, action, target, task_id, before_json, after_json)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		// The oldest first, through audit_happened; a subquery picks the
 		// ids, since MySQL takes no LIMIT in a DELETE with IN.
 		AuditPurge: b(`DELETE FROM audit WHERE id IN (SELECT id FROM (SELECT id FROM audit
@@ -120,13 +121,25 @@ func nullText(b []byte) sql.NullString {
 	return sql.NullString{String: string(b), Valid: true}
 }
 
-// AuditInsert appends e.
-func (p *Plain) AuditInsert(ctx context.Context, e *sundial.AuditEntry) (err error) {
+// auditChunk is the most entries one statement inserts: 7 arguments
+// each stay far below every database's limit of arguments.
+const auditChunk = 500
+
+// AuditInsert appends es, a statement per auditChunk entries.
+func (p *Plain) AuditInsert(ctx context.Context, es []*sundial.AuditEntry) (err error) {
 	defer p.classify(&err)
-	_, err = p.w.Exec(ctx, p.tq.AuditInsert, sqlrow.Micros(e.At), e.Actor, e.Action, e.Target, e.TaskID,
-		nullText(e.Before), nullText(e.After))
-	if err != nil {
-		return p.wrap(err, "write audit entry %s %s", e.Action, e.Target)
+	for len(es) > 0 {
+		n := min(len(es), auditChunk)
+		args := make([]any, 0, 7*n)
+		for _, e := range es[:n] {
+			args = append(args, sqlrow.Micros(e.At), e.Actor, e.Action, e.Target, e.TaskID,
+				nullText(e.Before), nullText(e.After))
+		}
+		q := p.tq.AuditInsert + strings.Repeat(", (?, ?, ?, ?, ?, ?, ?)", n-1)
+		if _, err := p.w.Exec(ctx, p.q.d.bind(q), args...); err != nil {
+			return p.wrap(err, "write audit entries (%s %s)", es[0].Action, es[0].Target)
+		}
+		es = es[n:]
 	}
 	return nil
 }

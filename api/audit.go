@@ -1,0 +1,200 @@
+package api
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// audit records a change made through the API: who made it (actorOf), the
+// action, its target, the task concerned (0: none), and the target's
+// fields before and after (nil for none; a task is masked, see
+// maskedTask). The change is made by then: an entry that cannot be
+// written is logged, and the request still succeeds.
+func (s *Server) audit(r *http.Request, action, target string, taskID int64, before, after any) {
+	s.auditAll(r, []*sundial.AuditEntry{s.auditEntry(r, action, target, taskID, before, after)})
+}
+
+// auditEntry is the entry of one change of r.
+func (s *Server) auditEntry(r *http.Request, action, target string, taskID int64, before, after any) *sundial.AuditEntry {
+	return &sundial.AuditEntry{At: s.now(), Actor: actorOf(r), Action: action, Target: target, TaskID: taskID,
+		Before: auditJSON(before), After: auditJSON(after)}
+}
+
+// auditAll writes the entries of r's changes in one call.
+func (s *Server) auditAll(r *http.Request, es []*sundial.AuditEntry) {
+	if len(es) == 0 {
+		return
+	}
+	// The change is made: its entry is written even if the client has
+	// gone away meanwhile.
+	ctx := context.WithoutCancel(r.Context())
+	if err := s.store.AuditInsert(ctx, es); err != nil {
+		s.logger().LogAttrs(ctx, slog.LevelError, "audit entries not written",
+			slog.String("component", "api"), slog.String("action", es[0].Action), slog.String("target", es[0].Target),
+			slog.Int("entries", len(es)), slog.String("actor", es[0].Actor), slog.Any("err", err))
+	}
+}
+
+// auditJSON is v as an audit entry holds it; a task is masked first.
+func auditJSON(v any) []byte {
+	switch t := v.(type) {
+	case nil:
+		return nil
+	case *sundial.Task:
+		if t == nil {
+			return nil
+		}
+		v = maskedTask(t)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// maskedTask is a copy of t with its secrets shown as "***": the values of
+// its sensitive headers (sundial.SensitiveHeader) and the userinfo of its
+// target_url.
+func maskedTask(t *sundial.Task) *sundial.Task {
+	c := *t
+	if len(t.Headers) > 0 {
+		c.Headers = maps.Clone(t.Headers)
+		for k := range c.Headers {
+			if sundial.SensitiveHeader(k) {
+				c.Headers[k] = sundial.Masked
+			}
+		}
+	}
+	c.TargetURL = maskURL(t.TargetURL)
+	return &c
+}
+
+// maskURL is raw with its userinfo, if any, shown as "***":
+// http://user:pw@host/ becomes http://***@host/.
+func maskURL(raw string) string {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	start := len(raw) - len(rest)
+	end := len(rest)
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		end = i
+	}
+	at := strings.LastIndex(rest[:end], "@")
+	if at < 0 {
+		return raw
+	}
+	return raw[:start] + sundial.Masked + rest[at:]
+}
+
+// auditView is an audit entry as the API shows it.
+type auditView struct {
+	ID     int64           `json:"id"`
+	At     time.Time       `json:"at"`
+	Actor  string          `json:"actor"`
+	Action string          `json:"action"`
+	Target string          `json:"target"`
+	TaskID int64           `json:"task_id,omitempty"`
+	Before json.RawMessage `json:"before"`
+	After  json.RawMessage `json:"after"`
+}
+
+// handleAuditList serves GET /api/v1/audit?actor=&action=&task_id=&from=&to=&limit=&cursor=:
+// the audit log, newest first.
+func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := sundial.AuditListParams{Actor: q.Get("actor"), Action: q.Get("action")}
+	if v := q.Get("task_id"); v != "" {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id < 1 {
+			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "task_id", Token: v,
+				Message: "task_id must be a positive integer"})
+			return
+		}
+		f.TaskID = id
+	}
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: p.name, Token: v,
+				Message: "not an RFC 3339 time (for example 2026-01-01T00:00:00Z)"})
+			return
+		}
+		*p.dst = t.UTC()
+	}
+	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
+		s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
+			Message: "to must be after from: entries are selected by time in [from, to)"})
+		return
+	}
+	limit, err := parseLimit(q)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if v := q.Get("cursor"); v != "" {
+		if f.BeforeID, err = decodeAuditCursor(v); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	f.Limit = limit + 1
+	entries, err := s.store.AuditList(r.Context(), f)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	entries, next := page(entries, limit, func(e *sundial.AuditEntry) string { return encodeAuditCursor(e.ID) })
+	items := make([]auditView, len(entries))
+	for i, e := range entries {
+		items[i] = auditView{ID: e.ID, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Target: e.Target,
+			TaskID: e.TaskID, Before: rawOrNull(e.Before), After: rawOrNull(e.After)}
+	}
+	writeJSON(w, http.StatusOK, listResponse[auditView]{Items: items, NextCursor: next})
+}
+
+func rawOrNull(b []byte) json.RawMessage {
+	if b == nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// An audit list's cursor is auditCursorTag and the ID of the page's last
+// entry, separated by a colon, in base64url.
+const auditCursorTag = "audit"
+
+func encodeAuditCursor(id int64) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(auditCursorTag + ":" + strconv.FormatInt(id, 10)))
+}
+
+func decodeAuditCursor(s string) (int64, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return 0, errCursor(s)
+	}
+	tag, num, ok := strings.Cut(string(b), ":")
+	id, err := strconv.ParseInt(num, 10, 64)
+	if !ok || tag != auditCursorTag || err != nil || id < 1 {
+		return 0, errCursor(s)
+	}
+	return id, nil
+}
