@@ -469,7 +469,6 @@ func TestAuditMasksAndPages(t *testing.T) {
 	}
 }
 
-
 func TestMaskURL(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{

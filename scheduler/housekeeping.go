@@ -14,11 +14,13 @@ type housekeepingStore interface {
 	RunPurge(ctx context.Context, before time.Time, limit int) (int, error)
 	NodePrune(ctx context.Context, before time.Time) (int, error)
 	RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error)
+	AuditPurge(ctx context.Context, before time.Time, limit int) (int, error)
 }
 
 // housekeeping keeps the database small and follows requests made on other
 // nodes: every minute it purges run history older than the retention
-// period and prunes the nodes gone for longer than the node retention;
+// period and audit entries older than the audit retention, and prunes
+// the nodes gone for longer than the node retention;
 // every half second it stops the calls of this node whose cancellation was
 // asked elsewhere.
 type housekeeping struct {
@@ -28,6 +30,7 @@ type housekeeping struct {
 	node          string
 	retention     time.Duration
 	nodeRetention time.Duration
+	auditRetain   time.Duration
 	purged        prometheus.Counter
 
 	// cancel stops a call of this node.
@@ -36,7 +39,7 @@ type housekeeping struct {
 
 func newHousekeeping(cfg Config, store housekeepingStore, log *slog.Logger, purged prometheus.Counter) *housekeeping {
 	return &housekeeping{store: store, log: log.With("component", "housekeeping"), node: cfg.Node.ID,
-		retention: cfg.Retention, nodeRetention: cfg.NodeRetention, purged: purged}
+		retention: cfg.Retention, nodeRetention: cfg.NodeRetention, auditRetain: cfg.AuditRetention, purged: purged}
 }
 
 // Run purges and polls for cancellations until ctx is done. The two loops
@@ -61,7 +64,29 @@ func (h *housekeeping) purgeLoop(ctx context.Context) error {
 		case <-ticker.C:
 		}
 		h.purgeRuns(ctx)
+		h.purgeAudit(ctx)
 		h.pruneNodes(ctx)
+	}
+}
+
+// purgeAudit deletes the audit entries older than the audit retention, in
+// batches as purgeRuns does.
+func (h *housekeeping) purgeAudit(ctx context.Context) {
+	const batch = 500
+	for ctx.Err() == nil {
+		n, err := h.store.AuditPurge(ctx, time.Now().Add(-h.auditRetain), batch)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.Error("purge audit log", "err", err)
+			}
+			return
+		}
+		if n > 0 {
+			h.log.Info("purged audit entries", "entries", n, "audit_retention", h.auditRetain)
+		}
+		if n < batch {
+			return
+		}
 	}
 }
 

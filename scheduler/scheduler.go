@@ -38,6 +38,7 @@ type Config struct {
 	DeadAfter         time.Duration // a node silent this long is dead [3s]
 	Retention         time.Duration // finished runs older than this are purged [7 days]
 	NodeRetention     time.Duration // nodes gone (LEFT or DEAD) longer than this are deleted [24h]
+	AuditRetention    time.Duration // audit entries older than this are purged [90 days]
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
 	DrainReport       time.Duration // while draining, how often what is still in flight is logged [5s]
 	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
@@ -98,6 +99,7 @@ func DefaultConfig() Config {
 		DeadAfter:         3 * time.Second,
 		Retention:         7 * 24 * time.Hour,
 		NodeRetention:     24 * time.Hour,
+		AuditRetention:    90 * 24 * time.Hour,
 		DrainTimeout:      30 * time.Second,
 		DrainReport:       5 * time.Second,
 		ClaimInterval:     50 * time.Millisecond,
@@ -126,6 +128,7 @@ func (c *Config) setDefaults() {
 		{&c.ClaimInterval, &d.ClaimInterval}, {&c.MisfireThreshold, &d.MisfireThreshold},
 		{&c.RequestTimeout, &d.RequestTimeout}, {&c.HeartbeatInterval, &d.HeartbeatInterval},
 		{&c.DeadAfter, &d.DeadAfter}, {&c.Retention, &d.Retention}, {&c.NodeRetention, &d.NodeRetention},
+		{&c.AuditRetention, &d.AuditRetention},
 		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
 		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
 	} {

@@ -1049,6 +1049,36 @@ func TestNodeRetention(t *testing.T) {
 	})
 }
 
+// TestAuditRetention: the housekeeping purges, every minute, the audit
+// entries older than the audit retention, and keeps the newer ones.
+func TestAuditRetention(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{AuditRetention: 10 * time.Minute, ClaimInterval: time.Second,
+			PollInterval: 10 * time.Second, CallbackSweep: time.Minute})
+		ctx := context.Background()
+		now := time.Now()
+		var es []*sundial.AuditEntry
+		for _, age := range []time.Duration{20 * time.Minute, 11 * time.Minute, 5 * time.Minute} {
+			es = append(es, &sundial.AuditEntry{At: now.Add(-age), Actor: "ci", Action: "task.create", Target: "task/1"})
+		}
+		if err := b.store.AuditInsert(ctx, es); err != nil {
+			t.Fatal(err)
+		}
+		b.start()
+		defer b.stop(t)
+		waitUntil(now.Add(time.Minute + 30*time.Second))
+		left, err := b.store.AuditList(ctx, sundial.AuditListParams{Limit: 10})
+		if err != nil || len(left) != 1 || !left[0].At.Equal(es[2].At.Truncate(time.Microsecond)) {
+			t.Fatalf("audit after the first purge = %d entries, %v; want the 5-minute-old one", len(left), err)
+		}
+		waitUntil(now.Add(6*time.Minute + 30*time.Second))
+		if left, _ := b.store.AuditList(ctx, sundial.AuditListParams{Limit: 10}); len(left) != 0 {
+			t.Fatalf("audit at 6m30s = %d entries, want none (the last one is 11m30s old)", len(left))
+		}
+	})
+}
+
 // records returns the log records with message msg, decoded.
 func (b *bundle) records(t *testing.T, msg string) []map[string]any {
 	t.Helper()
