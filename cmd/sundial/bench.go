@@ -609,6 +609,8 @@ func deleteBenchTasks(api string, tasks map[string]time.Time, progress io.Writer
 			failed++
 			continue
 		}
+		// Not a web page's request (see docs/security.md).
+		req.Header.Set("Content-Type", "application/json")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			failed++

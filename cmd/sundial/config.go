@@ -36,7 +36,19 @@ type config struct {
 		ReadTimeout    time.Duration `yaml:"read_timeout"`
 		WriteTimeout   time.Duration `yaml:"write_timeout"`
 		IdleTimeout    time.Duration `yaml:"idle_timeout"`
+		AllowedHosts   []string      `yaml:"allowed_hosts"`
 	} `yaml:"api"`
+
+	Auth struct {
+		Required       bool   `yaml:"required"`
+		BootstrapToken string `yaml:"bootstrap_token"`
+		RateLimit      int    `yaml:"rate_limit"`
+		RateBurst      int    `yaml:"rate_burst"`
+	} `yaml:"auth"`
+
+	Audit struct {
+		Retention time.Duration `yaml:"retention"`
+	} `yaml:"audit"`
 
 	Scheduler struct {
 		PollInterval      time.Duration `yaml:"poll_interval"`
@@ -93,6 +105,9 @@ func defaultConfig() *config {
 	c.API.ReadTimeout = time.Minute
 	c.API.WriteTimeout = 2 * time.Minute
 	c.API.IdleTimeout = 2 * time.Minute
+	c.Auth.RateLimit = 50
+	c.Auth.RateBurst = 100
+	c.Audit.Retention = d.AuditRetention
 	c.Scheduler.PollInterval = d.PollInterval
 	c.Scheduler.Lookahead = d.Lookahead
 	c.Scheduler.MisfireThreshold = d.MisfireThreshold
@@ -119,7 +134,7 @@ func defaultConfig() *config {
 type setting struct {
 	key  string
 	help string
-	ptr  any // *string, *int, *time.Duration, *map[string]time.Duration or *[]string inside a config
+	ptr  any // *string, *int, *bool, *time.Duration, *map[string]time.Duration or *[]string inside a config
 }
 
 // settings lists every setting in the order of the help and of the
@@ -134,6 +149,12 @@ func (c *config) settings() []setting {
 		{"api.read_timeout", "a request, its body included, must be read within this", &c.API.ReadTimeout},
 		{"api.write_timeout", "a request must be answered within this after its header is read", &c.API.WriteTimeout},
 		{"api.idle_timeout", "an idle keep-alive connection is closed after this", &c.API.IdleTimeout},
+		{"api.allowed_hosts", "Host header values the API answers (name or name:port); default: any, or only localhost, 127.0.0.1 and [::1] with the port when it listens on loopback", &c.API.AllowedHosts},
+		{"auth.required", "require an API token even when the API listens only on loopback (it is always required otherwise)", &c.Auth.Required},
+		{"auth.bootstrap_token", "a secret that is an admin API token while it is set, to create the first tokens (at least 16 characters)", &c.Auth.BootstrapToken},
+		{"auth.rate_limit", "requests per second each API token may make on this node (0: no limit)", &c.Auth.RateLimit},
+		{"auth.rate_burst", "requests an API token may make at once above its rate", &c.Auth.RateBurst},
+		{"audit.retention", "audit entries older than this are purged", &c.Audit.Retention},
 		{"scheduler.poll_interval", "how often the planner claims due tasks", &c.Scheduler.PollInterval},
 		{"scheduler.lookahead", "how far ahead fires are planned, from 2 poll intervals to 24h", &c.Scheduler.Lookahead},
 		{"scheduler.misfire_threshold", "a fire later than this was missed and follows the task's catch_up_mode", &c.Scheduler.MisfireThreshold},
@@ -190,6 +211,8 @@ var commandSummaries = map[string]string{
 // sectionTitles names the groups of settings in the help, by key prefix.
 var sectionTitles = map[string]string{
 	"api":         "API server",
+	"auth":        "Authentication",
+	"audit":       "Audit log",
 	"scheduler":   "Scheduler",
 	"compensator": "Start compensator (seed 000)",
 	"callback":    "Callbacks of ASYNC tasks",
@@ -238,7 +261,12 @@ func (s setting) typeName() string {
 	case *map[string]time.Duration:
 		return "host=duration,..."
 	case *[]string:
+		if s.key == "api.allowed_hosts" {
+			return "host,..."
+		}
 		return "cidr,..."
+	case *bool:
+		return "bool"
 	default:
 		return "string"
 	}
@@ -263,6 +291,10 @@ func (s setting) text() string {
 		return strings.Join(pairs, ",")
 	case *[]string:
 		return strings.Join(*p, ",")
+	case *bool:
+		if *p {
+			return "true"
+		}
 	}
 	return ""
 }
@@ -316,6 +348,12 @@ func (s setting) set(text string) error {
 			m[strings.TrimSpace(host)] = d
 		}
 		*p = m
+	case *bool:
+		b, err := strconv.ParseBool(strings.TrimSpace(text))
+		if err != nil {
+			return fmt.Errorf("want true or false, got %q", text)
+		}
+		*p = b
 	case *[]string:
 		var list []string
 		for item := range strings.SplitSeq(text, ",") {
@@ -475,6 +513,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("executor.worker_pool_size: %d: want from 1 to 10000", ex.WorkerPoolSize)
 	case ex.RequestTimeout < time.Second || ex.RequestTimeout > 24*time.Hour:
 		return fmt.Errorf("executor.request_timeout: %s: want from 1s to 24h", ex.RequestTimeout)
+	case c.Auth.BootstrapToken != "" && len(c.Auth.BootstrapToken) < 16:
+		return errors.New("auth.bootstrap_token: want at least 16 characters, such as the output of: openssl rand -hex 32")
+	case c.Auth.RateLimit < 0 || c.Auth.RateLimit > 1000000:
+		return fmt.Errorf("auth.rate_limit: %d: want from 0 (no limit) to 1000000", c.Auth.RateLimit)
+	case c.Auth.RateLimit > 0 && (c.Auth.RateBurst < 1 || c.Auth.RateBurst > 1000000):
+		return fmt.Errorf("auth.rate_burst: %d: want from 1 to 1000000", c.Auth.RateBurst)
+	case c.Audit.Retention < time.Hour:
+		return fmt.Errorf("audit.retention: %s: want at least 1h", c.Audit.Retention)
 	case ex.MaxBodyBytes < 1 || ex.MaxBodyBytes > 64<<20:
 		return fmt.Errorf("executor.max_body_bytes: %d: want from 1 to %d (64 MiB)", ex.MaxBodyBytes, 64<<20)
 	}
@@ -483,6 +529,11 @@ func (c *config) validate() error {
 	}
 	if _, err := parseNetworks(ex.AllowNetworks); err != nil {
 		return fmt.Errorf("executor.allow_networks: %v", err)
+	}
+	for _, h := range c.API.AllowedHosts {
+		if strings.ContainsAny(h, "/ @?#") {
+			return fmt.Errorf("api.allowed_hosts: %q: want a host name or address, with or without a port, such as sundial.example.com or 10.0.0.5:8080", h)
+		}
 	}
 	for host, d := range ex.StartIntervals {
 		if host == "" || strings.ContainsAny(host, "/ ") || d <= 0 || d > time.Hour {

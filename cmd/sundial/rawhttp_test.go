@@ -18,7 +18,8 @@ import (
 // requests are sent as raw bytes on TCP.
 func TestServeAnswersJSONOnly(t *testing.T) {
 	t.Parallel()
-	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	// The requests name the host x, which the node must then answer.
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--api.allowed_hosts", "x")
 	addr := strings.TrimPrefix(n.url, "http://")
 
 	for _, c := range []struct {

@@ -182,7 +182,7 @@ func TestServeClosesSlowConnections(t *testing.T) {
 		t.Skip("end-to-end test")
 	}
 	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"),
-		"--api.idle_timeout", "200ms", "--api.read_timeout", "300ms")
+		"--api.idle_timeout", "200ms", "--api.read_timeout", "300ms", "--api.allowed_hosts", "x")
 	addr := strings.TrimPrefix(n.url, "http://")
 
 	// closed reads what the server sends until it closes the connection.

@@ -103,6 +103,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		DeadAfter:         cfg.Scheduler.DeadAfter,
 		Retention:         cfg.Scheduler.Retention,
 		NodeRetention:     cfg.Scheduler.NodeRetention,
+		AuditRetention:    cfg.Audit.Retention,
 		DrainTimeout:      cfg.Scheduler.DrainTimeout,
 		StartIntervals:    cfg.Executor.StartIntervals,
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,
@@ -122,8 +123,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 
+	auth, err := apiAuth(ctx, cfg, ln.Addr(), store, serveLog)
+	if err != nil {
+		return err
+	}
 	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
-		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL})
+		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth})
 	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	httpSrv := &http.Server{
 		Handler: srv.Handler(),
