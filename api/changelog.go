@@ -11,9 +11,11 @@ import (
 )
 
 // logChange writes the one info line of a change made through the API,
-// with who asked for it (the client's address) and what it changed.
+// with who asked for it (the client's address and the actor) and what it
+// changed.
 func (s *Server) logChange(r *http.Request, msg string, attrs ...slog.Attr) {
-	attrs = append([]slog.Attr{slog.String("component", "api"), slog.String("remote_addr", r.RemoteAddr)}, attrs...)
+	attrs = append([]slog.Attr{slog.String("component", "api"), slog.String("remote_addr", r.RemoteAddr),
+		slog.String("actor", actorOf(r))}, attrs...)
 	s.logger().LogAttrs(r.Context(), slog.LevelInfo, msg, attrs...)
 }
 
