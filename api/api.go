@@ -1,7 +1,9 @@
 // Package api serves Sundial's REST API under /api/v1: the [Server] that owns
 // the route table, the mapping of Sundial's domain errors to HTTP statuses
 // and JSON error bodies, strict JSON request decoding, the check of each
-// route's query parameters (query.go), and the endpoints themselves (one
+// route's query parameters (query.go), who may call each route (auth.go:
+// bearer tokens, roles, the Host and cross-site checks, rate limits), the
+// audit log of every change (audit.go), and the endpoints themselves (one
 // file per resource: cron.go for /api/v1/cron, and so on).
 //
 // Every error a client sees has the same shape:
