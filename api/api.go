@@ -47,6 +47,12 @@ type Config struct {
 	// stored: executor.Guard.CheckURL, which refuses an IP address the
 	// outbound guard would refuse to dial.
 	CheckTarget func(rawURL string) error
+
+	// Sealer seals a task's secrets before they are stored and opens them
+	// when a replacement sends them back masked. Nil: a task with a
+	// secret (a sensitive header, credentials in target_url, a
+	// signing_secret) is refused with a message saying how to set a key.
+	Sealer sundial.Sealer
 }
 
 // Store is what the API reads and writes in the database: a sundial.Store
@@ -104,6 +110,7 @@ type Server struct {
 	mux         *http.ServeMux
 	maxBody     int
 	checkTarget func(string) error
+	sealer      sundial.Sealer
 }
 
 // NewServer returns a Server with the built-in routes registered. It panics
@@ -119,7 +126,7 @@ func NewServer(cfg Config) *Server {
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
 	}
-	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
+	s.maxBody, s.checkTarget, s.sealer = cfg.MaxBodyBytes, cfg.CheckTarget, cfg.Sealer
 	if s.maxBody <= 0 {
 		s.maxBody = executor.DefaultMaxBodyBytes
 	}

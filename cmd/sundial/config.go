@@ -20,6 +20,7 @@ import (
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/seal"
 )
 
 // config is the whole configuration of "sundial serve". Every setting is a
@@ -60,10 +61,21 @@ type config struct {
 	} `yaml:"compensator"`
 
 	Callback struct {
-		BaseURL string        `yaml:"base_url"`
-		Secret  string        `yaml:"secret"`
-		Timeout time.Duration `yaml:"timeout"`
+		BaseURL    string        `yaml:"base_url"`
+		Secret     string        `yaml:"secret"`
+		SecretFile string        `yaml:"secret_file"`
+		Timeout    time.Duration `yaml:"timeout"`
 	} `yaml:"callback"`
+
+	Secrets struct {
+		Key          string   `yaml:"key"`
+		KeyFile      string   `yaml:"key_file"`
+		PreviousKeys []string `yaml:"previous_keys"`
+	} `yaml:"secrets"`
+
+	OIDC struct {
+		Issuer string `yaml:"issuer"`
+	} `yaml:"oidc"`
 
 	Executor struct {
 		WorkerPoolSize int                      `yaml:"worker_pool_size"`
@@ -151,6 +163,7 @@ func (c *config) settings() []setting {
 		{"compensator.status_every", "how often the compensator logs its state", &c.Compensator.StatusEvery},
 		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN", &c.Callback.BaseURL},
 		{"callback.secret", "secret callback tokens are signed with, the same on every node; default: one generated once and kept in the database", &c.Callback.Secret},
+		{"callback.secret_file", "file holding callback.secret (its first line), so that the secret is not on the command line", &c.Callback.SecretFile},
 		{"callback.timeout", "how long an ASYNC run waits for its callback when its task's callback_timeout_sec is 0", &c.Callback.Timeout},
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
@@ -158,6 +171,10 @@ func (c *config) settings() []setting {
 		{"executor.max_body_bytes", "largest body a task's template may render to; a task that can render more is refused", &c.Executor.MaxBodyBytes},
 		{"executor.deny_networks", "networks tasks may not call, besides link-local, unspecified, multicast and this node's listeners: 10.0.0.0/8,fc00::/7", &c.Executor.DenyNetworks},
 		{"executor.allow_networks", "when set, the only networks tasks may call (deny_networks still applies)", &c.Executor.AllowNetworks},
+		{"secrets.key", "key sealing task secrets at rest: 32 bytes in base64, the same on every node; prefer secrets.key_file or the environment; default on SQLite: a key file beside the database", &c.Secrets.Key},
+		{"secrets.key_file", "file holding secrets.key", &c.Secrets.KeyFile},
+		{"secrets.previous_keys", "keys that still open secrets sealed before a rotation: key,key", &c.Secrets.PreviousKeys},
+		{"oidc.issuer", "iss of the OIDC ID tokens deliveries carry, where targets find /.well-known/openid-configuration; default callback.base_url", &c.OIDC.Issuer},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -194,6 +211,8 @@ var sectionTitles = map[string]string{
 	"compensator": "Start compensator (seed 000)",
 	"callback":    "Callbacks of ASYNC tasks",
 	"executor":    "Executor (HTTP deliveries)",
+	"secrets":     "Secrets sealed at rest",
+	"oidc":        "OIDC ID tokens of deliveries",
 	"debug":       "Debugging",
 }
 
@@ -238,7 +257,10 @@ func (s setting) typeName() string {
 	case *map[string]time.Duration:
 		return "host=duration,..."
 	case *[]string:
-		return "cidr,..."
+		if strings.HasSuffix(s.key, "_networks") {
+			return "cidr,..."
+		}
+		return "value,..."
 	default:
 		return "string"
 	}
@@ -469,6 +491,12 @@ func (c *config) validate() error {
 		return fmt.Errorf("callback.base_url: %q: want an absolute http or https URL, such as https://sundial.example.com", c.Callback.BaseURL)
 	case c.Callback.Secret != "" && len(c.Callback.Secret) < 16:
 		return errors.New("callback.secret: want at least 16 characters")
+	case c.Callback.Secret != "" && c.Callback.SecretFile != "":
+		return errors.New("callback.secret_file: give callback.secret or callback.secret_file, not both")
+	case c.Secrets.Key != "" && c.Secrets.KeyFile != "":
+		return errors.New("secrets.key_file: give secrets.key or secrets.key_file, not both")
+	case c.OIDC.Issuer != "" && !validBaseURL(c.OIDC.Issuer):
+		return fmt.Errorf("oidc.issuer: %q: want an absolute http or https URL, such as https://sundial.example.com", c.OIDC.Issuer)
 	case c.Callback.Timeout < time.Second || c.Callback.Timeout > 7*24*time.Hour:
 		return fmt.Errorf("callback.timeout: %s: want from 1s to 168h", c.Callback.Timeout)
 	case ex.WorkerPoolSize < 1 || ex.WorkerPoolSize > 10000:
@@ -483,6 +511,16 @@ func (c *config) validate() error {
 	}
 	if _, err := parseNetworks(ex.AllowNetworks); err != nil {
 		return fmt.Errorf("executor.allow_networks: %v", err)
+	}
+	if c.Secrets.Key != "" {
+		if _, err := seal.ParseKey(c.Secrets.Key); err != nil {
+			return fmt.Errorf("secrets.key: %v", err)
+		}
+	}
+	for i, k := range c.Secrets.PreviousKeys {
+		if _, err := seal.ParseKey(k); err != nil {
+			return fmt.Errorf("secrets.previous_keys: key %d: %v", i+1, err)
+		}
 	}
 	for host, d := range ex.StartIntervals {
 		if host == "" || strings.ContainsAny(host, "/ ") || d <= 0 || d > time.Hour {
