@@ -17,6 +17,8 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/sundialhq/sundial/seal"
 )
 
 // TestMain has the nodes trust httptest's TLS certificate (the same for
@@ -412,5 +414,50 @@ func TestServeOIDC(t *testing.T) {
 		if tok.Headers[0].KeyID == "" {
 			t.Error("the token has no kid")
 		}
+	}
+}
+
+// TestServeSecretsKeyCluster: on PostgreSQL a node needs the cluster's
+// secrets key. Without one, a task with a secret is a 400 saying how to
+// set it; once a node with a key has run on the database, a node without
+// one refuses to start, saying the same; nodes sharing the key serve the
+// same task, its secrets opened by either.
+func TestServeSecretsKeyCluster(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	dsn := freshPostgres(t)
+	target := newCapture(t, false, nil)
+	task := fmt.Sprintf(`{"name":"k","cron_expr":"0 0 0 1 1 *","status":"DISABLED","target_url":%q,"headers":{"X-Api-Key":"k-1"}}`,
+		target.srv.URL)
+
+	keyless := startNodeDB(t, dsn)
+	var e apiError
+	keyless.do(t, "POST", "/api/v1/tasks", task, http.StatusBadRequest, &e)
+	if e.Error.Field != "headers" || !strings.Contains(e.Error.Message, "secrets.key") {
+		t.Errorf("a secret without a key: %+v, want a 400 naming secrets.key", e.Error)
+	}
+	keyless.stop(t)
+
+	key := "--secrets.key=" + seal.NewKey()
+	a := startNodeDB(t, dsn, key)
+	b := startNodeDB(t, dsn, key)
+	var tk taskJSON
+	a.do(t, "POST", "/api/v1/tasks", task, http.StatusCreated, &tk)
+	if run := b.finished(t, tk.ID, ""); run.Status != "SUCCESS" {
+		t.Fatalf("the other node's delivery: %s %q", run.Status, run.Error)
+	}
+	if got := target.next(t); got.header.Get("X-Api-Key") != "k-1" {
+		t.Errorf("X-Api-Key = %q, want it opened by the other node", got.header.Get("X-Api-Key"))
+	}
+
+	res := runArgs(t, "serve", "--listen", "127.0.0.1:0", "--db", dsn)
+	if res.err == nil || !strings.Contains(res.err.Error(), "set secrets.key") {
+		t.Errorf("a node without the key on a database with sealed secrets: %v, want a refusal naming secrets.key", res.err)
+	}
+	res = runArgs(t, "serve", "--listen", "127.0.0.1:0", "--db", dsn, "--secrets.key="+seal.NewKey())
+	if res.err == nil || !strings.Contains(res.err.Error(), "every node needs the same secrets.key") {
+		t.Errorf("a node with another key: %v, want a refusal saying every node needs the same key", res.err)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/idtoken"
 	"github.com/sundialhq/sundial/seal"
 )
 
@@ -15,10 +17,12 @@ import (
 // secrets.key or secrets.key_file (or SUNDIAL_SECRETS_KEY), opening also
 // what secrets.previous_keys sealed. With none, a single SQLite node keeps
 // a key file beside its database (PATH.key, mode 0600), made on first
-// start; a node on PostgreSQL or MySQL has no sealer (nil), since every
-// node of a cluster must share the key: a task with a secret is then
-// refused, saying how to set one.
-func secretsBox(cfg *config, log *slog.Logger) (sundial.Sealer, error) {
+// start. A node on PostgreSQL or MySQL cannot make one, since every node
+// of a cluster must share the key: it refuses to start when a node with a
+// key has run on the database (the cluster's OIDC signing key, sealed
+// with it, is there), saying how to set the key; otherwise it runs
+// without a sealer (nil), and a task with a secret is refused.
+func secretsBox(ctx context.Context, cfg *config, store sundial.Store, log *slog.Logger) (sundial.Sealer, error) {
 	var key []byte
 	var err error
 	switch {
@@ -41,6 +45,13 @@ func secretsBox(cfg *config, log *slog.Logger) (sundial.Sealer, error) {
 			return nil, fmt.Errorf("secrets key file %s: %w", path, err)
 		}
 	default:
+		if _, sealed, err := store.SettingGet(ctx, idtoken.SettingName); err != nil {
+			return nil, fmt.Errorf("read settings: %w", err)
+		} else if sealed {
+			return nil, errors.New("this node has no secrets key, and this database holds secrets sealed by nodes " +
+				"that have one: set secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY to the cluster's key " +
+				"(32 bytes in base64, the same on every node)")
+		}
 		log.Warn("no secrets key (secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY): tasks with secret headers, " +
 			"credentials in target_url, a signing_secret or oidc are refused or fail until every node has the same key")
 		return nil, nil

@@ -90,7 +90,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if baseURL == "" {
 		baseURL = "http://" + callbackHost(ln.Addr().String())
 	}
-	sealer, err := secretsBox(cfg, log)
+	sealer, err := secretsBox(ctx, cfg, store, log)
 	if err != nil {
 		return err
 	}
