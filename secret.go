@@ -113,7 +113,7 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 			return v, nil // stored before sealing existed
 		}
 		if s == nil {
-			return "", noKey(field)
+			return "", noKey(field, token)
 		}
 		plain, err := s.Open(v)
 		if err != nil {
@@ -180,7 +180,7 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 func SealTask(t, cur *Task, s Sealer) error {
 	seal := func(field, token, plain, stored string) (string, error) {
 		if s == nil {
-			return "", noKey(field)
+			return "", noKey(field, token)
 		}
 		if Sealed(stored) {
 			if open, err := s.Open(stored); err == nil && open == plain {
@@ -269,8 +269,8 @@ func OpenTask(t *Task, s Sealer) (*Task, error) {
 	return &c, nil
 }
 
-func noKey(field string) error {
-	return &Error{Code: EInvalid, Field: field, Message: "this value is a secret, sealed at rest, and this server has no secrets key: " +
+func noKey(field, token string) error {
+	return &Error{Code: EInvalid, Field: field, Token: token, Message: "this value is a secret, sealed at rest, and this server has no secrets key: " +
 		"its operator sets secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY (32 bytes in base64, the same on every node)"}
 }
 
