@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -30,7 +31,8 @@ import (
 const Lifetime = 5 * time.Minute
 
 // SettingName is the cluster-wide setting the signing key is kept in,
-// sealed with the secrets key.
+// sealed with the secrets key; with a rotation period, the key of each
+// epoch is in SettingName, "_" and the epoch's number.
 const SettingName = "oidc_signing_key"
 
 // Settings is where the cluster's signing key is kept: sundial.Store.
@@ -40,55 +42,132 @@ type Settings interface {
 
 // Issuer mints tokens with the cluster's key. It is safe for concurrent
 // use.
+//
+// With a rotation period, time is cut into epochs of that length, and each
+// epoch has its own key, made by the first node that needs it and kept in
+// the settings table (SettingName and the epoch's number). A token is
+// signed with the key of the epoch it is minted in; the key set published
+// holds the previous epoch's key (its tokens live on for Lifetime after
+// the epoch ends), the current one and the next (so a node whose clock is
+// a little ahead signs with a key the others already publish).
 type Issuer struct {
-	issuer string
-	key    jose.JSONWebKey // private
+	issuer   string
+	settings Settings
+	sealer   sundial.Sealer
+	rotation time.Duration // 0: one key for good
+	now      func() time.Time
+
+	mu     sync.Mutex
+	epoch  int64 // of signer; -1 before the first load
 	signer jose.Signer
-	public []jose.JSONWebKey // published: the signing key's public half
-	now    func() time.Time
+	public []jose.JSONWebKey
 }
 
-// Load returns the Issuer of the cluster: its key, kept sealed in the
-// settings table, is made by the first node that needs it. issuer is the
-// iss of every token; now the clock (nil: time.Now).
-func Load(ctx context.Context, settings Settings, sealer sundial.Sealer, issuer string, now func() time.Time) (*Issuer, error) {
+// Load returns the Issuer of the cluster. Its key (or, with a rotation
+// period, the keys of the current epoch and its neighbours), kept sealed in
+// the settings table, is made by the first node that needs it. issuer is
+// the iss of every token; rotation the key's period (0: never rotated, at
+// least an hour otherwise); now the clock (nil: time.Now). A sealer that
+// does not open the stored key is an error that says every node needs the
+// same secrets key.
+func Load(ctx context.Context, settings Settings, sealer sundial.Sealer, issuer string, rotation time.Duration,
+	now func() time.Time) (*Issuer, error) {
 	if now == nil {
 		now = time.Now
 	}
+	i := &Issuer{issuer: strings.TrimRight(issuer, "/"), settings: settings, sealer: sealer,
+		rotation: rotation, now: now, epoch: -1}
+	// The first key is made in any case: it also tells a node without a
+	// secrets key that this cluster has one.
+	first, err := i.key(ctx, SettingName)
+	if err != nil {
+		return nil, err
+	}
+	if rotation <= 0 {
+		i.epoch = 0
+		i.public = []jose.JSONWebKey{first.Public()}
+		i.signer, err = newSigner(first)
+		return i, err
+	}
+	if err := i.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return i, nil
+}
+
+// key returns the signing key kept in the setting name, making it first if
+// there is none.
+func (i *Issuer) key(ctx context.Context, name string) (jose.JSONWebKey, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, err
+		return jose.JSONWebKey{}, err
 	}
-	fresh := jose.JSONWebKey{Key: priv, Algorithm: string(jose.ES256), Use: "sig"}
-	fresh.KeyID = keyID(&priv.PublicKey)
+	fresh := jose.JSONWebKey{Key: priv, Algorithm: string(jose.ES256), Use: "sig", KeyID: keyID(&priv.PublicKey)}
 	raw, err := fresh.MarshalJSON()
 	if err != nil {
-		return nil, err
+		return jose.JSONWebKey{}, err
 	}
-	sealed, err := sealer.Seal(string(raw))
+	sealed, err := i.sealer.Seal(string(raw))
 	if err != nil {
-		return nil, err
+		return jose.JSONWebKey{}, err
 	}
-	stored, err := settings.SettingEnsure(ctx, SettingName, sealed)
+	stored, err := i.settings.SettingEnsure(ctx, name, sealed)
 	if err != nil {
-		return nil, fmt.Errorf("read the OIDC signing key: %w", err)
+		return jose.JSONWebKey{}, fmt.Errorf("read the OIDC signing key: %w", err)
 	}
-	plain, err := sealer.Open(stored)
+	plain, err := i.sealer.Open(stored)
 	if err != nil {
-		return nil, fmt.Errorf("the cluster's OIDC signing key does not open with this node's secrets key: " +
+		return jose.JSONWebKey{}, fmt.Errorf("the cluster's OIDC signing key does not open with this node's secrets key: " +
 			"every node needs the same secrets.key (after a rotation, the old key in secrets.previous_keys)")
 	}
 	var key jose.JSONWebKey
 	if err := key.UnmarshalJSON([]byte(plain)); err != nil {
-		return nil, fmt.Errorf("decode the OIDC signing key: %w", err)
+		return jose.JSONWebKey{}, fmt.Errorf("decode the OIDC signing key: %w", err)
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT"))
-	if err != nil {
-		return nil, err
+	return key, nil
+}
+
+func newSigner(key jose.JSONWebKey) (jose.Signer, error) {
+	return jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
+}
+
+// epochOf is the rotation epoch of t.
+func (i *Issuer) epochOf(t time.Time) int64 { return t.Unix() / int64(i.rotation/time.Second) }
+
+// current makes sure the keys are those of the epoch of now, and returns
+// the signer and the published keys. A failure to load a new epoch's keys
+// keeps the previous ones (still published by every node, and valid) and
+// is tried again at the next call.
+func (i *Issuer) current() (jose.Signer, []jose.JSONWebKey) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.rotation > 0 && i.epochOf(i.now()) != i.epoch {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = i.refresh(ctx)
+		cancel()
 	}
-	return &Issuer{issuer: strings.TrimRight(issuer, "/"), key: key, signer: signer,
-		public: []jose.JSONWebKey{key.Public()}, now: now}, nil
+	return i.signer, i.public
+}
+
+// refresh loads the keys of the epoch of now and its neighbours.
+func (i *Issuer) refresh(ctx context.Context) error {
+	e := i.epochOf(i.now())
+	var public []jose.JSONWebKey
+	var signer jose.Signer
+	for _, n := range []int64{e - 1, e, e + 1} {
+		k, err := i.key(ctx, fmt.Sprintf("%s_%d", SettingName, n))
+		if err != nil {
+			return err
+		}
+		public = append(public, k.Public())
+		if n == e {
+			if signer, err = newSigner(k); err != nil {
+				return err
+			}
+		}
+	}
+	i.epoch, i.signer, i.public = e, signer, public
+	return nil
 }
 
 // keyID names a key by the SHA-256 of its public point.
@@ -113,7 +192,8 @@ func (i *Issuer) Mint(audience, subject string) (string, error) {
 		IssuedAt: jwt.NewNumericDate(now),
 		Expiry:   jwt.NewNumericDate(now.Add(Lifetime)),
 	}}
-	return jwt.Signed(i.signer).Claims(c).Serialize()
+	signer, _ := i.current()
+	return jwt.Signed(signer).Claims(c).Serialize()
 }
 
 // Issuer is the iss of the tokens.
@@ -128,7 +208,8 @@ const (
 
 // ServeJWKS answers with the published public keys.
 func (i *Issuer) ServeJWKS(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, jose.JSONWebKeySet{Keys: i.public})
+	_, public := i.current()
+	writeJSON(w, jose.JSONWebKeySet{Keys: public})
 }
 
 // ServeDiscovery answers with the discovery document: the issuer and

@@ -40,14 +40,14 @@ func TestIssuer(t *testing.T) {
 	st := &settings{m: map[string]string{}}
 	now := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 	clock := func() time.Time { return now }
-	a, err := Load(t.Context(), st, box, "https://sundial.example.com/", clock)
+	a, err := Load(t.Context(), st, box, "https://sundial.example.com/", 0, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if v := st.m[SettingName]; len(v) < 10 || v[:10] != "sealed:v1:" {
 		t.Fatalf("the signing key is stored as %.20q..., want it sealed", v)
 	}
-	b, err := Load(t.Context(), st, box, "https://sundial.example.com", clock)
+	b, err := Load(t.Context(), st, box, "https://sundial.example.com", 0, clock)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,11 +82,74 @@ func TestIssuer(t *testing.T) {
 
 	otherKey, _ := seal.ParseKey(seal.NewKey())
 	other, _ := seal.New(otherKey)
-	if _, err := Load(t.Context(), st, other, "https://x", clock); err == nil {
+	if _, err := Load(t.Context(), st, other, "https://x", 0, clock); err == nil {
 		t.Error("a node with another secrets key loads the signing key")
 	}
 	rotated, _ := seal.New(otherKey, key)
-	if _, err := Load(t.Context(), st, rotated, "https://x", clock); err != nil {
+	if _, err := Load(t.Context(), st, rotated, "https://x", 0, clock); err != nil {
 		t.Errorf("a node with the old key among its previous keys: %v", err)
+	}
+}
+
+// TestIssuerRotation: with a rotation period each epoch signs with its own
+// key; a token minted at the end of an epoch still verifies against the
+// keys served after it; the next epoch's key is published ahead.
+func TestIssuerRotation(t *testing.T) {
+	t.Parallel()
+	key, _ := seal.ParseKey(seal.NewKey())
+	box, _ := seal.New(key)
+	st := &settings{m: map[string]string{}}
+	var mu sync.Mutex
+	now := time.Date(2030, 1, 2, 3, 59, 59, 0, time.UTC)
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	set := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
+	a, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jwks := func(i *Issuer) jose.JSONWebKeySet {
+		rec := httptest.NewRecorder()
+		i.ServeJWKS(rec, httptest.NewRequest("GET", JWKSPath, nil))
+		var keys jose.JSONWebKeySet
+		if err := json.Unmarshal(rec.Body.Bytes(), &keys); err != nil {
+			t.Fatal(err)
+		}
+		return keys
+	}
+	kid := func(raw string) string {
+		tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok.Headers[0].KeyID
+	}
+	verifies := func(raw string, keys jose.JSONWebKeySet) bool {
+		tok, _ := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+		var c jwt.Claims
+		return tok.Claims(keys, &c) == nil
+	}
+	late, _ := a.Mint("aud", "sub") // the last second of an epoch
+	before := jwks(b)
+	if !verifies(late, before) {
+		t.Fatal("a token does not verify against the other node's keys")
+	}
+	set(now.Add(2 * time.Second)) // the next epoch
+	early, _ := b.Mint("aud", "sub")
+	if kid(early) == kid(late) {
+		t.Error("the key did not change with the epoch")
+	}
+	if !verifies(early, before) {
+		t.Error("the next epoch's key was not published ahead")
+	}
+	after := jwks(a)
+	if !verifies(late, after) || !verifies(early, after) {
+		t.Error("after the rotation, the keys served do not verify the tokens still alive")
+	}
+	if len(after.Keys) != 3 {
+		t.Errorf("%d keys served, want 3 (previous, current, next)", len(after.Keys))
 	}
 }

@@ -74,7 +74,8 @@ type config struct {
 	} `yaml:"secrets"`
 
 	OIDC struct {
-		Issuer string `yaml:"issuer"`
+		Issuer      string        `yaml:"issuer"`
+		KeyRotation time.Duration `yaml:"key_rotation"`
 	} `yaml:"oidc"`
 
 	Executor struct {
@@ -175,6 +176,7 @@ func (c *config) settings() []setting {
 		{"secrets.key_file", "file holding secrets.key", &c.Secrets.KeyFile},
 		{"secrets.previous_keys", "keys that still open secrets sealed before a rotation: key,key", &c.Secrets.PreviousKeys},
 		{"oidc.issuer", "iss of the OIDC ID tokens deliveries carry, where targets find /.well-known/openid-configuration; default callback.base_url", &c.OIDC.Issuer},
+		{"oidc.key_rotation", "how often the OIDC signing key changes (from 1h; the old key stays published while its tokens live); 0: never", &c.OIDC.KeyRotation},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -497,6 +499,8 @@ func (c *config) validate() error {
 		return errors.New("secrets.key_file: give secrets.key or secrets.key_file, not both")
 	case c.OIDC.Issuer != "" && !validBaseURL(c.OIDC.Issuer):
 		return fmt.Errorf("oidc.issuer: %q: want an absolute http or https URL, such as https://sundial.example.com", c.OIDC.Issuer)
+	case c.OIDC.KeyRotation != 0 && (c.OIDC.KeyRotation < time.Hour || c.OIDC.KeyRotation%time.Second != 0):
+		return fmt.Errorf("oidc.key_rotation: %s: want 0 (never) or a whole number of seconds from 1h", c.OIDC.KeyRotation)
 	case c.Callback.Timeout < time.Second || c.Callback.Timeout > 7*24*time.Hour:
 		return fmt.Errorf("callback.timeout: %s: want from 1s to 168h", c.Callback.Timeout)
 	case ex.WorkerPoolSize < 1 || ex.WorkerPoolSize > 10000:

@@ -101,7 +101,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		if iss == "" {
 			iss = baseURL
 		}
-		if issuer, err = idtoken.Load(ctx, store, sealer, iss, nil); err != nil {
+		if issuer, err = idtoken.Load(ctx, store, sealer, iss, cfg.OIDC.KeyRotation, nil); err != nil {
 			return err
 		}
 		mint = issuer.Mint
