@@ -24,6 +24,7 @@ func TestTaskDeliveryOptionsRefused(t *testing.T) {
 		{"no key: a header", `{` + base + `,"headers":{"X-Api-Key":"k"}}`, "headers", "X-Api-Key", "secrets.key"},
 		{"no key: credentials", `{"name":"x","cron_expr":"0 0 * * * *","target_url":"https://u:pw@example.com/"}`, "target_url", "", "secrets.key"},
 		{"no key: signing secret", `{` + base + `,"signing_secret":"generate"}`, "signing_secret", "", "secrets.key"},
+		{"no key: oidc", `{` + base + `,"oidc":{"audience":"a"}}`, "oidc", "", "secrets.key"},
 		{"*** with nothing stored", `{` + base + `,"headers":{"Cookie":"***"}}`, "headers", "Cookie", "the task has none"},
 		{"bad URL with credentials", `{"name":"x","cron_expr":"0 0 * * * *","target_url":"ftp://u:pw-9@example.com/"}`, "target_url", "ftp://***@example.com/", ""},
 	} {

@@ -231,6 +231,11 @@ func (s *Server) writable(req *taskRequest, cur *sundial.Task, now time.Time) (*
 	if err := sundial.SealTask(t, cur, s.sealer); err != nil {
 		return nil, err
 	}
+	if t.OIDC != nil && s.sealer == nil {
+		return nil, sundial.Errorf(sundial.EInvalid, "oidc", "oidc needs the cluster's signing key, which is sealed "+
+			"with the secrets key, and this server has none: its operator sets secrets.key, secrets.key_file or "+
+			"SUNDIAL_SECRETS_KEY (the same on every node)")
+	}
 	return t, nil
 }
 
