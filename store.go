@@ -231,6 +231,10 @@ type Store interface {
 	// value first when the setting has none (the first node to start
 	// decides, e.g. the callback secret).
 	SettingEnsure(ctx context.Context, name, value string) (string, error)
+	// SettingGet returns the value of a cluster-wide setting, and whether
+	// it has one, storing nothing (a node that must not decide a setting
+	// asks whether another did, e.g. whether the cluster seals secrets).
+	SettingGet(ctx context.Context, name string) (value string, ok bool, err error)
 
 	// TokenCreate inserts an API token (its ID, hash and times set by the
 	// caller). A token with the same name is EConflict (field "name"); a

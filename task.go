@@ -137,13 +137,67 @@ type Task struct {
 	// still start (Kubernetes CronJob's startingDeadlineSeconds); a fire
 	// later than that was missed and follows CatchUpMode. 0: the server's
 	// scheduler.misfire_threshold.
-	StartingDeadline int        `json:"starting_deadline_seconds"`
-	Priority         int        `json:"priority"`
-	Status           TaskStatus `json:"status"`
-	Version          int64      `json:"version"`
-	CreatedAt        time.Time  `json:"created_at"`
-	UpdatedAt        time.Time  `json:"updated_at"`
-	NextFireTime     *time.Time `json:"next_fire_time"`
+	StartingDeadline int `json:"starting_deadline_seconds"`
+	Priority         int `json:"priority"`
+	// FollowRedirects is which redirects a delivery follows (see
+	// RedirectPolicy); "" is read as same_origin.
+	FollowRedirects RedirectPolicy `json:"follow_redirects"`
+	// SigningSecret, a Standard Webhooks secret ("whsec_" and base64), has
+	// every delivery signed (webhook-id, webhook-timestamp,
+	// webhook-signature). Write-only and sealed at rest like a secret
+	// header (see SealTask); "" for none.
+	SigningSecret string `json:"signing_secret,omitempty"`
+	// OIDC, when set, has every delivery carry an OIDC ID token signed by
+	// the cluster's key as Authorization: Bearer.
+	OIDC         *OIDCOption `json:"oidc,omitempty"`
+	Status       TaskStatus  `json:"status"`
+	Version      int64       `json:"version"`
+	CreatedAt    time.Time   `json:"created_at"`
+	UpdatedAt    time.Time   `json:"updated_at"`
+	NextFireTime *time.Time  `json:"next_fire_time"`
+}
+
+// RedirectPolicy says which redirects a delivery follows. Whatever it
+// says, a redirect from https to http is refused, every hop is checked by
+// the outbound guard, and on a hop to another origin (scheme, host and
+// port) the task's headers, Sundial's tokens and the body are dropped.
+type RedirectPolicy string
+
+const (
+	RedirectNone       RedirectPolicy = "none"        // a 3xx answer is the outcome (a failure)
+	RedirectSameOrigin RedirectPolicy = "same_origin" // only to the origin of target_url (the default)
+	RedirectAny        RedirectPolicy = "any"         // to any origin
+)
+
+// OIDCOption is a task's OIDC ID token: its audience, the target_url
+// when empty.
+type OIDCOption struct {
+	Audience string `json:"audience"`
+}
+
+// MaxAudienceLen bounds an OIDC audience.
+const MaxAudienceLen = 2048
+
+// RedirectPolicyOf is the task's redirect policy, the default for none.
+func (t *Task) RedirectPolicyOf() RedirectPolicy {
+	if t.FollowRedirects == "" {
+		return RedirectSameOrigin
+	}
+	return t.FollowRedirects
+}
+
+// Audience is the aud of the task's OIDC tokens: the configured one, else
+// target_url without its credentials, query or fragment.
+func (t *Task) Audience(targetURL string) string {
+	if t.OIDC != nil && t.OIDC.Audience != "" {
+		return t.OIDC.Audience
+	}
+	u, err := url.Parse(targetURL)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, "", "", ""
+	return u.String()
 }
 
 // OneOff reports whether the task fires once, at RunAt, instead of on a
@@ -368,6 +422,10 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 	if t.CallbackMethod == "" {
 		t.CallbackMethod = "POST"
 	}
+	t.FollowRedirects = RedirectPolicy(strings.ToLower(string(t.FollowRedirects)))
+	if t.FollowRedirects == "" {
+		t.FollowRedirects = RedirectSameOrigin
+	}
 	if err := t.validate(); err != nil {
 		return err
 	}
@@ -553,6 +611,25 @@ func (t *Task) validate() error {
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")
 	}
+	switch t.FollowRedirects {
+	case RedirectNone, RedirectSameOrigin, RedirectAny:
+	default:
+		return enumErr("follow_redirects", string(t.FollowRedirects), "none", "same_origin", "any")
+	}
+	if err := CheckSigningSecret(t.SigningSecret); err != nil {
+		return err
+	}
+	if t.OIDC != nil {
+		if len(t.OIDC.Audience) > MaxAudienceLen || strings.ContainsRune(t.OIDC.Audience, 0) || !utf8.ValidString(t.OIDC.Audience) {
+			return Errorf(EInvalid, "oidc.audience", "oidc.audience must be valid UTF-8 text of at most %d bytes", MaxAudienceLen)
+		}
+		for k := range t.Headers {
+			if strings.EqualFold(k, "Authorization") {
+				return &Error{Code: EInvalid, Field: "oidc", Token: k,
+					Message: "a task with oidc sends its ID token as Authorization; remove the Authorization header or oidc"}
+			}
+		}
+	}
 	return nil
 }
 
@@ -576,7 +653,7 @@ func validateURL(raw string) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return &Error{Code: EInvalid, Field: "target_url", Token: raw,
+		return &Error{Code: EInvalid, Field: "target_url", Token: RedactURL(raw),
 			Message: "must be an absolute http or https URL"}
 	}
 	return nil

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"strings"
 	"time"
 )
 
@@ -130,26 +129,3 @@ type AuditListParams struct {
 	BeforeID int64     // entries with a smaller ID (the cursor); 0: from the newest
 	Limit    int
 }
-
-// sensitiveWords are the parts of a header's name that make its value a
-// secret.
-var sensitiveWords = []string{"token", "secret", "key", "password", "auth"}
-
-// SensitiveHeader reports whether the value of the header name is a secret:
-// Authorization, Proxy-Authorization, Cookie, and any name containing
-// token, secret, key, password or auth (case-insensitive).
-func SensitiveHeader(name string) bool {
-	n := strings.ToLower(name)
-	if n == "cookie" {
-		return true
-	}
-	for _, w := range sensitiveWords {
-		if strings.Contains(n, w) {
-			return true
-		}
-	}
-	return false
-}
-
-// Masked is what a secret is shown as.
-const Masked = "***"

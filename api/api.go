@@ -53,6 +53,11 @@ type Config struct {
 	// Auth, when set, is who may do what (see Auth). Nil: no checks, and
 	// every request is anonymous.
 	Auth *Auth
+	// Sealer seals a task's secrets before they are stored and opens them
+	// when a replacement sends them back masked. Nil: a task with a
+	// secret (a sensitive header, credentials in target_url, a
+	// signing_secret) is refused with a message saying how to set a key.
+	Sealer sundial.Sealer
 }
 
 // Store is what the API reads and writes in the database: a sundial.Store
@@ -119,6 +124,7 @@ type Server struct {
 	auth        *Auth
 	limiter     *limiter
 	patterns    map[string]bool // of the built-in routes, for the role table's test
+	sealer      sundial.Sealer
 }
 
 // NewServer returns a Server with the built-in routes registered. It panics
@@ -144,6 +150,7 @@ func NewServer(cfg Config) *Server {
 			panic("api: Config.Auth.Required needs a Store to read tokens from")
 		}
 	}
+	s.sealer = cfg.Sealer
 	if s.maxBody <= 0 {
 		s.maxBody = executor.DefaultMaxBodyBytes
 	}

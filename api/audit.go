@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"log/slog"
-	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -62,40 +61,12 @@ func auditJSON(v any) []byte {
 	return b
 }
 
-// maskedTask is a copy of t with its secrets shown as "***": the values of
-// its sensitive headers (sundial.SensitiveHeader) and the userinfo of its
-// target_url.
+// maskedTask is a copy of t with its secrets shown as sundial.Masked
+// (sundial.MaskTask).
 func maskedTask(t *sundial.Task) *sundial.Task {
 	c := *t
-	if len(t.Headers) > 0 {
-		c.Headers = maps.Clone(t.Headers)
-		for k := range c.Headers {
-			if sundial.SensitiveHeader(k) {
-				c.Headers[k] = sundial.Masked
-			}
-		}
-	}
-	c.TargetURL = maskURL(t.TargetURL)
+	sundial.MaskTask(&c)
 	return &c
-}
-
-// maskURL is raw with its userinfo, if any, shown as "***":
-// http://user:pw@host/ becomes http://***@host/.
-func maskURL(raw string) string {
-	_, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return raw
-	}
-	start := len(raw) - len(rest)
-	end := len(rest)
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		end = i
-	}
-	at := strings.LastIndex(rest[:end], "@")
-	if at < 0 {
-		return raw
-	}
-	return raw[:start] + sundial.Masked + rest[at:]
 }
 
 // auditView is an audit entry as the API shows it.

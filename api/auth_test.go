@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/seal"
 )
 
 // TestRoleTable: every route the server registers has a role in the table,
@@ -85,8 +86,16 @@ const testBootstrap = "bootstrap-secret-for-tests-0123456789"
 func setupAuth(t *testing.T, a Auth) *authBundle {
 	t.Helper()
 	sb := setupStore(t)
+	key, err := seal.ParseKey(seal.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	sb.srv = NewServer(Config{Logger: slog.New(slog.NewTextHandler(sb.log, nil)), Now: sb.now,
-		Store: sb.store, Scheduler: sb.sched, Auth: &a})
+		Store: sb.store, Scheduler: sb.sched, Auth: &a, Sealer: box})
 	ab := &authBundle{storeBundle: sb, secrets: map[sundial.Role]string{}}
 	for r := sundial.RoleViewer; r <= sundial.RoleAdmin; r++ {
 		id, secret := sundial.NewToken()
@@ -478,8 +487,8 @@ func TestMaskURL(t *testing.T) {
 		"http://h/x?a=b": "http://h/x?a=b",
 		"not a url %zz":  "not a url %zz",
 	} {
-		if got := maskURL(in); got != want {
-			t.Errorf("maskURL(%q) = %q, want %q", in, got, want)
+		if got := sundial.RedactURL(in); got != want {
+			t.Errorf("RedactURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

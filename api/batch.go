@@ -76,16 +76,17 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	tasks := make([]*sundial.Task, len(req.Tasks))
 	items := make([]batchItem, len(req.Tasks))
+	generated := make([]string, len(req.Tasks))
 	failed := 0
 	for i, raw := range req.Tasks {
-		t, err := s.checkTask(batchTask(raw, now))
+		t, gen, err := s.batchTask(raw, now)
 		if err != nil {
 			items[i] = itemError(i, err)
 			failed++
 			continue
 		}
 		t.NextFireTime = nextFire(t, now)
-		tasks[i] = t
+		tasks[i], generated[i] = t, gen
 	}
 	if failed > 0 {
 		s.writeBatchError(w, items)
@@ -113,7 +114,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 		s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
 			slog.Int("batch_item", i))
 		audit = append(audit, s.auditEntry(r, "task.create", taskTarget(t.ID), t.ID, nil, t))
-		items[i] = batchItem{Status: http.StatusCreated, Task: taskView(t, now)}
+		items[i] = batchItem{Status: http.StatusCreated, Task: answerTask(t, now, generated[i])}
 	}
 	if created {
 		s.auditAll(r, audit)
@@ -122,16 +123,18 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, batchResponse{Items: items})
 }
 
-// batchTask decodes and checks one task of a batch, as POST /tasks does.
-func batchTask(raw json.RawMessage, now time.Time) (*sundial.Task, error) {
+// batchTask decodes and checks one task of a batch, as POST /tasks does,
+// and returns the signing secret generated for it, if any.
+func (s *Server) batchTask(raw json.RawMessage, now time.Time) (*sundial.Task, string, error) {
 	if err := checkJSON(raw); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var req taskRequest
 	if err := decodeStrict(raw, &req); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return req.task(nil, now)
+	t, err := s.writable(&req, nil, now)
+	return t, req.generated, err
 }
 
 // itemError is the result of item i refused with err; its field is the

@@ -58,6 +58,9 @@ type taskRequest struct {
 	CallbackTimeout   int                       `json:"callback_timeout_sec"`
 	StartingDeadline  int                       `json:"starting_deadline_seconds"`
 	Priority          int                       `json:"priority"`
+	FollowRedirects   sundial.RedirectPolicy    `json:"follow_redirects"`
+	SigningSecret     string                    `json:"signing_secret"`
+	OIDC              *sundial.OIDCOption       `json:"oidc"`
 	Status            sundial.TaskStatus        `json:"status"`
 
 	ID           json.RawMessage `json:"id"`
@@ -65,13 +68,20 @@ type taskRequest struct {
 	CreatedAt    json.RawMessage `json:"created_at"`
 	UpdatedAt    json.RawMessage `json:"updated_at"`
 	NextFireTime json.RawMessage `json:"next_fire_time"`
+
+	// generated is the signing secret the server made for "generate",
+	// answered once.
+	generated string
 }
+
+// generateSecret is the signing_secret that asks the server for one.
+const generateSecret = "generate"
 
 // task checks the request and returns the task it describes, normalised and
 // validated but not yet stored. cur is the task a PUT replaces, as stored
 // (nil for a create): a PUT must carry the version the task was read at,
 // and its status is decided from cur's (sundial.WriteStatus).
-func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, error) {
+func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Sealer) (*sundial.Task, error) {
 	replace := cur != nil
 	// POST refuses the server-set fields. PUT takes the task as GET returned
 	// it: their values are ignored, but an id must name the task of the path.
@@ -126,6 +136,9 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, e
 		CallbackTimeout:   req.CallbackTimeout,
 		StartingDeadline:  req.StartingDeadline,
 		Priority:          req.Priority,
+		FollowRedirects:   req.FollowRedirects,
+		SigningSecret:     req.SigningSecret,
+		OIDC:              req.OIDC,
 		Status:            req.Status,
 	}
 	if req.RunAt != nil && string(req.RunAt) != "null" {
@@ -167,6 +180,13 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time) (*sundial.Task, e
 		t.Headers = h
 	}
 	t.RequestHash = t.InputHash()
+	if t.SigningSecret == generateSecret {
+		req.generated = sundial.GenerateSigningSecret()
+		t.SigningSecret = req.generated
+	}
+	if err := sundial.KeepMasked(t, cur, sealer); err != nil {
+		return nil, err
+	}
 	normalize := t.Normalize
 	if replace {
 		normalize = func(now time.Time) error { return t.NormalizeReplacing(cur, now) }
@@ -198,6 +218,35 @@ func (s *Server) checkTask(t *sundial.Task, err error) (*sundial.Task, error) {
 		return nil, err
 	}
 	return t, nil
+}
+
+// writable is the task a create (cur nil) or replace request describes,
+// checked (req.task, checkTask) and with its secrets sealed, ready to be
+// stored.
+func (s *Server) writable(req *taskRequest, cur *sundial.Task, now time.Time) (*sundial.Task, error) {
+	t, err := s.checkTask(req.task(cur, now, s.sealer))
+	if err != nil {
+		return nil, err
+	}
+	if err := sundial.SealTask(t, cur, s.sealer); err != nil {
+		return nil, err
+	}
+	if t.OIDC != nil && s.sealer == nil {
+		return nil, sundial.Errorf(sundial.EInvalid, "oidc", "oidc needs the cluster's signing key, which is sealed "+
+			"with the secrets key, and this server has none: its operator sets secrets.key, secrets.key_file or "+
+			"SUNDIAL_SECRETS_KEY (the same on every node)")
+	}
+	return t, nil
+}
+
+// answerTask is taskView with the signing secret the server generated for
+// the request, if any, shown this once.
+func answerTask(t *sundial.Task, now time.Time, generated string) *sundial.Task {
+	taskView(t, now)
+	if generated != "" {
+		t.SigningSecret = generated
+	}
+	return t
 }
 
 // parseVersion reads the version a PUT says the task was read at.
@@ -245,7 +294,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	t, err := s.checkTask(req.task(nil, now))
+	t, err := s.writable(&req, nil, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -268,7 +317,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	s.sched.Poke()
 	s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name))
 	s.audit(r, "task.create", taskTarget(t.ID), t.ID, nil, t)
-	writeJSON(w, http.StatusCreated, taskView(t, now))
+	writeJSON(w, http.StatusCreated, answerTask(t, now, req.generated))
 }
 
 // handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=.
@@ -350,7 +399,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	t, err := s.checkTask(req.task(cur, now))
+	t, err := s.writable(&req, cur, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -373,7 +422,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 	s.audit(r, "task.update", taskTarget(t.ID), t.ID, cur, t)
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
-	writeJSON(w, http.StatusOK, taskView(t, now))
+	writeJSON(w, http.StatusOK, answerTask(t, now, req.generated))
 }
 
 // awaitSending returns once the fires of task id that were already being
@@ -548,8 +597,9 @@ func nextFire(t *sundial.Task, now time.Time) *time.Time { return t.FirstFire(no
 // taskView turns t, as stored, into the task an answer shows at now: its
 // next_fire_time is the next fire that will really happen (see
 // sundial.Task.NextFire; the stored one is the planner's cursor), its
-// retry_policy has every key, and its times are in UTC, the zone every
-// response uses. It changes t.
+// retry_policy has every key, its times are in UTC, the zone every
+// response uses, and its secrets are masked (sundial.MaskTask). It
+// changes t.
 // defaultRetryPolicy is the default retry policy, every key written.
 var defaultRetryPolicy = func() json.RawMessage {
 	p, _ := sundial.ParseRetryPolicy(nil)
@@ -567,6 +617,8 @@ func taskView(t *sundial.Task, now time.Time) *sundial.Task {
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()
 	t.RunAt = utcPtr(t.RunAt)
+	t.FollowRedirects = t.RedirectPolicyOf()
+	sundial.MaskTask(t)
 	return t
 }
 

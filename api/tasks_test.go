@@ -278,6 +278,7 @@ func TestTaskCreateSeedExample(t *testing.T) {
 		CatchUpMode:       sundial.CatchUpNone,
 		CatchUpLimit:      sundial.DefaultCatchUp,
 		CallbackMethod:    "POST",
+		FollowRedirects:   sundial.RedirectSameOrigin,
 		Status:            sundial.TaskEnabled,
 		Version:           1,
 		CreatedAt:         b.now(),

@@ -23,6 +23,13 @@
 // and, when the run has them, X-Sundial-Callback-Url and
 // X-Sundial-Callback-Token (an ASYNC run reports its outcome there) and
 // X-Sundial-Checkpoint (the compact JSON of the run's last checkpoint).
+// A request with a SigningSecret carries a Standard Webhooks signature
+// (webhook-id, webhook-timestamp, webhook-signature; see [Sign]), one with a
+// Bearer token an Authorization header.
+//
+// Redirects follow the request's [sundial.RedirectPolicy] (redirect.go):
+// never from https to http; from the first hop to another origin on, the
+// task's headers, Sundial's tokens and the body are dropped.
 //
 // The request timeout covers the whole call, reading the response body
 // included. It is told apart from the caller's cancellation by the

@@ -107,7 +107,9 @@ func (e *Executor) Deliver(ctx context.Context, req Request) Outcome {
 	if err != nil {
 		return e.finish(out, StatusFailed, err.Error())
 	}
-	resp, err := e.client.Do(hreq)
+	client := *e.client
+	client.CheckRedirect = checkRedirect(&req)
+	resp, err := client.Do(hreq)
 	if err != nil {
 		if status, msg, ok := ctxFailure(ctx, timeout); ok {
 			return e.finish(out, status, msg)

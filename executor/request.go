@@ -3,6 +3,9 @@ package executor
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,11 +28,19 @@ type Request struct {
 	BodyTemplate string            // rendered with Render
 	Timeout      time.Duration     // for the whole call; 0 means the executor's default
 	Vars         Vars
+	// Redirects is which redirects the call follows; "" is same_origin.
+	Redirects sundial.RedirectPolicy
+	// SigningSecret, a Standard Webhooks secret ("whsec_..."), signs the
+	// call (webhook-id, webhook-timestamp, webhook-signature); "" for none.
+	SigningSecret string
+	// Bearer, an OIDC ID token, is sent as Authorization: Bearer; "" for none.
+	Bearer string
 }
 
 // sundialHeaders is how many headers newRequest may set besides the task's:
-// Content-Type, the nine Sundial headers and the three of ASYNC runs.
-const sundialHeaders = 13
+// Content-Type, the nine Sundial headers, the three of ASYNC runs, the
+// three of a signature and Authorization.
+const sundialHeaders = 17
 
 // newRequest builds the HTTP request of req, bound to ctx. A missing or
 // malformed trace id is replaced by a fresh one, in the body and headers
@@ -132,8 +143,34 @@ func (e *Executor) newRequest(ctx context.Context, req *Request) (*http.Request,
 	set("Idempotency-Key", v.IdempotencyKey)
 	set("Traceparent", s[iDelivery:])
 	set("User-Agent", e.userAgent)
+	if req.SigningSecret != "" {
+		key, err := sundial.SigningKey(req.SigningSecret)
+		if err != nil {
+			return nil, errors.New("the task's signing_secret is not valid base64") // never echoed
+		}
+		ts := strconv.FormatInt(e.now().Unix(), 10)
+		set("Webhook-Id", v.IdempotencyKey)
+		set("Webhook-Timestamp", ts)
+		set("Webhook-Signature", Sign(key, v.IdempotencyKey, ts, body))
+	}
+	if req.Bearer != "" {
+		set("Authorization", "Bearer "+req.Bearer)
+	}
 	hreq.Header = h
 	return hreq, nil
+}
+
+// Sign is the Standard Webhooks signature of a delivery: "v1," and the
+// base64 of the HMAC-SHA256, under key, of id, timestamp and body joined by
+// dots.
+func Sign(key []byte, id, timestamp, body string) string {
+	m := hmac.New(sha256.New, key)
+	m.Write([]byte(id))
+	m.Write([]byte{'.'})
+	m.Write([]byte(timestamp))
+	m.Write([]byte{'.'})
+	m.Write([]byte(body))
+	return "v1," + base64.StdEncoding.EncodeToString(m.Sum(nil))
 }
 
 // compactJSON returns raw without insignificant white space, so that it

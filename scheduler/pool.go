@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -74,6 +75,9 @@ type pool struct {
 
 	limit *startLimiter // per-host start spacing; nil when none is set
 
+	sealer  sundial.Sealer
+	idToken func(audience, subject string) (string, error)
+
 	mu       sync.Mutex
 	inflight map[int64]*flight
 	// held are the deliveries submitted and not yet written back, by run
@@ -96,6 +100,7 @@ func newPool(cfg Config, d Deliverer, log *slog.Logger, m *metrics, endDrain <-c
 		jobs: make(chan job, 1<<16), closing: make(chan struct{}),
 		inflight: make(map[int64]*flight), held: make(map[sundial.RunRef]struct{})}
 	p.limit = newStartLimiter(cfg.StartIntervals, p.enqueue)
+	p.sealer, p.idToken = cfg.Sealer, cfg.IDToken
 	return p
 }
 
@@ -170,6 +175,26 @@ func (p *pool) run(j job) {
 	}
 }
 
+// secrets returns the parts of t's request that carry its secrets, opened:
+// target_url, headers, signing secret, and the OIDC token it asks for.
+func (p *pool) secrets(t *sundial.Task) (executor.Request, error) {
+	open, err := sundial.OpenTask(t, p.sealer)
+	if err != nil {
+		return executor.Request{}, err
+	}
+	req := executor.Request{URL: open.TargetURL, Headers: open.Headers, SigningSecret: open.SigningSecret}
+	if t.OIDC != nil {
+		if p.idToken == nil {
+			return executor.Request{}, errors.New("the task asks for an OIDC token and this node cannot sign one: it has no secrets key")
+		}
+		sub := t.Name
+		if req.Bearer, err = p.idToken(t.Audience(open.TargetURL), sub); err != nil {
+			return executor.Request{}, fmt.Errorf("mint the OIDC token: %w", err)
+		}
+	}
+	return req, nil
+}
+
 // deliver makes the call and hands the outcome to the writer.
 func (p *pool) deliver(j job) {
 	ctx, cancel := context.WithCancelCause(context.Background())
@@ -194,29 +219,32 @@ func (p *pool) deliver(j job) {
 	if t.ExecType == sundial.ExecAsync {
 		cbURL, cbToken = p.async.url(r.ID), p.async.token(r.ID, j.fence)
 	}
-	out := p.deliverer.Deliver(ctx, executor.Request{
-		Method:       t.HTTPMethod,
-		URL:          t.TargetURL,
-		Headers:      t.Headers,
-		BodyTemplate: t.BodyTemplate,
-		Timeout:      timeout,
-		Vars: executor.Vars{
-			RunID:          r.ID,
-			TaskID:         t.ID,
-			TaskName:       t.Name,
-			ScheduledTime:  r.ScheduledTime,
-			Attempt:        j.attempt,
-			Delivery:       j.deliveryNo(),
-			Trigger:        trigger,
-			IdempotencyKey: r.IdempotencyKey,
-			TraceID:        j.trace,
-			NodeID:         p.node,
-			Params:         r.ParamsFor(t),
-			CallbackURL:    cbURL,
-			CallbackToken:  cbToken,
-			Checkpoint:     r.Checkpoint,
-		},
-	})
+	req, err := p.secrets(t)
+	req.Method, req.BodyTemplate, req.Timeout = t.HTTPMethod, t.BodyTemplate, timeout
+	req.Redirects = t.RedirectPolicyOf()
+	req.Vars = executor.Vars{
+		RunID:          r.ID,
+		TaskID:         t.ID,
+		TaskName:       t.Name,
+		ScheduledTime:  r.ScheduledTime,
+		Attempt:        j.attempt,
+		Delivery:       j.deliveryNo(),
+		Trigger:        trigger,
+		IdempotencyKey: r.IdempotencyKey,
+		TraceID:        j.trace,
+		NodeID:         p.node,
+		Params:         r.ParamsFor(t),
+		CallbackURL:    cbURL,
+		CallbackToken:  cbToken,
+		Checkpoint:     r.Checkpoint,
+	}
+	var out executor.Outcome
+	if err != nil {
+		// Nothing is sent; the error names the field, never its value.
+		out = executor.Outcome{Status: executor.StatusFailed, Error: err.Error(), Started: started, Finished: time.Now()}
+	} else {
+		out = p.deliverer.Deliver(ctx, req)
+	}
 	p.m.inFlight.Dec()
 	p.mu.Lock()
 	delete(p.inflight, r.ID)

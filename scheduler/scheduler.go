@@ -65,6 +65,13 @@ type Config struct {
 	// CallbackSweep is how often expired callback deadlines are looked
 	// for [1s].
 	CallbackSweep time.Duration
+	// Sealer opens a task's sealed secrets (header values, target_url's
+	// userinfo, signing_secret) just before a delivery. Nil: a delivery of
+	// a task with a sealed value fails, saying the node has no key.
+	Sealer sundial.Sealer
+	// IDToken mints the OIDC ID token of a delivery of a task with oidc,
+	// for its audience and subject. Nil: such a delivery fails, saying so.
+	IDToken func(audience, subject string) (string, error)
 
 	// admitLaneCap is the room of each admission lane [4096]: tests make
 	// it small to fill a lane with a small burst.

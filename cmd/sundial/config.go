@@ -20,6 +20,7 @@ import (
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/seal"
 )
 
 // config is the whole configuration of "sundial serve". Every setting is a
@@ -72,10 +73,22 @@ type config struct {
 	} `yaml:"compensator"`
 
 	Callback struct {
-		BaseURL string        `yaml:"base_url"`
-		Secret  string        `yaml:"secret"`
-		Timeout time.Duration `yaml:"timeout"`
+		BaseURL    string        `yaml:"base_url"`
+		Secret     string        `yaml:"secret"`
+		SecretFile string        `yaml:"secret_file"`
+		Timeout    time.Duration `yaml:"timeout"`
 	} `yaml:"callback"`
+
+	Secrets struct {
+		Key          string   `yaml:"key"`
+		KeyFile      string   `yaml:"key_file"`
+		PreviousKeys []string `yaml:"previous_keys"`
+	} `yaml:"secrets"`
+
+	OIDC struct {
+		Issuer      string        `yaml:"issuer"`
+		KeyRotation time.Duration `yaml:"key_rotation"`
+	} `yaml:"oidc"`
 
 	Executor struct {
 		WorkerPoolSize int                      `yaml:"worker_pool_size"`
@@ -172,6 +185,7 @@ func (c *config) settings() []setting {
 		{"compensator.status_every", "how often the compensator logs its state", &c.Compensator.StatusEvery},
 		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN", &c.Callback.BaseURL},
 		{"callback.secret", "secret callback tokens are signed with, the same on every node; default: one generated once and kept in the database", &c.Callback.Secret},
+		{"callback.secret_file", "file holding callback.secret (its first line), so that the secret is not on the command line", &c.Callback.SecretFile},
 		{"callback.timeout", "how long an ASYNC run waits for its callback when its task's callback_timeout_sec is 0", &c.Callback.Timeout},
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
 		{"executor.request_timeout", "HTTP timeout of tasks whose timeout_seconds is 0", &c.Executor.RequestTimeout},
@@ -179,6 +193,11 @@ func (c *config) settings() []setting {
 		{"executor.max_body_bytes", "largest body a task's template may render to; a task that can render more is refused", &c.Executor.MaxBodyBytes},
 		{"executor.deny_networks", "networks tasks may not call, besides link-local, unspecified, multicast and this node's listeners: 10.0.0.0/8,fc00::/7", &c.Executor.DenyNetworks},
 		{"executor.allow_networks", "when set, the only networks tasks may call (deny_networks still applies)", &c.Executor.AllowNetworks},
+		{"secrets.key", "key sealing task secrets at rest: 32 bytes in base64, the same on every node; prefer secrets.key_file or the environment; default on SQLite: a key file beside the database", &c.Secrets.Key},
+		{"secrets.key_file", "file holding secrets.key", &c.Secrets.KeyFile},
+		{"secrets.previous_keys", "keys that still open secrets sealed before a rotation: key,key", &c.Secrets.PreviousKeys},
+		{"oidc.issuer", "iss of the OIDC ID tokens deliveries carry, where targets find /.well-known/openid-configuration; default callback.base_url", &c.OIDC.Issuer},
+		{"oidc.key_rotation", "how often the OIDC signing key changes (from 1h; the old key stays published while its tokens live); 0: never", &c.OIDC.KeyRotation},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -217,6 +236,8 @@ var sectionTitles = map[string]string{
 	"compensator": "Start compensator (seed 000)",
 	"callback":    "Callbacks of ASYNC tasks",
 	"executor":    "Executor (HTTP deliveries)",
+	"secrets":     "Secrets sealed at rest",
+	"oidc":        "OIDC ID tokens of deliveries",
 	"debug":       "Debugging",
 }
 
@@ -261,10 +282,13 @@ func (s setting) typeName() string {
 	case *map[string]time.Duration:
 		return "host=duration,..."
 	case *[]string:
-		if s.key == "api.allowed_hosts" {
+		switch {
+		case s.key == "api.allowed_hosts":
 			return "host,..."
+		case strings.HasSuffix(s.key, "_networks"):
+			return "cidr,..."
 		}
-		return "cidr,..."
+		return "value,..."
 	case *bool:
 		return "bool"
 	default:
@@ -507,6 +531,14 @@ func (c *config) validate() error {
 		return fmt.Errorf("callback.base_url: %q: want an absolute http or https URL, such as https://sundial.example.com", c.Callback.BaseURL)
 	case c.Callback.Secret != "" && len(c.Callback.Secret) < 16:
 		return errors.New("callback.secret: want at least 16 characters")
+	case c.Callback.Secret != "" && c.Callback.SecretFile != "":
+		return errors.New("callback.secret_file: give callback.secret or callback.secret_file, not both")
+	case c.Secrets.Key != "" && c.Secrets.KeyFile != "":
+		return errors.New("secrets.key_file: give secrets.key or secrets.key_file, not both")
+	case c.OIDC.Issuer != "" && !validBaseURL(c.OIDC.Issuer):
+		return fmt.Errorf("oidc.issuer: %q: want an absolute http or https URL, such as https://sundial.example.com", c.OIDC.Issuer)
+	case c.OIDC.KeyRotation != 0 && (c.OIDC.KeyRotation < time.Hour || c.OIDC.KeyRotation%time.Second != 0):
+		return fmt.Errorf("oidc.key_rotation: %s: want 0 (never) or a whole number of seconds from 1h", c.OIDC.KeyRotation)
 	case c.Callback.Timeout < time.Second || c.Callback.Timeout > 7*24*time.Hour:
 		return fmt.Errorf("callback.timeout: %s: want from 1s to 168h", c.Callback.Timeout)
 	case ex.WorkerPoolSize < 1 || ex.WorkerPoolSize > 10000:
@@ -529,6 +561,16 @@ func (c *config) validate() error {
 	}
 	if _, err := parseNetworks(ex.AllowNetworks); err != nil {
 		return fmt.Errorf("executor.allow_networks: %v", err)
+	}
+	if c.Secrets.Key != "" {
+		if _, err := seal.ParseKey(c.Secrets.Key); err != nil {
+			return fmt.Errorf("secrets.key: %v", err)
+		}
+	}
+	for i, k := range c.Secrets.PreviousKeys {
+		if _, err := seal.ParseKey(k); err != nil {
+			return fmt.Errorf("secrets.previous_keys: key %d: %v", i+1, err)
+		}
 	}
 	for _, h := range c.API.AllowedHosts {
 		if strings.ContainsAny(h, "/ @?#") {

@@ -25,6 +25,7 @@ import (
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/api"
 	"github.com/sundialhq/sundial/executor"
+	"github.com/sundialhq/sundial/idtoken"
 	"github.com/sundialhq/sundial/scheduler"
 	"github.com/sundialhq/sundial/store/mysql"
 	"github.com/sundialhq/sundial/store/postgres"
@@ -77,13 +78,33 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer store.Close()
 
 	node := newNode(ln.Addr().String())
-	secret, err := callbackSecret(ctx, store, cfg.Callback.Secret)
+	configured, err := configuredCallbackSecret(cfg)
+	if err != nil {
+		return err
+	}
+	secret, err := callbackSecret(ctx, store, configured)
 	if err != nil {
 		return err
 	}
 	baseURL := cfg.Callback.BaseURL
 	if baseURL == "" {
 		baseURL = "http://" + callbackHost(ln.Addr().String())
+	}
+	sealer, err := secretsBox(ctx, cfg, store, log)
+	if err != nil {
+		return err
+	}
+	var issuer *idtoken.Issuer
+	var mint func(audience, subject string) (string, error)
+	if sealer != nil {
+		iss := cfg.OIDC.Issuer
+		if iss == "" {
+			iss = baseURL
+		}
+		if issuer, err = idtoken.Load(ctx, store, sealer, iss, cfg.OIDC.KeyRotation, nil); err != nil {
+			return err
+		}
+		mint = issuer.Mint
 	}
 
 	reg := prometheus.NewRegistry()
@@ -111,6 +132,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		CallbackURL:       baseURL,
 		CallbackSecret:    secret,
 		CallbackTimeout:   cfg.Callback.Timeout,
+		Sealer:            sealer,
+		IDToken:           mint,
 		Compensator: scheduler.CompensatorConfig{
 			Base:      cfg.Compensator.BaseInterval,
 			Increment: cfg.Compensator.Increment,
@@ -128,8 +151,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
-		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth})
+		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth, Sealer: sealer})
 	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	if issuer != nil {
+		srv.Handle("GET "+idtoken.JWKSPath, http.HandlerFunc(issuer.ServeJWKS))
+		srv.Handle("GET "+idtoken.DiscoveryPath, http.HandlerFunc(issuer.ServeDiscovery))
+	}
 	httpSrv := &http.Server{
 		Handler: srv.Handler(),
 		// A slow client holds a connection for a bounded time: its header

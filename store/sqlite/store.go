@@ -23,6 +23,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/url"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -93,6 +94,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.clock = time.Now
 	}
 
+	// A new database file is made readable by its owner only; SQLite
+	// gives its -wal and -shm files the database file's mode.
+	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
+		f.Close()
+	} else if !errors.Is(err, os.ErrExist) {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
 	w, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, false))
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite: %w", err)

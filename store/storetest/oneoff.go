@@ -346,7 +346,13 @@ func testSettingEnsure(t *testing.T, open Opener) {
 			t.Fatalf("SettingEnsure(%q, %q) = %q, %v; want %q", name, value, got, err, want)
 		}
 	}
+	if v, ok, err := f.s.SettingGet(f.ctx, "callback_secret"); err != nil || ok || v != "" {
+		t.Fatalf("SettingGet of a setting never set = %q, %v, %v; want none", v, ok, err)
+	}
 	ensure("callback_secret", "first", "first")
+	if v, ok, err := f.s.SettingGet(f.ctx, "callback_secret"); err != nil || !ok || v != "first" {
+		t.Fatalf("SettingGet = %q, %v, %v; want first", v, ok, err)
+	}
 	ensure("callback_secret", "second", "first")
 	ensure("other", "x", "x")
 	ensure("callback_secret", "third", "first")

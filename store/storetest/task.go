@@ -13,6 +13,10 @@ func testTask(t *testing.T, open Opener) {
 		t.Parallel()
 		f := setup(t, open)
 		tk := newTask("nightly", withNext(at(10)), withPriority(7))
+		// The delivery options, stored as given (sealing is the caller's).
+		tk.FollowRedirects = sundial.RedirectAny
+		tk.SigningSecret = sundial.SealedPrefix + "c2VhbGVk"
+		tk.OIDC = &sundial.OIDCOption{Audience: "https://example.com/aud"}
 		if err := CreateTask(f.ctx, f.s, tk, t0); err != nil {
 			t.Fatalf("CreateTask: %v", err)
 		}
@@ -89,6 +93,7 @@ func testTask(t *testing.T, open Opener) {
 		up := newTask("sync-renamed", withNext(at(60)), withPriority(-3), func(u *sundial.Task) {
 			u.Status = sundial.TaskDisabled
 			u.Headers = map[string]string{"X-New": "1"}
+			u.FollowRedirects = sundial.RedirectNone
 		})
 		up.ID, up.Version = tk.ID, tk.Version
 		if err := f.s.TaskUpdate(f.ctx, up, at(100)); err != nil {

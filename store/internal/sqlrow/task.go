@@ -12,7 +12,8 @@ import (
 const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_method, target_url,
 	headers_json, body_template, timeout_seconds, retry_policy_json, max_concurrency,
 	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
-	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, status, version,
+	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
+	signing_secret, oidc_json, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, params_json`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
@@ -20,7 +21,8 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "exec_type", "http_method",
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
-	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority", "status", "next_fire_at",
+	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
+	"follow_redirects", "signing_secret", "oidc_json", "status", "next_fire_at",
 	"run_at", "request_id", "request_hash", "biz_id", "params_json"}
 
 // ScanTask reads a row of TaskCols.
@@ -30,7 +32,8 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		headers, retry          string
 		created, updated        int64
 		next, runAt             sql.NullInt64
-		params                  sql.NullString
+		params, oidc            sql.NullString
+		redirects               string
 		execType, concPol       string
 		overlap, failure, catch string
 		status                  string
@@ -38,7 +41,8 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
 		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
 		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
-		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority, &status, &t.Version, &created, &updated,
+		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
+		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &params)
 	if err != nil {
 		return nil, err
@@ -49,6 +53,13 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	t.FailureAction = sundial.FailureAction(failure)
 	t.CatchUpMode = sundial.CatchUpMode(catch)
 	t.Status = sundial.TaskStatus(status)
+	t.FollowRedirects = sundial.RedirectPolicy(redirects)
+	if oidc.Valid {
+		t.OIDC = &sundial.OIDCOption{}
+		if err := json.Unmarshal([]byte(oidc.String), t.OIDC); err != nil {
+			return nil, fmt.Errorf("decode oidc of task %d: %w", t.ID, err)
+		}
+	}
 	t.Headers = map[string]string{}
 	if err := json.Unmarshal([]byte(headers), &t.Headers); err != nil {
 		return nil, fmt.Errorf("decode headers of task %d: %w", t.ID, err)
@@ -100,11 +111,23 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 	if retry == "" || retry == "null" {
 		retry = "{}"
 	}
+	var oidc sql.NullString
+	if t.OIDC != nil {
+		b, err := json.Marshal(t.OIDC)
+		if err != nil {
+			return nil, fmt.Errorf("encode oidc: %w", err)
+		}
+		oidc = sql.NullString{String: string(b), Valid: true}
+	}
+	redirects := string(t.FollowRedirects)
+	if redirects == "" {
+		redirects = string(sundial.RedirectSameOrigin)
+	}
 	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
 		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
-		string(t.Status), NullMicros(t.NextFireTime),
+		redirects, t.SigningSecret, oidc, string(t.Status), NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, NullJSON(t.Params)}, nil
 }
 

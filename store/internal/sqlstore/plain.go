@@ -49,6 +49,20 @@ func (p *Plain) TaskList(ctx context.Context, f sundial.TaskListParams) (_ []*su
 	return out, nil
 }
 
+// SettingGet returns a setting's value, and whether it has one.
+func (p *Plain) SettingGet(ctx context.Context, name string) (_ string, ok bool, err error) {
+	defer p.classify(&err)
+	var v string
+	err = p.r.QueryRow(ctx, p.q.SettingGet, name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, p.wrap(err, "get setting %s", name)
+	}
+	return v, true, nil
+}
+
 // RunGet returns a run, or ENotFound.
 func (p *Plain) RunGet(ctx context.Context, id int64) (_ *sundial.Run, err error) {
 	defer p.classify(&err)

@@ -41,6 +41,8 @@ type Queries struct {
 	// NodePrune deletes the gone nodes: a range of nodes_state_heartbeat
 	// per state.
 	NodePrune string
+	// SettingGet reads a setting by its primary key.
+	SettingGet string
 }
 
 // NewQueries renders the statements of the plain methods in d.
@@ -49,6 +51,7 @@ func NewQueries(d Dialect) *Queries {
 	b := d.bind
 	q.TaskGet = b(`SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id = ? AND deleted = ` + d.False)
 	q.TaskExists = b(`SELECT 1 FROM tasks WHERE id = ?`)
+	q.SettingGet = b(`SELECT value FROM settings WHERE name = ?`)
 	q.RunGet = b(`SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ?`)
 	q.RunAttempts = b(`SELECT ` + sqlrow.AttemptCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`)
 	// Where a statement names an index (Hint), MySQL is held to it, so

@@ -1,0 +1,323 @@
+package sundial
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+)
+
+// A task's secrets are write-only: the values of its sensitive headers
+// (SensitiveHeader), the userinfo of its target_url and its signing_secret
+// are sealed before they are stored (SealTask), opened only for a delivery
+// (OpenTask), and answered as Masked (MaskTask). A client that sends
+// Masked back in their place keeps the stored value (KeepMasked).
+
+// Masked is how an answer shows a secret, and what a client sends back to
+// keep one.
+const Masked = "***"
+
+// SealedPrefix starts every sealed value: the format's name and version,
+// so that a later format (or key scheme) can be told apart.
+const SealedPrefix = "sealed:v1:"
+
+// Sealer seals and opens secret values. Seal returns a value that starts
+// with SealedPrefix; Open takes one and returns the plaintext.
+type Sealer interface {
+	Seal(plain string) (string, error)
+	Open(sealed string) (string, error)
+}
+
+// Sealed reports whether v is a sealed value.
+func Sealed(v string) bool { return strings.HasPrefix(v, SealedPrefix) }
+
+// sensitiveParts are the words that make a header name sensitive, in any
+// case, besides the names of sensitiveNames.
+var sensitiveParts = []string{"token", "secret", "key", "password", "auth"}
+
+var sensitiveNames = map[string]bool{"authorization": true, "proxy-authorization": true, "cookie": true}
+
+// SensitiveHeader reports whether the value of the header name is a
+// secret: Authorization, Proxy-Authorization, Cookie, or a name that
+// holds token, secret, key, password or auth, in any case.
+func SensitiveHeader(name string) bool {
+	n := strings.ToLower(name)
+	if sensitiveNames[n] {
+		return true
+	}
+	for _, p := range sensitiveParts {
+		if strings.Contains(n, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// SplitUserinfo splits an absolute URL into what comes before its
+// userinfo ("https://"), the userinfo as written (without the "@"), and
+// the rest (host, path, query); ok is false when it has no userinfo.
+func SplitUserinfo(raw string) (scheme, userinfo, rest string, ok bool) {
+	i := strings.Index(raw, "://")
+	if i < 0 {
+		return "", "", raw, false
+	}
+	scheme, after := raw[:i+3], raw[i+3:]
+	end := strings.IndexAny(after, "/?#")
+	if end < 0 {
+		end = len(after)
+	}
+	at := strings.LastIndex(after[:end], "@")
+	if at < 0 {
+		return "", "", raw, false
+	}
+	return scheme, after[:at], after[at+1:], true
+}
+
+// RedactURL is raw with its userinfo, if any, replaced by Masked: what an
+// answer, a log line or an error message may show of a target_url.
+func RedactURL(raw string) string {
+	scheme, _, rest, ok := SplitUserinfo(raw)
+	if !ok {
+		return raw
+	}
+	return scheme + Masked + "@" + rest
+}
+
+// MaskTask hides t's secrets for an answer: the values of its sensitive
+// headers, the userinfo of its target_url and its signing_secret become
+// Masked. It changes t.
+func MaskTask(t *Task) {
+	if len(t.Headers) > 0 {
+		h := make(map[string]string, len(t.Headers))
+		for k, v := range t.Headers {
+			if SensitiveHeader(k) {
+				v = Masked
+			}
+			h[k] = v
+		}
+		t.Headers = h
+	}
+	t.TargetURL = RedactURL(t.TargetURL)
+	if t.SigningSecret != "" {
+		t.SigningSecret = Masked
+	}
+}
+
+// KeepMasked puts back, in a task a client sent to replace cur, the
+// secrets it sent as Masked: each is cur's value, opened. A Masked value
+// with nothing stored in its place is a 400 naming the field; cur is nil
+// for a create, where every Masked value is such. It changes t.
+func KeepMasked(t, cur *Task, s Sealer) error {
+	open := func(field, token, v string) (string, error) {
+		if !Sealed(v) {
+			return v, nil // stored before sealing existed
+		}
+		if s == nil {
+			return "", noKey(field, token)
+		}
+		plain, err := s.Open(v)
+		if err != nil {
+			return "", &Error{Code: EInternal, Field: field, Token: token,
+				Message: "the stored secret cannot be opened with this node's secrets key", Err: err}
+		}
+		return plain, nil
+	}
+	for k, v := range t.Headers {
+		if v != Masked || !SensitiveHeader(k) {
+			continue // only a sensitive value is masked; another "***" is a value
+		}
+		var stored string
+		found := false
+		if cur != nil {
+			for ck, cv := range cur.Headers {
+				if strings.EqualFold(ck, k) {
+					stored, found = cv, true
+				}
+			}
+		}
+		if !found {
+			return &Error{Code: EInvalid, Field: "headers", Token: k, Message: fmt.Sprintf(
+				"the value of header %s is %q, which keeps a stored value, but the task has none: give the value", k, Masked)}
+		}
+		plain, err := open("headers", k, stored)
+		if err != nil {
+			return err
+		}
+		t.Headers[k] = plain
+	}
+	if scheme, ui, rest, ok := SplitUserinfo(t.TargetURL); ok && ui == Masked {
+		var stored string
+		if cur != nil {
+			_, stored, _, ok = SplitUserinfo(cur.TargetURL)
+		}
+		if cur == nil || !ok {
+			return Errorf(EInvalid, "target_url", "the userinfo of target_url is %q, which keeps the stored credentials, but the task has none: give them", Masked)
+		}
+		plain, err := open("target_url", "", stored)
+		if err != nil {
+			return err
+		}
+		t.TargetURL = scheme + plain + "@" + rest
+	}
+	if t.SigningSecret == Masked {
+		if cur == nil || cur.SigningSecret == "" {
+			return Errorf(EInvalid, "signing_secret", "signing_secret is %q, which keeps the stored secret, but the task has none: give one, or \"generate\"", Masked)
+		}
+		plain, err := open("signing_secret", "", cur.SigningSecret)
+		if err != nil {
+			return err
+		}
+		t.SigningSecret = plain
+	}
+	return nil
+}
+
+// SealTask seals t's secrets, given in plaintext, before it is stored. A
+// value equal to cur's (the task t replaces; nil for a create) keeps cur's
+// sealed form, so that a task sent back unchanged is unchanged. With no
+// Sealer, a task with a secret is refused with an error that says how to
+// configure a key. It changes t.
+func SealTask(t, cur *Task, s Sealer) error {
+	seal := func(field, token, plain, stored string) (string, error) {
+		if s == nil {
+			return "", noKey(field, token)
+		}
+		if Sealed(stored) {
+			if open, err := s.Open(stored); err == nil && open == plain {
+				return stored, nil
+			}
+		}
+		v, err := s.Seal(plain)
+		if err != nil {
+			return "", &Error{Code: EInternal, Field: field, Token: token, Message: "sealing a secret failed", Err: err}
+		}
+		return v, nil
+	}
+	var err error
+	for k, v := range t.Headers {
+		if !SensitiveHeader(k) {
+			continue
+		}
+		var stored string
+		if cur != nil {
+			stored = cur.Headers[k]
+		}
+		if t.Headers[k], err = seal("headers", k, v, stored); err != nil {
+			return err
+		}
+	}
+	if scheme, ui, rest, ok := SplitUserinfo(t.TargetURL); ok {
+		var stored string
+		if cur != nil {
+			_, stored, _, _ = SplitUserinfo(cur.TargetURL)
+		}
+		sealed, err := seal("target_url", "", ui, stored)
+		if err != nil {
+			return err
+		}
+		t.TargetURL = scheme + sealed + "@" + rest
+	}
+	if t.SigningSecret != "" {
+		var stored string
+		if cur != nil {
+			stored = cur.SigningSecret
+		}
+		if t.SigningSecret, err = seal("signing_secret", "", t.SigningSecret, stored); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// OpenTask returns t, as stored, with its secrets opened for a delivery:
+// a copy when it has a sealed value, else t itself (not to be changed). Values stored before sealing existed pass as they are. The
+// error says which field could not be opened, never its value.
+func OpenTask(t *Task, s Sealer) (*Task, error) {
+	if !hasSealed(t) {
+		return t, nil // the common case: nothing to open, nothing copied
+	}
+	c := *t
+	open := func(field, v string) (string, error) {
+		if !Sealed(v) {
+			return v, nil
+		}
+		if s == nil {
+			return "", fmt.Errorf("%s is sealed and this node has no secrets key: set secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY to the cluster's key", field)
+		}
+		plain, err := s.Open(v)
+		if err != nil {
+			return "", fmt.Errorf("%s is sealed with a key this node does not have: set secrets.key to the key it was sealed with, or the old key in secrets.previous_keys", field)
+		}
+		return plain, nil
+	}
+	var err error
+	if len(t.Headers) > 0 {
+		c.Headers = make(map[string]string, len(t.Headers))
+		for k, v := range t.Headers {
+			if c.Headers[k], err = open("the value of header "+k, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if scheme, ui, rest, ok := SplitUserinfo(t.TargetURL); ok && Sealed(ui) {
+		plain, err := open("the userinfo of target_url", ui)
+		if err != nil {
+			return nil, err
+		}
+		c.TargetURL = scheme + plain + "@" + rest
+	}
+	if c.SigningSecret, err = open("signing_secret", t.SigningSecret); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+// hasSealed reports whether t holds a sealed value.
+func hasSealed(t *Task) bool {
+	if Sealed(t.SigningSecret) {
+		return true
+	}
+	for _, v := range t.Headers {
+		if Sealed(v) {
+			return true
+		}
+	}
+	_, ui, _, ok := SplitUserinfo(t.TargetURL)
+	return ok && Sealed(ui)
+}
+
+func noKey(field, token string) error {
+	return &Error{Code: EInvalid, Field: field, Token: token, Message: "this value is a secret, sealed at rest, and this server has no secrets key: " +
+		"its operator sets secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY (32 bytes in base64, the same on every node)"}
+}
+
+// SigningSecretPrefix starts a Standard Webhooks signing secret.
+const SigningSecretPrefix = "whsec_"
+
+// GenerateSigningSecret returns a new signing secret: "whsec_" and 32
+// random bytes in base64.
+func GenerateSigningSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return SigningSecretPrefix + base64.StdEncoding.EncodeToString(b)
+}
+
+// SigningKey is the HMAC key of a signing secret: the bytes its base64
+// after "whsec_" encodes.
+func SigningKey(secret string) ([]byte, error) {
+	return base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, SigningSecretPrefix))
+}
+
+// CheckSigningSecret refuses a signing secret that is not "whsec_" and
+// base64 of 24 to 64 bytes (Standard Webhooks' range). "" (none) passes.
+func CheckSigningSecret(s string) error {
+	if s == "" {
+		return nil
+	}
+	key, err := SigningKey(s)
+	if !strings.HasPrefix(s, SigningSecretPrefix) || err != nil || len(key) < 24 || len(key) > 64 {
+		return Errorf(EInvalid, "signing_secret",
+			`signing_secret must be "whsec_" followed by 24 to 64 bytes in base64, or "generate" for the server to make one`)
+	}
+	return nil
+}
