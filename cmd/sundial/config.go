@@ -74,6 +74,8 @@ type config struct {
 		AllowNetworks  []string                 `yaml:"allow_networks"`
 	} `yaml:"executor"`
 
+	TLS tlsConfig `yaml:"tls"`
+
 	Debug struct {
 		PprofListen string `yaml:"pprof_listen"`
 	} `yaml:"debug"`
@@ -149,7 +151,7 @@ func (c *config) settings() []setting {
 		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
 		{"compensator.stuck_after", "a run this late and not started is stuck", &c.Compensator.StuckAfter},
 		{"compensator.status_every", "how often the compensator logs its state", &c.Compensator.StatusEvery},
-		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN", &c.Callback.BaseURL},
+		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN, or https://LISTEN with TLS", &c.Callback.BaseURL},
 		{"callback.secret", "secret callback tokens are signed with, the same on every node; default: one generated once and kept in the database", &c.Callback.Secret},
 		{"callback.timeout", "how long an ASYNC run waits for its callback when its task's callback_timeout_sec is 0", &c.Callback.Timeout},
 		{"executor.worker_pool_size", "concurrent HTTP deliveries", &c.Executor.WorkerPoolSize},
@@ -158,6 +160,9 @@ func (c *config) settings() []setting {
 		{"executor.max_body_bytes", "largest body a task's template may render to; a task that can render more is refused", &c.Executor.MaxBodyBytes},
 		{"executor.deny_networks", "networks tasks may not call, besides link-local, unspecified, multicast and this node's listeners: 10.0.0.0/8,fc00::/7", &c.Executor.DenyNetworks},
 		{"executor.allow_networks", "when set, the only networks tasks may call (deny_networks still applies)", &c.Executor.AllowNetworks},
+		{"tls.cert_file", "PEM certificate (chain) of the API: with tls.key_file, the API is served over HTTPS only; reread on SIGHUP and when the file changes", &c.TLS.CertFile},
+		{"tls.key_file", "PEM private key of tls.cert_file", &c.TLS.KeyFile},
+		{"tls.client_ca_file", "PEM CA certificates: when set, every client must present a certificate signed by one of them", &c.TLS.ClientCAFile},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -194,6 +199,7 @@ var sectionTitles = map[string]string{
 	"compensator": "Start compensator (seed 000)",
 	"callback":    "Callbacks of ASYNC tasks",
 	"executor":    "Executor (HTTP deliveries)",
+	"tls":         "TLS of the API",
 	"debug":       "Debugging",
 }
 
@@ -477,6 +483,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("executor.request_timeout: %s: want from 1s to 24h", ex.RequestTimeout)
 	case ex.MaxBodyBytes < 1 || ex.MaxBodyBytes > 64<<20:
 		return fmt.Errorf("executor.max_body_bytes: %d: want from 1 to %d (64 MiB)", ex.MaxBodyBytes, 64<<20)
+	}
+	if err := c.TLS.validate(); err != nil {
+		return err
 	}
 	if _, err := parseNetworks(ex.DenyNetworks); err != nil {
 		return fmt.Errorf("executor.deny_networks: %v", err)
