@@ -60,11 +60,12 @@ type certReloader struct {
 // newCertReloader reads the files; an error says which is wrong.
 func newCertReloader(files tlsConfig, log *slog.Logger) (*certReloader, error) {
 	r := &certReloader{files: files, log: log.With("component", "tls"), now: time.Now}
+	mod := files.modTimes() // before reading: a change while it reads is seen later
 	cfg, err := files.load()
 	if err != nil {
 		return nil, err
 	}
-	r.cur, r.loaded, r.checked = cfg, files.modTimes(), r.now()
+	r.cur, r.loaded, r.checked = cfg, mod, r.now()
 	return r, nil
 }
 

@@ -164,7 +164,8 @@ func servedSerial(t *testing.T, client *http.Client, url string) *big.Int {
 
 // TestServeTLS: with tls.cert_file and tls.key_file the API answers over
 // TLS with that certificate and a plain-HTTP request gets no answer from
-// it; an ASYNC run's callback URL is https and its callback is taken over
+// it; net/http's own answers (431) are JSON as on plain HTTP; an ASYNC
+// run's callback URL is https and its callback is taken over
 // TLS; after the files are replaced, SIGHUP makes new connections get the
 // new certificate; a bad new pair keeps the current one and logs an error.
 func TestServeTLS(t *testing.T) {
@@ -199,6 +200,19 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal("a client that does not trust the CA got through")
 	}
 
+	// net/http's own answers are JSON over TLS too.
+	big, _ := http.NewRequest("GET", n.url+"/api/v1/tasks", nil)
+	big.Header.Set("X-Big", strings.Repeat("a", 80<<10))
+	resp, err := client.Do(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("a too-large header over TLS = %d %s %s, want 431 in JSON", resp.StatusCode, resp.Header.Get("Content-Type"), msg)
+	}
+
 	// An ASYNC run's callback URL is https by default, and the target's
 	// callback over TLS is taken.
 	callbacks := make(chan *http.Request, 1)
@@ -208,7 +222,7 @@ func TestServeTLS(t *testing.T) {
 	}))
 	defer target.Close()
 	body := fmt.Sprintf(`{"name":"async","exec_type":"ASYNC","delay_seconds":0,"target_url":%q}`, target.URL)
-	resp, err := client.Post(n.url+"/api/v1/tasks", "application/json", strings.NewReader(body))
+	resp, err = client.Post(n.url+"/api/v1/tasks", "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
