@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -191,5 +192,40 @@ func tlsListener(ln net.Listener, r *certReloader) (_ net.Listener, stop func())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); r.watch(ctx) }()
-	return tls.NewListener(ln, r.serverConfig()), func() { cancel(); <-done }
+	return &tlsLogListener{Listener: ln, cfg: r.serverConfig(), log: r.log}, func() { cancel(); <-done }
+}
+
+// tlsLogListener is tls.NewListener whose connections log a failed
+// handshake (a client without a good certificate, plain HTTP), which
+// net/http does not see: it is handed the connections wrapped.
+type tlsLogListener struct {
+	net.Listener
+	cfg *tls.Config
+	log *slog.Logger
+}
+
+func (l *tlsLogListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &tlsLogConn{Conn: tls.Server(c, l.cfg), log: l.log}, nil
+}
+
+// tlsLogConn makes its handshake on its first Read, within the deadline
+// net/http has set, and logs its failure; a connection closed before a
+// handshake began (a port probe) is not logged.
+type tlsLogConn struct {
+	*tls.Conn
+	log  *slog.Logger
+	once sync.Once
+}
+
+func (c *tlsLogConn) Read(p []byte) (int, error) {
+	c.once.Do(func() {
+		if err := c.Handshake(); err != nil && !errors.Is(err, io.EOF) {
+			c.log.Warn("TLS handshake failed", "remote_addr", c.RemoteAddr().String(), "err", err)
+		}
+	})
+	return c.Conn.Read(p)
 }

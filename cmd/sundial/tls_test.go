@@ -297,7 +297,7 @@ func waitSerial(t *testing.T, client *http.Client, url string, want *big.Int) {
 
 // TestServeTLSClientCA: with tls.client_ca_file, a client without a
 // certificate, or with one from another CA, is refused; one with a
-// certificate from the CA gets through.
+// certificate from the CA gets through. The refusals are logged.
 func TestServeTLSClientCA(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -330,6 +330,9 @@ func TestServeTLSClientCA(t *testing.T) {
 			resp.Body.Close()
 			t.Errorf("a client with %s got %d, want the handshake refused", name, resp.StatusCode)
 		}
+	}
+	if !strings.Contains(n.out.String(), "TLS handshake failed") {
+		t.Errorf("no refused handshake logged:\n%s", n.out)
 	}
 }
 
