@@ -285,3 +285,49 @@ func TestMissAfter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzVerifyCallbackToken: VerifyCallbackToken never panics; a token it
+// accepts is exactly the one CallbackToken makes for that run, secret and
+// the fence it returns (at least 1), so each delivery has one token; one it
+// refuses gives fence 0. And the token CallbackToken makes for a fence of
+// at least 1 verifies, for that run and secret only.
+func FuzzVerifyCallbackToken(f *testing.F) {
+	secret := []byte("0123456789abcdef")
+	tok := CallbackToken(secret, 42, 3)
+	for _, s := range []string{tok, "", "v1.x.abc", "v1.-1.abc", "v1.03." + tok[5:], "v1.+3." + tok[5:],
+		"V1.3." + tok[5:], tok + ".", "v1.3", "v1..", "v1.9223372036854775807." + tok[5:]} {
+		f.Add(secret, int64(42), s, int64(3))
+	}
+	f.Add([]byte(nil), int64(-1), "v1.1.", int64(0))
+	f.Add([]byte("k"), int64(0), CallbackToken([]byte("k"), 0, 1<<62), int64(-5))
+	f.Fuzz(func(t *testing.T, secret []byte, id int64, token string, fence int64) {
+		got, ok := VerifyCallbackToken(secret, id, token)
+		switch {
+		case !ok && got != 0:
+			t.Fatalf("refused %q but returned fence %d", token, got)
+		case ok && got < 1:
+			t.Fatalf("accepted %q with fence %d, want at least 1", token, got)
+		case ok && token != CallbackToken(secret, id, got):
+			t.Fatalf("accepted %q, which CallbackToken does not make for run %d, fence %d (%q)",
+				token, id, got, CallbackToken(secret, id, got))
+		}
+
+		made := CallbackToken(secret, id, fence)
+		got, ok = VerifyCallbackToken(secret, id, made)
+		if fence < 1 {
+			if ok {
+				t.Fatalf("the token of fence %d verifies", fence)
+			}
+			return
+		}
+		if !ok || got != fence {
+			t.Fatalf("CallbackToken(%d, %d) = %q verifies as %d, %v; want %d, true", id, fence, made, got, ok, fence)
+		}
+		if _, ok := VerifyCallbackToken(secret, id^1, made); ok {
+			t.Fatalf("the token of run %d verifies for run %d", id, id^1)
+		}
+		if _, ok := VerifyCallbackToken(append(secret[:len(secret):len(secret)], 'x'), id, made); ok {
+			t.Fatalf("the token verifies under another secret")
+		}
+	})
+}

@@ -35,7 +35,7 @@ import (
 const benchUsage = `sundial bench precision|throughput|scale|failover [flags]`
 
 // listenLine finds the API address in the line serve prints on start.
-var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
+var listenLine = regexp.MustCompile(`listening on (https?://\S+)`)
 
 // runBench dispatches "sundial bench SCENARIO".
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {

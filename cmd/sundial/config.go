@@ -99,6 +99,8 @@ type config struct {
 		AllowNetworks  []string                 `yaml:"allow_networks"`
 	} `yaml:"executor"`
 
+	TLS tlsConfig `yaml:"tls"`
+
 	Debug struct {
 		PprofListen string `yaml:"pprof_listen"`
 	} `yaml:"debug"`
@@ -183,7 +185,7 @@ func (c *config) settings() []setting {
 		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
 		{"compensator.stuck_after", "a run this late and not started is stuck", &c.Compensator.StuckAfter},
 		{"compensator.status_every", "how often the compensator logs its state", &c.Compensator.StatusEvery},
-		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN", &c.Callback.BaseURL},
+		{"callback.base_url", "URL targets of ASYNC tasks call back on (this node's API, or a load balancer before every node); default http://LISTEN, or https://LISTEN with TLS", &c.Callback.BaseURL},
 		{"callback.secret", "secret callback tokens are signed with, the same on every node; default: one generated once and kept in the database", &c.Callback.Secret},
 		{"callback.secret_file", "file holding callback.secret (its first line), so that the secret is not on the command line", &c.Callback.SecretFile},
 		{"callback.timeout", "how long an ASYNC run waits for its callback when its task's callback_timeout_sec is 0", &c.Callback.Timeout},
@@ -198,6 +200,9 @@ func (c *config) settings() []setting {
 		{"secrets.previous_keys", "keys that still open secrets sealed before a rotation: key,key", &c.Secrets.PreviousKeys},
 		{"oidc.issuer", "iss of the OIDC ID tokens deliveries carry, where targets find /.well-known/openid-configuration; default callback.base_url", &c.OIDC.Issuer},
 		{"oidc.key_rotation", "how often the OIDC signing key changes (from 1h; the old key stays published while its tokens live); 0: never", &c.OIDC.KeyRotation},
+		{"tls.cert_file", "PEM certificate (chain) of the API: with tls.key_file, the API is served over HTTPS only; reread on SIGHUP and when the file changes", &c.TLS.CertFile},
+		{"tls.key_file", "PEM private key of tls.cert_file", &c.TLS.KeyFile},
+		{"tls.client_ca_file", "PEM CA certificates: when set, every client must present a certificate signed by one of them", &c.TLS.ClientCAFile},
 		{"debug.pprof_listen", "address of a separate listener serving Go's /debug/pprof/ profiles (empty: none)", &c.Debug.PprofListen},
 	}
 }
@@ -238,6 +243,7 @@ var sectionTitles = map[string]string{
 	"executor":    "Executor (HTTP deliveries)",
 	"secrets":     "Secrets sealed at rest",
 	"oidc":        "OIDC ID tokens of deliveries",
+	"tls":         "TLS of the API",
 	"debug":       "Debugging",
 }
 
@@ -555,6 +561,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("audit.retention: %s: want at least 1h", c.Audit.Retention)
 	case ex.MaxBodyBytes < 1 || ex.MaxBodyBytes > 64<<20:
 		return fmt.Errorf("executor.max_body_bytes: %d: want from 1 to %d (64 MiB)", ex.MaxBodyBytes, 64<<20)
+	}
+	if err := c.TLS.validate(); err != nil {
+		return err
 	}
 	if _, err := parseNetworks(ex.DenyNetworks); err != nil {
 		return fmt.Errorf("executor.deny_networks: %v", err)

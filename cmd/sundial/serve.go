@@ -54,6 +54,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	log := newLogger(cfg.Log, stderr)
 	serveLog := log.With("component", "serve") // this command's own lines
 
+	certs, err := apiTLS(cfg.TLS, log)
+	if err != nil {
+		return err
+	}
+
 	// Bind before touching the database: a busy port fails at once,
 	// without having created or migrated anything.
 	ln, err := net.Listen("tcp", cfg.Listen)
@@ -88,7 +93,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	baseURL := cfg.Callback.BaseURL
 	if baseURL == "" {
-		baseURL = "http://" + callbackHost(ln.Addr().String())
+		baseURL = apiScheme(certs) + "://" + callbackHost(ln.Addr().String())
 	}
 	sealer, err := secretsBox(ctx, cfg, store, log)
 	if err != nil {
@@ -177,10 +182,12 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSched()
 	go func() { schedDone <- sched.Run(schedCtx) }()
+	apiLn, stopTLS := tlsListener(api.LimitListener(ln, cfg.API.MaxConnections), certs)
+	defer stopTLS()
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- httpSrv.Serve(api.Listener(api.LimitListener(ln, cfg.API.MaxConnections))) }()
+	go func() { serveDone <- httpSrv.Serve(api.Listener(apiLn)) }()
 
-	fmt.Fprintf(stdout, "Sundial listening on http://%s (node %s, database %s)\n", ln.Addr(), node.ID, redact(cfg.DB))
+	fmt.Fprintf(stdout, "Sundial listening on %s://%s (node %s, database %s)\n", apiScheme(certs), ln.Addr(), node.ID, redact(cfg.DB))
 	serveLog.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
 	if pprofAddr != nil {
 		serveLog.Info("serving profiles", "url", "http://"+pprofAddr.String()+"/debug/pprof/")
