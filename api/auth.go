@@ -37,14 +37,19 @@ type Auth struct {
 }
 
 // routeRoles is the role each route needs, by its pattern: the role
-// table. RoleNone marks the open routes: health, readiness, and the
-// callback and progress endpoints, which check the run's own token. A
+// table. RoleNone marks the open routes: health, readiness, the OIDC
+// keys, and the callback and progress endpoints, which check the run's own
+// token. A
 // pattern missing from the table needs RoleAdmin, so that a route added
 // without a role is closed rather than open.
 var routeRoles = map[string]sundial.Role{
 	"GET /healthz": sundial.RoleNone,
 	"GET /readyz":  sundial.RoleNone,
 	"GET /metrics": sundial.RoleViewer,
+	// The OIDC keys and discovery document are public: targets fetch them
+	// to verify the tokens Sundial sends (cmd/sundial serves them).
+	"GET /.well-known/jwks.json":              sundial.RoleNone,
+	"GET /.well-known/openid-configuration": sundial.RoleNone,
 
 	"GET /api/v1/cron/next": sundial.RoleViewer,
 

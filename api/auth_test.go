@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -139,9 +140,14 @@ func TestAuthRequired(t *testing.T) {
 	t.Parallel()
 	b := setupAuth(t, Auth{Required: true, Bootstrap: testBootstrap})
 
-	// Open routes need no token.
+	// Open routes need no token: health, and the OIDC keys that targets
+	// fetch to verify Sundial's tokens (added with Handle, as serve does).
 	want(t, b.req(t, "GET", "/healthz", "", ""), 200, nil)
 	want(t, b.req(t, "GET", "/readyz", "", ""), 200, nil)
+	for _, path := range []string{"/.well-known/jwks.json", "/.well-known/openid-configuration"} {
+		b.srv.Handle("GET "+path, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("{}")) }))
+		want(t, b.req(t, "GET", path, "", ""), 200, nil)
+	}
 
 	// No token, a wrong one, another scheme: 401 with the challenge.
 	for _, c := range []struct{ name, auth, challenge string }{
