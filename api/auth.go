@@ -48,7 +48,7 @@ var routeRoles = map[string]sundial.Role{
 	"GET /metrics": sundial.RoleViewer,
 	// The OIDC keys and discovery document are public: targets fetch them
 	// to verify the tokens Sundial sends (cmd/sundial serves them).
-	"GET /.well-known/jwks.json":              sundial.RoleNone,
+	"GET /.well-known/jwks.json":            sundial.RoleNone,
 	"GET /.well-known/openid-configuration": sundial.RoleNone,
 
 	"GET /api/v1/cron/next": sundial.RoleViewer,
