@@ -95,25 +95,8 @@ func (s *Server) handleAuditList(w http.ResponseWriter, r *http.Request) {
 		}
 		f.TaskID = id
 	}
-	for _, p := range []struct {
-		name string
-		dst  *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		v := q.Get(p.name)
-		if v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: p.name, Token: v,
-				Message: "not an RFC 3339 time (for example 2026-01-01T00:00:00Z)"})
-			return
-		}
-		*p.dst = t.UTC()
-	}
-	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
-		s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
-			Message: "to must be after from: entries are selected by time in [from, to)"})
+	if err := timeRange(q, &f.From, &f.To, "entries are selected by time"); err != nil {
+		s.writeError(w, r, err)
 		return
 	}
 	limit, err := parseLimit(q)

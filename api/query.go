@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sundialhq/sundial"
@@ -119,4 +120,30 @@ func enumList[E ~string](q url.Values, name string, valid []E) ([]E, error) {
 		}
 	}
 	return out, nil
+}
+
+// timeRange parses the query's from and to (RFC 3339) into *from and *to,
+// leaving an absent one zero; what names what [from, to) selects ("runs
+// are selected by scheduled time") in the error of a to not after from.
+func timeRange(q url.Values, from, to *time.Time, what string) error {
+	for _, p := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", from}, {"to", to}} {
+		v := q.Get(p.name)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return &sundial.Error{Code: sundial.EInvalid, Field: p.name, Token: v,
+				Message: "not an RFC 3339 time (for example 2026-01-01T00:00:00Z)"}
+		}
+		*p.dst = t.UTC()
+	}
+	if !from.IsZero() && !to.IsZero() && !to.After(*from) {
+		return &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
+			Message: "to must be after from: " + what + " in [from, to)"}
+	}
+	return nil
 }

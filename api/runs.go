@@ -86,24 +86,8 @@ func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunListParams
 		return f, 0, err
 	}
 	f.Status = statuses
-	for _, p := range []struct {
-		name string
-		dst  *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		v := q.Get(p.name)
-		if v == "" {
-			continue
-		}
-		t, err := time.Parse(time.RFC3339, v)
-		if err != nil {
-			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: p.name, Token: v,
-				Message: "not an RFC 3339 time (for example 2026-01-01T00:00:00Z)"}
-		}
-		*p.dst = t.UTC()
-	}
-	if !f.From.IsZero() && !f.To.IsZero() && !f.To.After(f.From) {
-		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
-			Message: "to must be after from: runs are selected by scheduled time in [from, to)"}
+	if err := timeRange(q, &f.From, &f.To, "runs are selected by scheduled time"); err != nil {
+		return f, 0, err
 	}
 	switch v := strings.ToLower(q.Get("planned")); v {
 	case "true":
