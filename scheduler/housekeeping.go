@@ -69,39 +69,37 @@ func (h *housekeeping) purgeLoop(ctx context.Context) error {
 	}
 }
 
-// purgeAudit deletes the audit entries older than the audit retention, in
-// batches as purgeRuns does.
+// purgeAudit deletes the audit entries older than the audit retention.
 func (h *housekeeping) purgeAudit(ctx context.Context) {
-	const batch = 500
-	for ctx.Err() == nil {
-		n, err := h.store.AuditPurge(ctx, time.Now().Add(-h.auditRetain), batch)
-		if err != nil {
-			if ctx.Err() == nil {
-				h.log.Error("purge audit log", "err", err)
-			}
-			return
-		}
+	purgeBatches(ctx, h.log, "purge audit log", h.store.AuditPurge, h.auditRetain, func(n int) {
 		if n > 0 {
 			h.log.Info("purged audit entries", "entries", n, "audit_retention", h.auditRetain)
 		}
-		if n < batch {
-			return
-		}
-	}
+	})
 }
 
 // purgeRuns deletes finished runs older than the retention period.
 func (h *housekeeping) purgeRuns(ctx context.Context) {
+	purgeBatches(ctx, h.log, "purge run history", h.store.RunPurge, h.retention, func(n int) {
+		h.purged.Add(float64(n))
+	})
+}
+
+// purgeBatches calls purge for what is older than retain, 500 rows at a
+// time, until a batch comes back short, handing each count to done; an
+// error is logged as what (unless ctx is done) and ends the round.
+func purgeBatches(ctx context.Context, log *slog.Logger, what string,
+	purge func(ctx context.Context, before time.Time, limit int) (int, error), retain time.Duration, done func(n int)) {
 	const batch = 500
 	for ctx.Err() == nil {
-		n, err := h.store.RunPurge(ctx, time.Now().Add(-h.retention), batch)
+		n, err := purge(ctx, time.Now().Add(-retain), batch)
 		if err != nil {
 			if ctx.Err() == nil {
-				h.log.Error("purge run history", "err", err)
+				log.Error(what, "err", err)
 			}
 			return
 		}
-		h.purged.Add(float64(n))
+		done(n)
 		if n < batch {
 			return
 		}
