@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sundialhq/sundial/bench"
 )
 
 // apiError is the JSON error shape.
@@ -240,4 +243,60 @@ func TestServeClosesSlowConnections(t *testing.T) {
 			t.Errorf("the trickled request got %q, want a 400 naming api.read_timeout, then the close", got)
 		}
 	})
+}
+
+// TestServeBodyBoundMemory: the run-time cousin of the template bomb keeps
+// the node's memory flat. A task renders 6,553 copies of its params, which
+// its own small params keep under the bound; four triggers each give it
+// 64 KiB of params, 429 MB a render if it were made. Each run fails
+// before the body is built, and the node's peak resident memory (VmHWM,
+// read from /proc: a process of its own, so no other test's allocations
+// count) grows by less than 64 MiB over the four, where one render alone
+// would take 429 MB.
+func TestServeBodyBoundMemory(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("reads the node's peak memory from /proc, which only Linux has")
+	}
+	hook := newHook(t)
+	p := startProc(t, sundialBinary(t), "sqlite:"+filepath.Join(t.TempDir(), "sundial.db"))
+	n := &node{url: p.url, out: p.out}
+	n.waitReady(t)
+	var task taskJSON
+	n.do(t, "POST", "/api/v1/tasks", fmt.Sprintf(`{"name":"bomb","cron_expr":"0 0 0 1 1 *","status":"DISABLED",
+		"target_url":%q,"params":"s","body_template":%q}`, hook.srv.URL, strings.Repeat("{{params}}", 6553)), http.StatusCreated, &task)
+	if run := n.finished(t, task.ID, ""); run.Status != "SUCCESS" {
+		t.Fatalf("the task's own params: %s %q, want SUCCESS", run.Status, run.Error)
+	}
+	<-hook.arrived
+
+	peak := func() int64 {
+		t.Helper()
+		_, rss, err := bench.ReadProc(p.cmd.Process.Pid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rss
+	}
+	before := peak()
+	big, _ := json.Marshal(strings.Repeat("x", 64<<10-2))
+	for range 4 {
+		run := n.finished(t, task.ID, fmt.Sprintf(`{"params":%s}`, big))
+		if run.Status != "FAILED" || !strings.Contains(run.Error, "executor.max_body_bytes") {
+			t.Fatalf("the trigger with 64 KiB params: %s %q, want FAILED naming executor.max_body_bytes", run.Status, run.Error)
+		}
+	}
+	after := peak()
+	t.Logf("peak RSS %d MiB before the four bombs, %d MiB after", before>>20, after>>20)
+	if grew := after - before; grew > 64<<20 {
+		t.Errorf("the node's peak RSS grew by %d MiB over the four bombs, want under 64 MiB", grew>>20)
+	}
+	select {
+	case d := <-hook.arrived:
+		t.Errorf("the target got a body of %d bytes", len(d.body))
+	default:
+	}
 }

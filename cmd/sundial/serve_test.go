@@ -134,14 +134,22 @@ func startNodeDB(t *testing.T, dsn string, extra ...string) *node {
 		}
 	}
 	t.Cleanup(func() { n.stop(t) })
-	// The API listens before the scheduler has joined the cluster: wait
-	// until the node is ready (it takes triggers from then on).
+	n.waitReady(t)
+	return n
+}
+
+// waitReady waits, up to 10 s, until the node answers /readyz with 200.
+// The API listens before the scheduler has joined the cluster; the node
+// takes triggers once it is ready.
+func (n *node) waitReady(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := http.Get(n.url + "/readyz")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				break
+				return
 			}
 		}
 		if time.Now().After(deadline) {
@@ -149,7 +157,6 @@ func startNodeDB(t *testing.T, dsn string, extra ...string) *node {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	return n
 }
 
 // stop sends the equivalent of SIGTERM and waits for a clean exit.
