@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"net"
+	"net/url"
 	"strings"
 )
 
@@ -107,7 +109,34 @@ func MaskTask(t *Task) {
 // secrets it sent as Masked: each is cur's value, opened. A Masked value
 // with nothing stored in its place is a 400 naming the field; cur is nil
 // for a create, where every Masked value is such. It changes t.
+//
+// Two requests are refused as well. A value that looks sealed (it starts
+// with "sealed:") is a 400: only the server seals, and a client that could
+// plant a sealed value would have the node open it. And a Masked value
+// when target_url now points to another origin (scheme, host or port) is a
+// 400 asking for the value again: a stored credential goes only where its
+// author sent it, so an editor cannot re-point a task to read them.
 func KeepMasked(t, cur *Task, s Sealer) error {
+	if err := refuseSealedInput(t); err != nil {
+		return err
+	}
+	moved := cur != nil && !SameOrigin(t.TargetURL, cur.TargetURL)
+	keep := func(field, token string) error {
+		if !moved {
+			return nil
+		}
+		what := "the value of header " + token
+		switch field {
+		case "target_url":
+			what = "the userinfo of target_url"
+		case "signing_secret":
+			what = "signing_secret"
+		}
+		return &Error{Code: EInvalid, Field: field, Token: token, Message: fmt.Sprintf(
+			"%s is %q, which keeps the stored secret, but target_url now points to another origin (%s, was %s): "+
+				"give the secret again, so that a stored secret never goes where its author did not send it",
+			what, Masked, originOf(t.TargetURL), originOf(cur.TargetURL))}
+	}
 	open := func(field, token, v string) (string, error) {
 		if !Sealed(v) {
 			return v, nil // stored before sealing existed
@@ -139,6 +168,9 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 			return &Error{Code: EInvalid, Field: "headers", Token: k, Message: fmt.Sprintf(
 				"the value of header %s is %q, which keeps a stored value, but the task has none: give the value", k, Masked)}
 		}
+		if err := keep("headers", k); err != nil {
+			return err
+		}
 		plain, err := open("headers", k, stored)
 		if err != nil {
 			return err
@@ -153,6 +185,9 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 		if cur == nil || !ok {
 			return Errorf(EInvalid, "target_url", "the userinfo of target_url is %q, which keeps the stored credentials, but the task has none: give them", Masked)
 		}
+		if err := keep("target_url", ""); err != nil {
+			return err
+		}
 		plain, err := open("target_url", "", stored)
 		if err != nil {
 			return err
@@ -163,6 +198,9 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 		if cur == nil || cur.SigningSecret == "" {
 			return Errorf(EInvalid, "signing_secret", "signing_secret is %q, which keeps the stored secret, but the task has none: give one, or \"generate\"", Masked)
 		}
+		if err := keep("signing_secret", ""); err != nil {
+			return err
+		}
 		plain, err := open("signing_secret", "", cur.SigningSecret)
 		if err != nil {
 			return err
@@ -170,6 +208,67 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 		t.SigningSecret = plain
 	}
 	return nil
+}
+
+// sealedInputPrefix starts every sealed value, of this format or a later
+// one (SealedPrefix).
+const sealedInputPrefix = "sealed:"
+
+// refuseSealedInput refuses a task a client sent that holds a value that
+// looks sealed, in any header, in target_url's userinfo or as its
+// signing_secret.
+func refuseSealedInput(t *Task) error {
+	refused := func(field, token, what string) error {
+		return &Error{Code: EInvalid, Field: field, Token: token, Message: fmt.Sprintf(
+			"%s starts with %q, which only the server writes (a sealed secret): give the value itself", what, sealedInputPrefix)}
+	}
+	for k, v := range t.Headers {
+		if strings.HasPrefix(v, sealedInputPrefix) {
+			return refused("headers", k, "the value of header "+k)
+		}
+	}
+	if _, ui, _, ok := SplitUserinfo(t.TargetURL); ok && strings.HasPrefix(ui, sealedInputPrefix) {
+		return refused("target_url", "", "the userinfo of target_url")
+	}
+	if strings.HasPrefix(t.SigningSecret, sealedInputPrefix) {
+		return refused("signing_secret", "", "signing_secret")
+	}
+	return nil
+}
+
+// SameOrigin reports whether two absolute URLs have the same origin:
+// scheme, host and port, with the scheme's default port filled in and
+// case ignored. A URL that does not parse has no origin, the same as
+// none.
+func SameOrigin(a, b string) bool {
+	oa, ob := originOf(a), originOf(b)
+	return oa != "" && oa == ob
+}
+
+// originOf is raw's origin (URLOrigin), or "" when it has none.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return ""
+	}
+	return URLOrigin(u)
+}
+
+// URLOrigin is u's scheme, host and port, "https://example.com:443": the
+// port written even when it is the scheme's default, the host in lower
+// case, never the userinfo.
+func URLOrigin(u *url.URL) string {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	if port == "" {
+		switch scheme {
+		case "http":
+			port = "80"
+		case "https":
+			port = "443"
+		}
+	}
+	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
 // SealTask seals t's secrets, given in plaintext, before it is stored. A
@@ -230,8 +329,12 @@ func SealTask(t, cur *Task, s Sealer) error {
 }
 
 // OpenTask returns t, as stored, with its secrets opened for a delivery:
-// a copy when it has a sealed value, else t itself (not to be changed). Values stored before sealing existed pass as they are. The
-// error says which field could not be opened, never its value.
+// a copy when it has a sealed value, else t itself (not to be changed).
+// It opens only where SealTask seals: a sealed-looking value anywhere else
+// is sent as it is, so that no value a client wrote is ever decrypted
+// (KeepMasked refuses such values too). Values stored before sealing
+// existed pass as they are. The error says which field could not be
+// opened, never its value.
 func OpenTask(t *Task, s Sealer) (*Task, error) {
 	if !hasSealed(t) {
 		return t, nil // the common case: nothing to open, nothing copied
@@ -254,6 +357,10 @@ func OpenTask(t *Task, s Sealer) (*Task, error) {
 	if len(t.Headers) > 0 {
 		c.Headers = make(map[string]string, len(t.Headers))
 		for k, v := range t.Headers {
+			if !SensitiveHeader(k) {
+				c.Headers[k] = v // never sealed, so never opened (SealTask)
+				continue
+			}
 			if c.Headers[k], err = open("the value of header "+k, v); err != nil {
 				return nil, err
 			}
@@ -277,8 +384,8 @@ func hasSealed(t *Task) bool {
 	if Sealed(t.SigningSecret) {
 		return true
 	}
-	for _, v := range t.Headers {
-		if Sealed(v) {
+	for k, v := range t.Headers {
+		if Sealed(v) && SensitiveHeader(k) {
 			return true
 		}
 	}

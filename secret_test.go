@@ -1,6 +1,7 @@
 package sundial_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -86,5 +87,99 @@ func TestSealTaskRoundTrip(t *testing.T) {
 	}
 	if _, err := sundial.OpenTask(&stored, nil); err == nil || strings.Contains(err.Error(), "abc") {
 		t.Errorf("OpenTask without a key: %v", err)
+	}
+}
+
+// TestSecretsStayWhereSealed: a value that looks sealed is refused from a
+// client, in any header, the userinfo or signing_secret; one stored in a
+// header that is not a secret (a task from before) is sent as it is,
+// never opened; "***" keeps a stored secret only while target_url keeps
+// its origin.
+func TestSecretsStayWhereSealed(t *testing.T) {
+	t.Parallel()
+	box, err := seal.New(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, err := box.Seal("the-cluster-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		task         sundial.Task
+		field, token string
+	}{
+		{sundial.Task{Headers: map[string]string{"X-Data": sealed}}, "headers", "X-Data"},
+		{sundial.Task{Headers: map[string]string{"X-Api-Key": "sealed:v2:x"}}, "headers", "X-Api-Key"},
+		{sundial.Task{TargetURL: "https://" + sealed + "@example.com/"}, "target_url", ""},
+		{sundial.Task{SigningSecret: sealed}, "signing_secret", ""},
+	} {
+		err := sundial.KeepMasked(&tt.task, nil, box)
+		var e *sundial.Error
+		if !errors.As(err, &e) || e.Code != sundial.EInvalid || e.Field != tt.field || e.Token != tt.token ||
+			strings.Contains(e.Message, "the-cluster-secret") {
+			t.Errorf("KeepMasked(%+v) = %v, want a 400 naming %s %s", tt.task, err, tt.field, tt.token)
+		}
+	}
+
+	stored := &sundial.Task{TargetURL: "https://example.com/", Headers: map[string]string{"X-Data": sealed}}
+	open, err := sundial.OpenTask(stored, box)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if open.Headers["X-Data"] != sealed {
+		t.Errorf("a sealed-looking value in X-Data, not a secret header, was opened to %q", open.Headers["X-Data"])
+	}
+
+	cur := &sundial.Task{TargetURL: "https://" + sealed + "@api.example.com/v1", SigningSecret: sealed,
+		Headers: map[string]string{"X-Api-Key": sealed}}
+	for _, tt := range []struct {
+		name, url string
+		moved     bool
+	}{
+		{"same origin, another path", "https://***@API.example.com:443/v2?x=1", false},
+		{"another host", "https://***@evil.example/steal", true},
+		{"another port", "https://***@api.example.com:8443/v1", true},
+		{"another scheme", "http://***@api.example.com/v1", true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, field := range []string{"headers", "target_url", "signing_secret"} {
+				next := &sundial.Task{TargetURL: strings.Replace(tt.url, "***@", "", 1)}
+				switch field {
+				case "headers":
+					next.Headers = map[string]string{"X-Api-Key": "***"}
+				case "target_url":
+					next.TargetURL = tt.url
+				case "signing_secret":
+					next.SigningSecret = "***"
+				}
+				err := sundial.KeepMasked(next, cur, box)
+				var e *sundial.Error
+				switch {
+				case !tt.moved && err != nil:
+					t.Errorf("%s: %v, want the stored secret kept", field, err)
+				case tt.moved && (!errors.As(err, &e) || e.Field != field || !strings.Contains(e.Message, "another origin")):
+					t.Errorf("%s: %v, want a 400 naming %s and the other origin", field, err, field)
+				}
+			}
+		})
+	}
+}
+
+// TestInputHashMasksSecrets: the stored hash of a create request does not
+// depend on its secret values, so it tells nothing about them.
+func TestInputHashMasksSecrets(t *testing.T) {
+	t.Parallel()
+	task := func(secret string) *sundial.Task {
+		return &sundial.Task{Name: "n", TargetURL: "https://u:" + secret + "@example.com/",
+			Headers: map[string]string{"Authorization": secret, "X-Team": "ops"}, SigningSecret: secret}
+	}
+	if a, b := task("pw-1").InputHash(), task("pw-2").InputHash(); a != b {
+		t.Errorf("InputHash depends on the secrets: %s, %s", a, b)
+	}
+	other := task("pw-1")
+	other.Headers["X-Team"] = "dev"
+	if task("pw-1").InputHash() == other.InputHash() {
+		t.Error("InputHash does not depend on a header that is not a secret")
 	}
 }

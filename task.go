@@ -271,10 +271,13 @@ func (t *Task) NextFire(now time.Time) *time.Time {
 
 // InputHash identifies what a client asked for when it created the task:
 // the writable fields as given (before defaults), with JSON values
-// compacted. Two requests with the same request_id are the same request
-// when their hashes are equal.
+// compacted and secrets masked (MaskTask): the hash is stored, and an
+// unsalted hash of a secret would let whoever reads it test guesses.
+// Two requests with the same request_id are the same request when their
+// hashes are equal.
 func (t *Task) InputHash() string {
 	in := *t
+	MaskTask(&in)
 	in.ID, in.Version, in.CreatedAt, in.UpdatedAt, in.NextFireTime = 0, 0, time.Time{}, time.Time{}, nil
 	in.RequestHash = ""
 	compact := func(raw json.RawMessage) json.RawMessage {

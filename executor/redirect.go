@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	"github.com/sundialhq/sundial"
@@ -31,17 +30,21 @@ func checkRedirect(req *Request) func(*http.Request, []*http.Request) error {
 		if policy == sundial.RedirectNone {
 			return http.ErrUseLastResponse // the 3xx is the outcome
 		}
+		// Go's client sets Referer to the previous URL, path and query
+		// included, which may hold a secret (a webhook's key): no hop
+		// carries it.
+		next.Header.Del("Referer")
 		if len(via) >= maxRedirects {
 			return fmt.Errorf("stopped after %d redirects", maxRedirects)
 		}
 		prev := via[len(via)-1]
 		if prev.URL.Scheme == "https" && next.URL.Scheme != "https" {
-			return errors.New("redirect from https to " + origin(next.URL) + " refused: a delivery never leaves https")
+			return errors.New("redirect from https to " + sundial.URLOrigin(next.URL) + " refused: a delivery never leaves https")
 		}
 		first := via[0].URL
 		left := false
 		for _, r := range append(via[1:], next) {
-			if origin(r.URL) != origin(first) {
+			if sundial.URLOrigin(r.URL) != sundial.URLOrigin(first) {
 				left = true
 			}
 		}
@@ -50,7 +53,7 @@ func checkRedirect(req *Request) func(*http.Request, []*http.Request) error {
 		}
 		if policy == sundial.RedirectSameOrigin {
 			return fmt.Errorf("redirect to %s refused: follow_redirects is same_origin and the target_url's origin is %s",
-				origin(next.URL), origin(first))
+				sundial.URLOrigin(next.URL), sundial.URLOrigin(first))
 		}
 		for k := range req.Headers {
 			next.Header.Del(k)
@@ -77,14 +80,4 @@ func dropOffOrigin(canonical string) bool {
 		return true
 	}
 	return strings.HasPrefix(canonical, "Webhook-")
-}
-
-// origin is a URL's scheme, host and port, the port written even when it
-// is the scheme's default; never its userinfo.
-func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return u.Scheme + "://" + strings.ToLower(u.Hostname()) + ":" + port
 }

@@ -13,8 +13,9 @@ import (
 )
 
 // TestDeliverRedirectPolicy: follow_redirects decides which hops are taken; a
-// hop to another origin drops the task's headers, Sundial's tokens and
-// the body; same origin keeps them; https never goes to http.
+// hop to another origin drops the task's headers, Sundial's tokens, the
+// body and the Referer Go's client would add; same origin keeps them;
+// https never goes to http.
 func TestDeliverRedirectPolicy(t *testing.T) {
 	t.Parallel()
 	rec, got := recorder()
@@ -56,12 +57,13 @@ func TestDeliverRedirectPolicy(t *testing.T) {
 		}
 	})
 	t.Run("another origin drops the task's headers, tokens and body", func(t *testing.T) {
-		if out := e.Deliver(t.Context(), request("/away", sundial.RedirectAny)); out.Status != StatusSuccess {
+		if out := e.Deliver(t.Context(), request("/away?api_key=s3cret", sundial.RedirectAny)); out.Status != StatusSuccess {
 			t.Fatalf("Deliver = {%s %q}, want SUCCESS", out.Status, out.Error)
 		}
 		r := receive(t, got)
+		// Referer would carry the first URL, its query (a key) included.
 		for _, h := range []string{"X-Api-Key", "X-Team", "X-Sundial-Callback-Token", "X-Sundial-Callback-Url",
-			"Authorization", "Webhook-Signature", "Webhook-Id", "Content-Type"} {
+			"Authorization", "Webhook-Signature", "Webhook-Id", "Content-Type", "Referer"} {
 			if v := r.header.Get(h); v != "" {
 				t.Errorf("a cross-origin hop carried %s: %q", h, v)
 			}

@@ -185,7 +185,8 @@ func TestServeRedirectPolicy(t *testing.T) {
 // TestServeSecrets: through the binary, sensitive header values, the
 // credentials of target_url and the signing secret are answered as "***"
 // by create, GET, list and batch; the generated signing secret is shown
-// once; a PUT that sends "***" back keeps them; the target gets them in
+// once; a PUT that sends "***" back keeps them, unless it moves the task
+// to another origin; the target gets them in
 // clear and a signature the Standard Webhooks library verifies; the
 // database files (mode 0600) and the logs never hold them.
 func TestServeSecrets(t *testing.T) {
@@ -272,6 +273,19 @@ func TestServeSecrets(t *testing.T) {
 	n.do(t, "PUT", fmt.Sprintf("/api/v1/tasks/%d", id), string(b), http.StatusOK, &put)
 	masked("PUT", put)
 	check("after a PUT of ***")
+
+	// The same PUT pointed at another host is a 400 naming the first
+	// secret it would carry there, and changes nothing.
+	put["target_url"] = "http://***@elsewhere.test/steal"
+	put["headers"] = map[string]any{"X-Api-Key": "***"}
+	delete(put, "signing_secret")
+	b, _ = json.Marshal(put)
+	var moved apiError
+	n.do(t, "PUT", fmt.Sprintf("/api/v1/tasks/%d", id), string(b), http.StatusBadRequest, &moved)
+	if moved.Error.Field != "headers" || moved.Error.Token != "X-Api-Key" || !strings.Contains(moved.Error.Message, "another origin") {
+		t.Errorf("*** sent to another origin: %+v, want a 400 naming X-Api-Key", moved.Error)
+	}
+	check("after the refused PUT")
 
 	// Credentials in the URL reach the target when no Authorization is set.
 	var basic map[string]any
