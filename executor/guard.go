@@ -21,9 +21,9 @@ import (
 // refused.
 //
 // Always refused: link-local addresses (169.254.0.0/16, where cloud
-// metadata services answer, and fe80::/10), unspecified addresses
-// (0.0.0.0/8, ::), multicast addresses, and this node's own listeners
-// (Self). Then Deny refuses, and when Allow is set, only its networks
+// metadata services answer, and fe80::/10), the metadata services that
+// answer elsewhere (metadataAddrs), unspecified addresses (0.0.0.0/8,
+// ::), multicast addresses, and this node's own listeners (Self). Then Deny refuses, and when Allow is set, only its networks
 // are allowed. Private ranges and loopback are allowed unless Deny says
 // otherwise: calling internal services is what tasks are for.
 type Guard struct {
@@ -55,6 +55,15 @@ var (
 	unspecified4 = netip.MustParsePrefix("0.0.0.0/8")
 )
 
+// metadataAddrs are the cloud metadata and platform services that answer
+// outside the link-local ranges; always refused, like those.
+var metadataAddrs = map[netip.Addr]string{
+	netip.MustParseAddr("fd00:ec2::254"):   "AWS's instance metadata service over IPv6",
+	netip.MustParseAddr("fd00:ec2::23"):    "AWS's Time Sync and DNS service over IPv6",
+	netip.MustParseAddr("100.100.100.200"): "Alibaba Cloud's instance metadata service",
+	netip.MustParseAddr("168.63.129.16"):   "Azure's platform service (WireServer)",
+}
+
 // Check returns nil when a delivery may connect to ap, or a *RefusedError
 // saying why not.
 func (g *Guard) Check(ap netip.AddrPort) error {
@@ -72,6 +81,8 @@ func (g *Guard) Check(ap netip.AddrPort) error {
 		return refuse("unspecified addresses (0.0.0.0/8, ::) are always refused")
 	case ip.IsMulticast():
 		return refuse("multicast addresses are always refused")
+	case metadataAddrs[ip] != "":
+		return refuse("it is %s, always refused", metadataAddrs[ip])
 	}
 	if g == nil {
 		return nil
@@ -161,7 +172,9 @@ func (g *Guard) CheckURL(raw string) error {
 	if err != nil {
 		return nil // the task's own validation reports it
 	}
-	ip, ok := literalIP(u.Hostname())
+	// A resolver reads "169.254.169.254." as the address, as it reads an
+	// absolute name.
+	ip, ok := literalIP(strings.TrimSuffix(u.Hostname(), "."))
 	if !ok {
 		return nil
 	}

@@ -46,6 +46,10 @@ func TestGuardCheck(t *testing.T) {
 		{"ipv6 unspecified", nil, "[::]:80", "unspecified addresses"},
 		{"multicast", nil, "224.0.0.1:80", "multicast addresses"},
 		{"ipv6 multicast", nil, "[ff02::1]:80", "multicast addresses"},
+		{"aws ipv6 metadata", nil, "[fd00:ec2::254]:80", "AWS's instance metadata service"},
+		{"alibaba metadata", nil, "100.100.100.200:80", "Alibaba Cloud's instance metadata service"},
+		{"azure wireserver", nil, "168.63.129.16:80", "Azure's platform service"},
+		{"allow cannot open a metadata service", &Guard{Allow: prefixes("100.64.0.0/10")}, "100.100.100.200:80", "Alibaba"},
 		{"zero guard", &Guard{}, "127.0.0.1:8080", ""},
 		{"own listener", &Guard{Self: self}, "127.0.0.1:8080", "this node's own listener 127.0.0.1:8080"},
 		{"own port elsewhere", &Guard{Self: self}, "127.0.0.2:8080", ""},
@@ -103,6 +107,9 @@ func TestGuardCheckURL(t *testing.T) {
 		{"http://0.0.0.0:9/", "0.0.0.0"},
 		{"http://0/", "0"},
 		{"http://[ff02::1]/", "ff02::1"},
+		{"http://169.254.169.254./", "169.254.169.254."},
+		{"http://[fd00:ec2::254]/latest/", "fd00:ec2::254"},
+		{"http://100.100.100.200/", "100.100.100.200"},
 	}
 	for _, tt := range tests {
 		err := g.CheckURL(tt.url)
