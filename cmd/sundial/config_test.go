@@ -129,8 +129,16 @@ func TestMySQLDSN(t *testing.T) {
 			t.Errorf("mysqlDSN(%q) accepted", bad)
 		}
 	}
-	if got := redact("postgres://app:secret@db:5432/x"); got != "postgres://app:***@db:5432/x" {
-		t.Errorf("redact = %q", got)
+	for in, want := range map[string]string{
+		"postgres://app:secret@db:5432/x":                         "postgres://app:***@db:5432/x",
+		"postgres://app@db/x?sslmode=require&password=secret":     "postgres://app@db/x?sslmode=require&password=***",
+		"postgres://a:b@db/x?sslpassword=secret&Password=s2&x=pw": "postgres://a:***@db/x?sslpassword=***&Password=***&x=pw",
+		"mysql://root:secret@127.0.0.1:3306/test?parseTime=true":  "mysql://root:***@127.0.0.1:3306/test?parseTime=true",
+		"sqlite:./sundial.db":                                     "sqlite:./sundial.db",
+	} {
+		if got := redact(in); got != want {
+			t.Errorf("redact(%q) = %q, want %q", in, got, want)
+		}
 	}
 }
 

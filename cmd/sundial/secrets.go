@@ -39,11 +39,13 @@ func secretsBox(ctx context.Context, cfg *config, store sundial.Store, log *slog
 		if key, err = seal.ParseKey(string(raw)); err != nil {
 			return nil, fmt.Errorf("secrets.key_file %s: %w", cfg.Secrets.KeyFile, err)
 		}
+		warnLooseKeyFile(log, cfg.Secrets.KeyFile)
 	case strings.HasPrefix(cfg.DB, "sqlite:"):
 		path := strings.TrimPrefix(cfg.DB, "sqlite:") + ".key"
 		if key, err = seal.LoadOrCreateKeyFile(path); err != nil {
 			return nil, fmt.Errorf("secrets key file %s: %w", path, err)
 		}
+		warnLooseKeyFile(log, path)
 	default:
 		if _, sealed, err := store.SettingGet(ctx, idtoken.SettingName); err != nil {
 			return nil, fmt.Errorf("read settings: %w", err)
@@ -65,6 +67,15 @@ func secretsBox(ctx context.Context, cfg *config, store sundial.Store, log *slog
 		previous = append(previous, p)
 	}
 	return seal.New(key, previous...)
+}
+
+// warnLooseKeyFile warns when other users of the machine may read the
+// secrets key file at path.
+func warnLooseKeyFile(log *slog.Logger, path string) {
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("the secrets key file may be read by other users of this machine, who could open every sealed secret: chmod 600 it",
+			"path", path, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
+	}
 }
 
 // configuredCallbackSecret is callback.secret, or the first line of

@@ -300,3 +300,31 @@ func TestServeBodyBoundMemory(t *testing.T) {
 	default:
 	}
 }
+
+// TestServeWarnsLooseFileModes: a SQLite database file or secrets key file
+// that other users may read (made before files were created 0600, or
+// copied) is used, with a warning that names it and says to chmod it.
+func TestServeWarnsLooseFileModes(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("end-to-end test")
+	}
+	db := filepath.Join(t.TempDir(), "sundial.db")
+	n := startNode(t, db)
+	n.stop(t)
+	if strings.Contains(n.out.String(), "chmod 600") {
+		t.Fatalf("files made by the node are warned about:\n%s", n.out)
+	}
+	for _, f := range []string{db, db + ".key"} {
+		if err := os.Chmod(f, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n = startNode(t, db)
+	n.stop(t)
+	for _, want := range []string{"the database file may be read by other users", "the secrets key file may be read by other users"} {
+		if !strings.Contains(n.out.String(), want) {
+			t.Errorf("the log does not warn %q:\n%s", want, n.out)
+		}
+	}
+}

@@ -369,17 +369,29 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 	return a
 }
 
-// redact hides the password of a database URL.
+// redact hides the passwords of a database URL: the userinfo's, and the
+// value of every query parameter whose name holds "pass" (PostgreSQL's
+// password and sslpassword).
 func redact(dsn string) string {
-	if i := strings.Index(dsn, "://"); i >= 0 {
-		rest := dsn[i+3:]
+	base, query, hasQuery := strings.Cut(dsn, "?")
+	if i := strings.Index(base, "://"); i >= 0 {
+		rest := base[i+3:]
 		if at := strings.LastIndex(rest, "@"); at >= 0 {
 			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
-				return dsn[:i+3] + rest[:colon] + ":***" + rest[at:]
+				base = base[:i+3] + rest[:colon] + ":***" + rest[at:]
 			}
 		}
 	}
-	return dsn
+	if !hasQuery {
+		return base
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		if name, _, ok := strings.Cut(p, "="); ok && strings.Contains(strings.ToLower(name), "pass") {
+			params[i] = name + "=***"
+		}
+	}
+	return base + "?" + strings.Join(params, "&")
 }
 
 // callbackSecret is the secret callback tokens are signed with: the

@@ -96,10 +96,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 	// A new database file is made readable by its owner only; SQLite
 	// gives its -wal and -shm files the database file's mode.
+	// A file made before that, or by someone else, is left as it is, with
+	// a warning when other users may read it.
 	if f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600); err == nil {
 		f.Close()
 	} else if !errors.Is(err, os.ErrExist) {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	} else if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		s.log.Warn("the database file may be read by other users of this machine, who would find the run history, "+
+			"the callback secret and the tokens' hashes in it (secrets are sealed): chmod 600 it",
+			"path", path, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
 	}
 	w, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, false))
 	if err != nil {
