@@ -195,7 +195,13 @@ func (s *Server) principalOf(r *http.Request) (*principal, error) {
 // when the node has a list of them: a page whose name was made to
 // resolve to the node's address (DNS rebinding) still sends its own.
 func (a *Auth) checkHost(host string) error {
-	if len(a.Hosts) == 0 {
+	return checkHost(a.Hosts, host)
+}
+
+// checkHost refuses host unless hosts is empty or it is one of them: a
+// name with its port, or a name alone, which matches any port.
+func checkHost(hosts []string, host string) error {
+	if len(hosts) == 0 {
 		return nil
 	}
 	h := strings.ToLower(host)
@@ -203,16 +209,30 @@ func (a *Auth) checkHost(host string) error {
 	if n, _, err := net.SplitHostPort(h); err == nil {
 		name = n
 	}
-	for _, allowed := range a.Hosts {
+	for _, allowed := range hosts {
 		allowed = strings.ToLower(allowed)
 		if h == allowed || name == allowed || "["+name+"]" == allowed {
 			return nil
 		}
 	}
 	e := sundial.Errorf(sundial.EForbidden, "Host",
-		"Host %q is not a name of this node (api.allowed_hosts); use one of: %s", host, strings.Join(a.Hosts, ", "))
+		"Host %q is not a name of this node (api.allowed_hosts); use one of: %s", host, strings.Join(hosts, ", "))
 	e.Token = host
 	return e
+}
+
+// RequireHost serves h only the requests whose Host is one of hosts (as
+// Auth.Hosts), and answers the others 403 in the JSON error shape: the
+// check of the API, for a listener of its own (the profiler's).
+func RequireHost(hosts []string, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := checkHost(hosts, r.Host); err != nil {
+			e := err.(*sundial.Error)
+			writeJSON(w, http.StatusForbidden, errorBody{Error: errorDetail{Code: e.Code, Message: e.Message, Field: e.Field, Token: e.Token}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // checkCrossSite refuses a state-changing request that a web page on

@@ -29,12 +29,8 @@ func apiAuth(ctx context.Context, cfg *config, addr net.Addr, store sundial.Stor
 		RateBurst: cfg.Auth.RateBurst,
 		Hosts:     append([]string(nil), cfg.API.AllowedHosts...),
 	}
-	ap, err := netip.ParseAddrPort(addr.String())
-	loopback := err == nil && ap.Addr().Unmap().IsLoopback()
-	if loopback {
-		port := strconv.Itoa(int(ap.Port()))
-		a.Hosts = append(a.Hosts, "localhost:"+port, "127.0.0.1:"+port, "[::1]:"+port)
-	}
+	loopback := isLoopback(addr)
+	a.Hosts = append(a.Hosts, loopbackHosts(addr)...)
 	a.Required = cfg.Auth.Required || !loopback
 	if !a.Required {
 		log.Warn("authentication is off: the API listens on loopback only, and anyone who can connect to it may do anything; set auth.required to require API tokens",
@@ -60,6 +56,24 @@ func apiAuth(ctx context.Context, cfg *config, addr net.Addr, store sundial.Stor
 	log.Info("authentication is required: every API request but /healthz, /readyz and the callbacks needs a bearer token",
 		"addr", addr.String(), "bootstrap_token", a.Bootstrap != "")
 	return a, nil
+}
+
+// isLoopback reports whether addr is a loopback address.
+func isLoopback(addr net.Addr) bool {
+	ap, err := netip.ParseAddrPort(addr.String())
+	return err == nil && ap.Addr().Unmap().IsLoopback()
+}
+
+// loopbackHosts are the Host values of a listener on the loopback address
+// addr (localhost, 127.0.0.1 and [::1] with its port), or none when addr
+// is not a loopback address.
+func loopbackHosts(addr net.Addr) []string {
+	ap, err := netip.ParseAddrPort(addr.String())
+	if err != nil || !ap.Addr().Unmap().IsLoopback() {
+		return nil
+	}
+	port := strconv.Itoa(int(ap.Port()))
+	return []string{"localhost:" + port, "127.0.0.1:" + port, "[::1]:" + port}
 }
 
 // anyUsableToken reports whether the database holds a token that has not

@@ -68,7 +68,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	defer ln.Close()
 	var pprofAddr net.Addr
 	if cfg.Debug.PprofListen != "" {
-		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, log)
+		addr, stopPprof, err := servePprof(cfg.Debug.PprofListen, cfg.API.AllowedHosts, log)
 		if err != nil {
 			return err
 		}
@@ -429,21 +429,32 @@ func callbackHost(addr string) string {
 }
 
 // servePprof serves Go's profiles on a listener of their own, so that they
-// are never reachable through the API's address.
-func servePprof(addr string, log *slog.Logger) (bound net.Addr, stop func(), err error) {
+// are never reachable through the API's address. It has no
+// authentication, so it guards what it can: it does not serve the
+// command line (/debug/pprof/cmdline, where flags such as secrets would
+// show); on loopback it answers only requests whose Host is a loopback
+// name with its port, or one of hosts (api.allowed_hosts), so a web page
+// cannot read it by DNS rebinding; elsewhere it answers the Hosts of
+// hosts, or any when there are none, and says at start that whoever
+// reaches it reads the process's stacks and memory profiles.
+func servePprof(addr string, hosts []string, log *slog.Logger) (bound net.Addr, stop func(), err error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("debug.pprof_listen %s: %w", addr, err)
 	}
+	hosts = append(append([]string(nil), hosts...), loopbackHosts(ln.Addr())...)
+	if !isLoopback(ln.Addr()) {
+		log.Warn("debug.pprof_listen is not a loopback address: whoever reaches it reads this process's stacks and memory profiles, without authentication",
+			"addr", ln.Addr().String())
+	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/", pprof.Index) // named profiles; "cmdline" is none
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
 	// No write timeout: a CPU profile or a trace streams for as long as
 	// it was asked to.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: headerTimeout, ReadTimeout: time.Minute,
+	srv := &http.Server{Handler: api.RequireHost(hosts, mux), ReadHeaderTimeout: headerTimeout, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: maxHeaderBytes,
 		ErrorLog: slog.NewLogLogger(log.With("component", "http").Handler(), slog.LevelWarn)}
 	go func() { _ = srv.Serve(ln) }()

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -426,23 +427,44 @@ func catchUpDone(mode string, runs []runJSON) (bool, string) {
 }
 
 // TestServePprof: debug.pprof_listen serves Go's profiles on a listener of
-// its own.
+// its own, on loopback only to a loopback Host (no DNS rebinding) or one
+// of api.allowed_hosts, and never the command line.
 func TestServePprof(t *testing.T) {
 	t.Parallel()
-	addr, stop, err := servePprof("127.0.0.1:0", slog.New(slog.DiscardHandler))
+	addr, stop, err := servePprof("127.0.0.1:0", []string{"prof.example"}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stop()
-	resp, err := http.Get("http://" + addr.String() + "/debug/pprof/cmdline")
-	if err != nil {
-		t.Fatal(err)
+	get := func(path, host string) int {
+		t.Helper()
+		req, err := http.NewRequest("GET", "http://"+addr.String()+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		t.Errorf("GET /debug/pprof/cmdline: %d, want 200", resp.StatusCode)
+	for _, tt := range []struct {
+		path, host string
+		want       int
+	}{
+		{"/debug/pprof/goroutine?debug=1", addr.String(), http.StatusOK},
+		{"/debug/pprof/goroutine?debug=1", "prof.example", http.StatusOK},
+		{"/debug/pprof/goroutine?debug=1", "evil.example", http.StatusForbidden},
+		{"/debug/pprof/goroutine?debug=1", "evil.example:" + strconv.Itoa(addr.(*net.TCPAddr).Port), http.StatusForbidden},
+		{"/debug/pprof/cmdline", addr.String(), http.StatusNotFound},
+	} {
+		if got := get(tt.path, tt.host); got != tt.want {
+			t.Errorf("GET %s with Host %s: %d, want %d", tt.path, tt.host, got, tt.want)
+		}
 	}
-	if _, _, err := servePprof("127.0.0.1:bad", slog.New(slog.DiscardHandler)); err == nil ||
+	if _, _, err := servePprof("127.0.0.1:bad", nil, slog.New(slog.DiscardHandler)); err == nil ||
 		!strings.Contains(err.Error(), "debug.pprof_listen") {
 		t.Errorf("a bad address: %v, want an error naming debug.pprof_listen", err)
 	}
