@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -279,9 +280,19 @@ func parseHeadersJSON(s string) (map[string]string, error) {
 	}
 	var h map[string]string
 	if err := json.Unmarshal([]byte(s), &h); err != nil || h == nil {
-		return nil, &sundial.Error{Code: sundial.EInvalid, Field: "headers_json", Token: s,
+		// The text is not echoed: it may hold a secret header's value.
+		where := ""
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			where = fmt.Sprintf(" (it is not valid JSON at offset %d)", syntax.Offset)
+		case errors.As(err, &typ):
+			where = fmt.Sprintf(" (found a JSON %s at offset %d)", typ.Value, typ.Offset)
+		}
+		return nil, &sundial.Error{Code: sundial.EInvalid, Field: "headers_json",
 			Message: `headers_json must be a string holding a JSON object of string to string, ` +
-				`for example "{\"X-Team\":\"ops\"}"`}
+				`for example "{\"X-Team\":\"ops\"}"` + where}
 	}
 	return h, nil
 }

@@ -388,11 +388,22 @@ func TestTaskCreateInvalid(t *testing.T) {
 		},
 		{
 			name: "headers_json not an object", body: task("a", map[string]any{"headers_json": `["x"]`}),
-			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers_json", Token: `["x"]`},
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers_json"},
 		},
 		{
 			name: "headers_json null", body: task("a", map[string]any{"headers_json": `null`}),
-			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers_json", Token: `null`},
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers_json"},
+		},
+		{
+			// The text is not echoed: it may hold a secret.
+			name: "headers_json not closed", body: task("a", map[string]any{"headers_json": `{"Authorization":"LEAK6"`}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers_json",
+				Message: `headers_json must be a string holding a JSON object of string to string, for example "{\"X-Team\":\"ops\"}" (it is not valid JSON at offset 24)`},
+		},
+		{
+			name: "headers_json of another shape", body: task("a", map[string]any{"headers_json": `{"Authorization":"LEAKA","X":5}`}),
+			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "headers_json",
+				Message: `headers_json must be a string holding a JSON object of string to string, for example "{\"X-Team\":\"ops\"}" (found a JSON number at offset 30)`},
 		},
 		{
 			name: "headers_json bad header name", body: task("a", map[string]any{"headers_json": `{"Bad Name":"x"}`}),
