@@ -177,12 +177,26 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 		}
 		t.Headers[k] = plain
 	}
-	if scheme, ui, rest, ok := SplitUserinfo(t.TargetURL); ok && ui == Masked {
-		var stored string
-		if cur != nil {
-			_, stored, _, ok = SplitUserinfo(cur.TargetURL)
+	scheme, ui, rest, hasUI := SplitUserinfo(t.TargetURL)
+	if hasUI && ui != Masked {
+		user, pass, _ := strings.Cut(ui, ":")
+		user, _ = url.PathUnescape(user)
+		pass, _ = url.PathUnescape(pass)
+		switch {
+		case user == Masked && !strings.Contains(ui, ":"):
+			ui = Masked // "%2A%2A%2A", as an encoder writes it
+		case user == Masked || pass == Masked:
+			return Errorf(EInvalid, "target_url", "the userinfo of target_url has %q for a part of it: "+
+				"give the whole userinfo as %q (https://%s@host/) to keep the stored credentials, or give them all", Masked, Masked, Masked)
 		}
-		if cur == nil || !ok {
+	}
+	if hasUI && ui == Masked {
+		var stored string
+		found := false
+		if cur != nil {
+			_, stored, _, found = SplitUserinfo(cur.TargetURL)
+		}
+		if !found {
 			return Errorf(EInvalid, "target_url", "the userinfo of target_url is %q, which keeps the stored credentials, but the task has none: give them", Masked)
 		}
 		if err := keep("target_url", ""); err != nil {

@@ -183,3 +183,38 @@ func TestInputHashMasksSecrets(t *testing.T) {
 		t.Error("InputHash does not depend on a header that is not a secret")
 	}
 }
+
+// TestKeepMaskedUserinfo: "***" keeps stored credentials only as the whole
+// userinfo (also percent-encoded); as a part of it, it is a 400, not a
+// password of three stars.
+func TestKeepMaskedUserinfo(t *testing.T) {
+	t.Parallel()
+	box, err := seal.New(make([]byte, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := &sundial.Task{TargetURL: "http://alice:realpw@example.com/x"}
+	if err := sundial.SealTask(cur, nil, box); err != nil {
+		t.Fatal(err)
+	}
+	for url, want := range map[string]string{
+		"http://***@example.com/x":         "http://alice:realpw@example.com/x",
+		"http://%2A%2A%2A@example.com/x":   "http://alice:realpw@example.com/x",
+		"http://alice:***@example.com/x":   "",
+		"http://***:pw@example.com/x":      "",
+		"http://alice:%2a**@example.com/x": "",
+		"http://bob:new@example.com/x":     "http://bob:new@example.com/x",
+	} {
+		next := &sundial.Task{TargetURL: url}
+		err := sundial.KeepMasked(next, cur, box)
+		if want == "" {
+			if e, ok := err.(*sundial.Error); !ok || e.Field != "target_url" || !strings.Contains(e.Message, "for a part of it") {
+				t.Errorf("%s: %v, want a 400 about *** as a part of the userinfo", url, err)
+			}
+			continue
+		}
+		if err != nil || next.TargetURL != want {
+			t.Errorf("%s: %q, %v; want %q", url, next.TargetURL, err, want)
+		}
+	}
+}
