@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/net/idna"
+
 	"github.com/sundialhq/sundial"
 )
 
@@ -84,6 +86,11 @@ func (g *Guard) Check(ap netip.AddrPort) error {
 	case metadataAddrs[ip] != "":
 		return refuse("it is %s, always refused", metadataAddrs[ip])
 	}
+	if v4, how := embeddedIPv4(ip); how != "" {
+		if err := g.Check(netip.AddrPortFrom(v4, ap.Port())); err != nil {
+			return refuse("it carries %s (%s), and %s", v4, how, err.(*RefusedError).Reason)
+		}
+	}
 	if g == nil {
 		return nil
 	}
@@ -106,6 +113,35 @@ func (g *Guard) Check(ap netip.AddrPort) error {
 		}
 	}
 	return refuse("it is not in executor.allow_networks")
+}
+
+var (
+	nat64       = netip.MustParsePrefix("64:ff9b::/96")
+	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48")
+	sixToFour   = netip.MustParsePrefix("2002::/16")
+	v4Compat    = netip.MustParsePrefix("::/96")
+	loopback6   = netip.MustParseAddr("::1")
+	unspecific6 = netip.IPv6Unspecified()
+)
+
+// embeddedIPv4 returns the IPv4 address an IPv6 address carries by a
+// translation or tunnel that reaches it (NAT64, 6to4, the deprecated
+// IPv4-compatible form), and which; how is "" for none. IPv4-mapped
+// addresses are unmapped before.
+func embeddedIPv4(ip netip.Addr) (v4 netip.Addr, how string) {
+	if !ip.Is6() {
+		return netip.Addr{}, ""
+	}
+	b := ip.As16()
+	switch {
+	case nat64.Contains(ip) || nat64Local.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), "NAT64"
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[2:6])), "6to4"
+	case v4Compat.Contains(ip) && ip != loopback6 && ip != unspecific6:
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible IPv6"
+	}
+	return netip.Addr{}, ""
 }
 
 // isSelf reports whether ap is the listener self.
@@ -173,8 +209,13 @@ func (g *Guard) CheckURL(raw string) error {
 		return nil // the task's own validation reports it
 	}
 	// A resolver reads "169.254.169.254." as the address, as it reads an
-	// absolute name.
-	ip, ok := literalIP(strings.TrimSuffix(u.Hostname(), "."))
+	// absolute name; and Go's client maps a name through IDNA before it
+	// dials, which reads "１６９.２５４.１６９.２５４" as one too.
+	host := u.Hostname()
+	if ascii, err := idna.Lookup.ToASCII(host); err == nil {
+		host = ascii
+	}
+	ip, ok := literalIP(strings.TrimSuffix(host, "."))
 	if !ok {
 		return nil
 	}

@@ -49,6 +49,13 @@ func TestGuardCheck(t *testing.T) {
 		{"aws ipv6 metadata", nil, "[fd00:ec2::254]:80", "AWS's instance metadata service"},
 		{"alibaba metadata", nil, "100.100.100.200:80", "Alibaba Cloud's instance metadata service"},
 		{"azure wireserver", nil, "168.63.129.16:80", "Azure's platform service"},
+		{"nat64 metadata", nil, "[64:ff9b::a9fe:a9fe]:80", "it carries 169.254.169.254 (NAT64), and link-local"},
+		{"6to4 metadata", nil, "[2002:a9fe:a9fe::]:80", "it carries 169.254.169.254 (6to4)"},
+		{"ipv4-compatible metadata", nil, "[::169.254.169.254]:80", "IPv4-compatible IPv6"},
+		{"nat64 denied loopback", &Guard{Deny: prefixes("127.0.0.0/8")}, "[64:ff9b::7f00:1]:80", "127.0.0.0/8 is in executor.deny_networks"},
+		{"6to4 denied loopback", &Guard{Deny: prefixes("127.0.0.0/8")}, "[2002:7f00:1::]:80", "deny_networks"},
+		{"nat64 public", nil, "[64:ff9b::5db8:d70e]:443", ""},
+		{"nat64 own listener", &Guard{Self: self}, "[64:ff9b::7f00:1]:8080", "own listener"},
 		{"allow cannot open a metadata service", &Guard{Allow: prefixes("100.64.0.0/10")}, "100.100.100.200:80", "Alibaba"},
 		{"zero guard", &Guard{}, "127.0.0.1:8080", ""},
 		{"own listener", &Guard{Self: self}, "127.0.0.1:8080", "this node's own listener 127.0.0.1:8080"},
@@ -110,6 +117,10 @@ func TestGuardCheckURL(t *testing.T) {
 		{"http://169.254.169.254./", "169.254.169.254."},
 		{"http://[fd00:ec2::254]/latest/", "fd00:ec2::254"},
 		{"http://100.100.100.200/", "100.100.100.200"},
+		{"http://[64:ff9b::a9fe:a9fe]/", "64:ff9b::a9fe:a9fe"},
+		{"http://１６９.２５４.１６９.２５４/", "１６９.２５４.１６９.２５４"},
+		{"http://①⑥⑨.②⑤④.①⑥⑨.②⑤④/", "①⑥⑨.②⑤④.①⑥⑨.②⑤④"},
+		{"http://münchen.example/", ""},
 	}
 	for _, tt := range tests {
 		err := g.CheckURL(tt.url)
