@@ -364,6 +364,8 @@ func TestTokenRoutes(t *testing.T) {
 		{`{"name":"","role":"viewer"}`, "name"},
 		{`{"name":"has space","role":"viewer"}`, "name"},
 		{`{"name":"bootstrap","role":"viewer"}`, "name"},
+		{`{"name":"Bootstrap","role":"viewer"}`, "name"},
+		{`{"name":"ANONYMOUS","role":"viewer"}`, "name"},
 		{`{"name":"x","role":"root"}`, "role"},
 		{`{"name":"x","role":"viewer","expires_at":"2020-01-01T00:00:00Z"}`, "expires_at"},
 		{`{"name":"x","role":"viewer","secret":"mine"}`, "secret"},

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -50,7 +51,7 @@ func (req *tokenRequest) check(now time.Time) (sundial.Role, error) {
 			"a token's name is 1 to %d letters, digits, '.', '_' or '-', starting with a letter or digit", sundial.MaxTokenNameLen)
 		e.Token = req.Name
 		return 0, e
-	case req.Name == sundial.ActorBootstrap || req.Name == sundial.ActorAnonymous:
+	case strings.EqualFold(req.Name, sundial.ActorBootstrap) || strings.EqualFold(req.Name, sundial.ActorAnonymous):
 		e := sundial.Errorf(sundial.EInvalid, "name", "%q names the actor of the audit log without a token; choose another name", req.Name)
 		e.Token = req.Name
 		return 0, e
