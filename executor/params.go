@@ -49,6 +49,149 @@ func lookupParam(doc []byte, path string) ([]byte, error) {
 	}
 }
 
+// paramLookup looks params paths up in one params document, for one
+// render. The first lookup walks the raw JSON as lookupParam does, with no
+// allocation; from the second on, each object or array a path looks into
+// is indexed the first time, so that a template of thousands of tags over
+// large params reads them about once, not once a tag.
+type paramLookup struct {
+	doc     []byte
+	lookups int
+	objs    map[int]map[string][]byte // an object's keys, by its offset in doc
+	arrs    map[int][][]byte          // an array's elements, by its offset in doc
+}
+
+// lookup returns the raw JSON of the value at the dot path, as lookupParam.
+func (l *paramLookup) lookup(path string) ([]byte, error) {
+	l.lookups++
+	if l.lookups == 1 {
+		return lookupParam(l.doc, path)
+	}
+	if err := checkParamPath(path); err != nil {
+		return nil, err
+	}
+	v := bytes.TrimLeft(l.doc, " \t\r\n")
+	rest := path
+	for {
+		seg, next, more := strings.Cut(rest, ".")
+		var ok bool
+		switch v[0] {
+		case '{':
+			v, ok = l.object(v)[seg]
+			if !ok {
+				return nil, fmt.Errorf("%s has no key %q", paramsPrefix(path, rest), seg)
+			}
+		case '[':
+			n, err := strconv.Atoi(seg)
+			if err != nil || seg[0] < '0' || seg[0] > '9' {
+				return nil, fmt.Errorf("%s is an array and %q is not an index", paramsPrefix(path, rest), seg)
+			}
+			elems := l.array(v)
+			if n >= len(elems) {
+				return nil, fmt.Errorf("%s has no element %d", paramsPrefix(path, rest), n)
+			}
+			v = elems[n]
+		default:
+			return nil, fmt.Errorf("%s is %s, not an object or array", paramsPrefix(path, rest), jsonKind(v[0]))
+		}
+		if !more {
+			return v, nil
+		}
+		rest = next
+	}
+}
+
+// offset is where v, a slice of l.doc, starts in it.
+func (l *paramLookup) offset(v []byte) int { return cap(l.doc) - cap(v) }
+
+// object returns the index of the object v: its keys, decoded, to their
+// values; the last one wins where a key repeats, as in objectField.
+func (l *paramLookup) object(v []byte) map[string][]byte {
+	off := l.offset(v)
+	if m, ok := l.objs[off]; ok {
+		return m
+	}
+	m := map[string][]byte{}
+	i := 1
+	for {
+		i = skipSpace(v, i)
+		if v[i] == '}' {
+			break
+		}
+		ks := i
+		i = skipString(v, i)
+		k := v[ks:i]
+		i = skipSpace(v, i) + 1 // ':'
+		i = skipSpace(v, i)
+		vs := i
+		i = skipValue(v, i)
+		if key, ok := indexKey(k); ok {
+			m[key] = v[vs:i]
+		}
+		i = skipSpace(v, i)
+		if v[i] != ',' {
+			break
+		}
+		i++
+	}
+	if l.objs == nil {
+		l.objs = map[int]map[string][]byte{}
+	}
+	l.objs[off] = m
+	return m
+}
+
+// indexKey is the key the quoted JSON string k matches in keyEqual: its
+// text, with the escapes of ASCII characters decoded; ok is false when it
+// has an escape of anything else, which no name matches.
+func indexKey(k []byte) (key string, ok bool) {
+	inner := k[1 : len(k)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		return string(inner), true
+	}
+	b := make([]byte, 0, len(inner))
+	for len(inner) > 0 {
+		c, n := inner[0], 1
+		if c == '\\' {
+			if c, n = unescapeASCII(inner); n == 0 {
+				return "", false
+			}
+		}
+		b = append(b, c)
+		inner = inner[n:]
+	}
+	return string(b), true
+}
+
+// array returns the elements of the array v.
+func (l *paramLookup) array(v []byte) [][]byte {
+	off := l.offset(v)
+	if a, ok := l.arrs[off]; ok {
+		return a
+	}
+	var a [][]byte
+	i := 1
+	for {
+		i = skipSpace(v, i)
+		if v[i] == ']' {
+			break
+		}
+		vs := i
+		i = skipValue(v, i)
+		a = append(a, v[vs:i])
+		i = skipSpace(v, i)
+		if v[i] != ',' {
+			break
+		}
+		i++
+	}
+	if l.arrs == nil {
+		l.arrs = map[int][][]byte{}
+	}
+	l.arrs[off] = a
+	return a
+}
+
 // checkParamPath reports an empty segment in a params path.
 func checkParamPath(path string) error {
 	for seg := range strings.SplitSeq(path, ".") {

@@ -70,6 +70,7 @@ func RenderMax(tmpl string, v Vars, limit int) (string, error) {
 	}
 	b.Grow(grow)
 	var num [64]byte
+	var params paramLookup
 	paramsValid := false
 	pos := 0
 	// put writes p and s, unless the body would grow past the limit.
@@ -137,7 +138,10 @@ func RenderMax(tmpl string, v Vars, limit int) (string, error) {
 					}
 					paramsValid = true
 				}
-				raw, err := lookupParam(v.Params, path)
+				if params.doc == nil {
+					params.doc = v.Params
+				}
+				raw, err := params.lookup(path)
 				if err != nil {
 					return "", tagError(t.name, "variable %q: %s", t.name, err.Error())
 				}
@@ -196,6 +200,7 @@ const (
 // ValidateTemplate; a malformed one is its error.
 func BodyBound(tmpl, name string, params json.RawMessage) (bound int64, biggest string, err error) {
 	paramsOK := len(params) > 0 && json.Valid(params)
+	lookup := paramLookup{doc: params}
 	var most int64 = -1
 	pos := 0
 	for {
@@ -232,7 +237,7 @@ func BodyBound(tmpl, name string, params json.RawMessage) (bound int64, biggest 
 			n = max(len(params), len("null"))
 		default:
 			if path, ok := strings.CutPrefix(t.name, "params."); ok && paramsOK {
-				if raw, err := lookupParam(params, path); err == nil {
+				if raw, err := lookup.lookup(path); err == nil {
 					n = len(raw)
 				}
 			}
