@@ -50,6 +50,11 @@ type Settings interface {
 // holds the previous epoch's key (its tokens live on for Lifetime after
 // the epoch ends), the current one and the next (so a node whose clock is
 // a little ahead signs with a key the others already publish).
+//
+// The keys of an epoch and its neighbours are read once the epoch has
+// begun, in the background: the current key was read an epoch ahead, as
+// the next one, so neither a token nor the key set waits for the database.
+// A read that fails is tried again after retryAfter.
 type Issuer struct {
 	issuer   string
 	settings Settings
@@ -57,11 +62,22 @@ type Issuer struct {
 	rotation time.Duration // 0: one key for good
 	now      func() time.Time
 
-	mu     sync.Mutex
-	epoch  int64 // of signer; -1 before the first load
-	signer jose.Signer
-	public []jose.JSONWebKey
+	mu      sync.Mutex
+	keys    map[int64]*epochKey // by epoch; the one key is epoch 0
+	loaded  int64               // the epoch keys were read for
+	loading bool                // a read of the keys runs
+	retryAt time.Time           // no read before, after one failed
 }
+
+// epochKey is one epoch's signing key.
+type epochKey struct {
+	public jose.JSONWebKey
+	signer jose.Signer
+}
+
+// retryAfter is how long after a failed read of the keys the next is
+// tried.
+const retryAfter = 10 * time.Second
 
 // Load returns the Issuer of the cluster. Its key (or, with a rotation
 // period, the keys of the current epoch and its neighbours), kept sealed in
@@ -76,7 +92,7 @@ func Load(ctx context.Context, settings Settings, sealer sundial.Sealer, issuer 
 		now = time.Now
 	}
 	i := &Issuer{issuer: strings.TrimRight(issuer, "/"), settings: settings, sealer: sealer,
-		rotation: rotation, now: now, epoch: -1}
+		rotation: rotation, now: now}
 	// The first key is made in any case: it also tells a node without a
 	// secrets key that this cluster has one.
 	first, err := i.key(ctx, SettingName)
@@ -84,90 +100,107 @@ func Load(ctx context.Context, settings Settings, sealer sundial.Sealer, issuer 
 		return nil, err
 	}
 	if rotation <= 0 {
-		i.epoch = 0
-		i.public = []jose.JSONWebKey{first.Public()}
-		i.signer, err = newSigner(first)
-		return i, err
+		i.keys = map[int64]*epochKey{0: first}
+		return i, nil
 	}
-	if err := i.refresh(ctx); err != nil {
+	e := i.epochOf(now())
+	if i.keys, err = i.read(ctx, e); err != nil {
 		return nil, err
 	}
+	i.loaded = e
 	return i, nil
 }
 
 // key returns the signing key kept in the setting name, making it first if
 // there is none.
-func (i *Issuer) key(ctx context.Context, name string) (jose.JSONWebKey, error) {
+func (i *Issuer) key(ctx context.Context, name string) (*epochKey, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return jose.JSONWebKey{}, err
+		return nil, err
 	}
 	fresh := jose.JSONWebKey{Key: priv, Algorithm: string(jose.ES256), Use: "sig", KeyID: keyID(&priv.PublicKey)}
 	raw, err := fresh.MarshalJSON()
 	if err != nil {
-		return jose.JSONWebKey{}, err
+		return nil, err
 	}
 	sealed, err := i.sealer.Seal(string(raw))
 	if err != nil {
-		return jose.JSONWebKey{}, err
+		return nil, err
 	}
 	stored, err := i.settings.SettingEnsure(ctx, name, sealed)
 	if err != nil {
-		return jose.JSONWebKey{}, fmt.Errorf("read the OIDC signing key: %w", err)
+		return nil, fmt.Errorf("read the OIDC signing key: %w", err)
 	}
 	plain, err := i.sealer.Open(stored)
 	if err != nil {
-		return jose.JSONWebKey{}, fmt.Errorf("the cluster's OIDC signing key does not open with this node's secrets key: " +
+		return nil, fmt.Errorf("the cluster's OIDC signing key does not open with this node's secrets key: " +
 			"every node needs the same secrets.key (after a rotation, the old key in secrets.previous_keys)")
 	}
 	var key jose.JSONWebKey
 	if err := key.UnmarshalJSON([]byte(plain)); err != nil {
-		return jose.JSONWebKey{}, fmt.Errorf("decode the OIDC signing key: %w", err)
+		return nil, fmt.Errorf("decode the OIDC signing key: %w", err)
 	}
-	return key, nil
-}
-
-func newSigner(key jose.JSONWebKey) (jose.Signer, error) {
-	return jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, (&jose.SignerOptions{}).WithType("JWT"))
+	if err != nil {
+		return nil, err
+	}
+	return &epochKey{public: key.Public(), signer: signer}, nil
 }
 
 // epochOf is the rotation epoch of t.
 func (i *Issuer) epochOf(t time.Time) int64 { return t.Unix() / int64(i.rotation/time.Second) }
 
-// current makes sure the keys are those of the epoch of now, and returns
-// the signer and the published keys. A failure to load a new epoch's keys
-// keeps the previous ones (still published by every node, and valid) and
-// is tried again at the next call.
-func (i *Issuer) current() (jose.Signer, []jose.JSONWebKey) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.rotation > 0 && i.epochOf(i.now()) != i.epoch {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = i.refresh(ctx)
-		cancel()
-	}
-	return i.signer, i.public
-}
-
-// refresh loads the keys of the epoch of now and its neighbours.
-func (i *Issuer) refresh(ctx context.Context) error {
-	e := i.epochOf(i.now())
-	var public []jose.JSONWebKey
-	var signer jose.Signer
+// read returns the keys of epoch e and its neighbours, making those that
+// are not yet.
+func (i *Issuer) read(ctx context.Context, e int64) (map[int64]*epochKey, error) {
+	keys := make(map[int64]*epochKey, 3)
 	for _, n := range []int64{e - 1, e, e + 1} {
 		k, err := i.key(ctx, fmt.Sprintf("%s_%d", SettingName, n))
 		if err != nil {
-			return err
+			return nil, err
 		}
-		public = append(public, k.Public())
-		if n == e {
-			if signer, err = newSigner(k); err != nil {
-				return err
-			}
+		keys[n] = k
+	}
+	return keys, nil
+}
+
+// current returns the key of the epoch of now (nil when it has not been
+// read) and the public keys published, and starts a read of the keys in
+// the background when the epoch has changed since the last.
+func (i *Issuer) current(now time.Time) (*epochKey, []jose.JSONWebKey) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.rotation <= 0 {
+		return i.keys[0], []jose.JSONWebKey{i.keys[0].public}
+	}
+	e := i.epochOf(now)
+	if e != i.loaded && !i.loading && !now.Before(i.retryAt) {
+		i.loading = true
+		go i.reload(e)
+	}
+	var public []jose.JSONWebKey
+	for _, n := range []int64{e - 1, e, e + 1} {
+		if k := i.keys[n]; k != nil {
+			public = append(public, k.public)
 		}
 	}
-	i.epoch, i.signer, i.public = e, signer, public
-	return nil
+	return i.keys[e], public
+}
+
+// reload reads the keys of epoch e and its neighbours, in place of those
+// held.
+func (i *Issuer) reload(e int64) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	keys, err := i.read(ctx, e)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.loading = false
+	if err != nil {
+		i.retryAt = i.now().Add(retryAfter)
+		return
+	}
+	i.keys, i.loaded = keys, e
 }
 
 // keyID names a key by the SHA-256 of its public point.
@@ -192,8 +225,19 @@ func (i *Issuer) Mint(audience, subject string) (string, error) {
 		IssuedAt: jwt.NewNumericDate(now),
 		Expiry:   jwt.NewNumericDate(now.Add(Lifetime)),
 	}}
-	signer, _ := i.current()
-	return jwt.Signed(signer).Claims(c).Serialize()
+	key, _ := i.current(now)
+	if key == nil {
+		// Not read ahead (the reads failed for an epoch): read it now,
+		// rather than sign with a key the other nodes may no longer publish.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		k, err := i.key(ctx, fmt.Sprintf("%s_%d", SettingName, i.epochOf(now)))
+		if err != nil {
+			return "", fmt.Errorf("the OIDC signing key of this period: %w", err)
+		}
+		key = k
+	}
+	return jwt.Signed(key.signer).Claims(c).Serialize()
 }
 
 // Issuer is the iss of the tokens.
@@ -208,7 +252,7 @@ const (
 
 // ServeJWKS answers with the published public keys.
 func (i *Issuer) ServeJWKS(w http.ResponseWriter, _ *http.Request) {
-	_, public := i.current()
+	_, public := i.current(i.now())
 	writeJSON(w, jose.JSONWebKeySet{Keys: public})
 }
 

@@ -3,9 +3,11 @@ package idtoken
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -14,15 +16,22 @@ import (
 	"github.com/sundialhq/sundial/seal"
 )
 
-// settings is an in-memory settings table.
+// settings is an in-memory settings table; while down is set, every call
+// fails, and counts.
 type settings struct {
-	mu sync.Mutex
-	m  map[string]string
+	mu    sync.Mutex
+	m     map[string]string
+	down  bool
+	calls int
 }
 
 func (s *settings) SettingEnsure(_ context.Context, name, value string) (string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.calls++
+	if s.down {
+		return "", errors.New("database down")
+	}
 	if v, ok := s.m[name]; ok {
 		return v, nil
 	}
@@ -91,65 +100,120 @@ func TestIssuer(t *testing.T) {
 	}
 }
 
-// TestIssuerRotation: with a rotation period each epoch signs with its own
+// TestIssuerRotation: with a rotation period, each epoch signs with its own
 // key; a token minted at the end of an epoch still verifies against the
-// keys served after it; the next epoch's key is published ahead.
+// keys served after it; the next epoch's key is published ahead, and the
+// one after it is read in the background once the epoch has begun, so
+// neither a token nor the key set waits for the database.
 func TestIssuerRotation(t *testing.T) {
-	t.Parallel()
-	key, _ := seal.ParseKey(seal.NewKey())
-	box, _ := seal.New(key)
-	st := &settings{m: map[string]string{}}
-	var mu sync.Mutex
-	now := time.Date(2030, 1, 2, 3, 59, 59, 0, time.UTC)
-	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-	set := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
-	a, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jwks := func(i *Issuer) jose.JSONWebKeySet {
-		rec := httptest.NewRecorder()
-		i.ServeJWKS(rec, httptest.NewRequest("GET", JWKSPath, nil))
-		var keys jose.JSONWebKeySet
-		if err := json.Unmarshal(rec.Body.Bytes(), &keys); err != nil {
-			t.Fatal(err)
-		}
-		return keys
-	}
-	kid := func(raw string) string {
-		tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	synctest.Test(t, func(t *testing.T) {
+		key, _ := seal.ParseKey(seal.NewKey())
+		box, _ := seal.New(key)
+		st := &settings{m: map[string]string{}}
+		var mu sync.Mutex
+		now := time.Date(2030, 1, 2, 3, 59, 59, 0, time.UTC)
+		clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+		set := func(t time.Time) { mu.Lock(); defer mu.Unlock(); now = t }
+		a, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return tok.Headers[0].KeyID
+		b, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late, _ := a.Mint("aud", "sub") // the last second of an epoch
+		before := jwks(t, b)
+		if !verifies(late, before) {
+			t.Fatal("a token does not verify against the other node's keys")
+		}
+		set(now.Add(2 * time.Second)) // the next epoch
+		early, _ := b.Mint("aud", "sub")
+		if kid(t, early) == kid(t, late) {
+			t.Error("the key did not change with the epoch")
+		}
+		if !verifies(early, before) {
+			t.Error("the next epoch's key was not published ahead")
+		}
+		after := jwks(t, a)
+		if !verifies(late, after) || !verifies(early, after) {
+			t.Error("after the rotation, the keys served do not verify the tokens still alive")
+		}
+		synctest.Wait() // the background read of the new epoch's neighbours
+		if after := jwks(t, a); len(after.Keys) != 3 {
+			t.Errorf("%d keys served, want 3 (previous, current, next)", len(after.Keys))
+		}
+	})
+}
+
+// TestIssuerDatabaseDown: when the settings cannot be read at an epoch's
+// start, tokens are still signed with the key read ahead and the key set
+// is served, without waiting; the read is tried again after retryAfter,
+// not at every call, and succeeds once the database is back.
+func TestIssuerDatabaseDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		key, _ := seal.ParseKey(seal.NewKey())
+		box, _ := seal.New(key)
+		st := &settings{m: map[string]string{}}
+		now := time.Date(2030, 1, 2, 3, 59, 59, 0, time.UTC)
+		clock := func() time.Time { return time.Now().Add(now.Sub(time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC))) }
+		i, err := Load(t.Context(), st, box, "https://s", time.Hour, clock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.mu.Lock()
+		st.down, st.calls = true, 0
+		st.mu.Unlock()
+		time.Sleep(2 * time.Second) // into the next epoch
+		for range 50 {
+			if tok, err := i.Mint("aud", "sub"); err != nil || !verifies(tok, jwks(t, i)) {
+				t.Fatalf("with the database down: Mint %v, or its token does not verify against the served keys", err)
+			}
+		}
+		synctest.Wait()
+		st.mu.Lock()
+		calls := st.calls
+		st.mu.Unlock()
+		if calls != 1 {
+			t.Errorf("%d reads of the settings for 100 calls, want 1 until retryAfter", calls)
+		}
+		st.mu.Lock()
+		st.down = false
+		st.mu.Unlock()
+		time.Sleep(retryAfter)
+		jwks(t, i)
+		synctest.Wait()
+		if keys := jwks(t, i); len(keys.Keys) != 3 {
+			t.Errorf("%d keys served once the database is back, want 3", len(keys.Keys))
+		}
+	})
+}
+
+func jwks(t *testing.T, i *Issuer) jose.JSONWebKeySet {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	i.ServeJWKS(rec, httptest.NewRequest("GET", JWKSPath, nil))
+	var keys jose.JSONWebKeySet
+	if err := json.Unmarshal(rec.Body.Bytes(), &keys); err != nil {
+		t.Fatal(err)
 	}
-	verifies := func(raw string, keys jose.JSONWebKeySet) bool {
-		tok, _ := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
-		var c jwt.Claims
-		return tok.Claims(keys, &c) == nil
+	return keys
+}
+
+func kid(t *testing.T, raw string) string {
+	t.Helper()
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		t.Fatal(err)
 	}
-	late, _ := a.Mint("aud", "sub") // the last second of an epoch
-	before := jwks(b)
-	if !verifies(late, before) {
-		t.Fatal("a token does not verify against the other node's keys")
+	return tok.Headers[0].KeyID
+}
+
+func verifies(raw string, keys jose.JSONWebKeySet) bool {
+	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		return false
 	}
-	set(now.Add(2 * time.Second)) // the next epoch
-	early, _ := b.Mint("aud", "sub")
-	if kid(early) == kid(late) {
-		t.Error("the key did not change with the epoch")
-	}
-	if !verifies(early, before) {
-		t.Error("the next epoch's key was not published ahead")
-	}
-	after := jwks(a)
-	if !verifies(late, after) || !verifies(early, after) {
-		t.Error("after the rotation, the keys served do not verify the tokens still alive")
-	}
-	if len(after.Keys) != 3 {
-		t.Errorf("%d keys served, want 3 (previous, current, next)", len(after.Keys))
-	}
+	var c jwt.Claims
+	return tok.Claims(keys, &c) == nil
 }
