@@ -413,7 +413,7 @@ func TestAuditMasksAndPages(t *testing.T) {
 	want(t, b.req(t, "PUT", taskPath(tk.ID), ed, strings.Replace(body, `"name":"t"`, `"version":1,"name":"t2"`, 1)), 200, nil)
 	want(t, b.req(t, "POST", taskPath(tk.ID, "/disable"), ed, ""), 200, nil)
 	want(t, b.req(t, "POST", taskPath(tk.ID, "/enable"), ed, ""), 200, nil)
-	want(t, b.req(t, "POST", taskPath(tk.ID, "/trigger"), ed, ""), 202, nil)
+	want(t, b.req(t, "POST", taskPath(tk.ID, "/trigger"), ed, `{"params":{"order":42}}`), 202, nil)
 	want(t, b.req(t, "DELETE", taskPath(tk.ID), ed, ""), 204, nil)
 
 	var page1, page2 listResponse[auditView]
@@ -448,6 +448,9 @@ func TestAuditMasksAndPages(t *testing.T) {
 	upd := page2.Items[0]
 	if !bytes.Contains(upd.Before, []byte(`"name":"t"`)) || !bytes.Contains(upd.After, []byte(`"name":"t2"`)) {
 		t.Errorf("update before %s after %s", upd.Before, upd.After)
+	}
+	if trig := page1.Items[1]; !bytes.Contains(trig.After, []byte(`"params":{"order":42}`)) {
+		t.Errorf("trigger after %s, want the params it gave", trig.After)
 	}
 	del := page1.Items[0]
 	if string(del.After) != "null" || !bytes.Contains(del.Before, []byte(`"name":"t2"`)) {

@@ -60,10 +60,14 @@ type runChange struct {
 	Status          sundial.RunStatus `json:"status"`
 	SkipReason      string            `json:"skip_reason,omitempty"`
 	CancelRequested bool              `json:"cancel_requested,omitempty"`
+	// Params are those a manual trigger gave the run, in place of its
+	// task's.
+	Params json.RawMessage `json:"params,omitempty"`
 }
 
 func newRunChange(r *sundial.Run) runChange {
-	return runChange{RunID: r.ID, Status: r.Status, SkipReason: string(r.SkipReason), CancelRequested: r.CancelRequested}
+	return runChange{RunID: r.ID, Status: r.Status, SkipReason: string(r.SkipReason), CancelRequested: r.CancelRequested,
+		Params: r.Params}
 }
 
 // runAttrs are the attributes of a run a change made or changed: its task,
