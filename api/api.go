@@ -123,7 +123,7 @@ type Server struct {
 	checkTarget func(string) error
 	auth        *Auth
 	limiter     *limiter
-	patterns    map[string]bool // of the built-in routes, for the role table's test
+	roles       map[string]sundial.Role // the role each route's pattern needs
 	sealer      sundial.Sealer
 }
 
@@ -139,8 +139,7 @@ func NewServer(cfg Config) *Server {
 		store:  cfg.Store,
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
-
-		patterns: make(map[string]bool),
+		roles:  make(map[string]sundial.Role),
 	}
 	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
 	if cfg.Auth != nil {
@@ -154,55 +153,61 @@ func NewServer(cfg Config) *Server {
 	if s.maxBody <= 0 {
 		s.maxBody = executor.DefaultMaxBodyBytes
 	}
-	// Each built-in route lists the query parameters it reads; it refuses
-	// any other (see route).
-	s.route("GET /healthz", s.handleHealthz)
-	s.route("GET /api/v1/cron/next", s.handleCronNext, "expr", "tz", "from", "count")
+	// Each built-in route names the role it needs and lists the query
+	// parameters it reads; it refuses any other (see route). The roles:
+	// a viewer reads, an operator acts on tasks and runs (trigger,
+	// enable, disable, cancel), an editor writes tasks, an admin manages
+	// tokens and reads the audit log. RoleNone marks the open routes:
+	// health, readiness, and the callback and progress endpoints, which
+	// check the run's own token.
+	s.route("GET /healthz", sundial.RoleNone, s.handleHealthz)
+	s.route("GET /api/v1/cron/next", sundial.RoleViewer, s.handleCronNext, "expr", "tz", "from", "count")
 	if s.store == nil {
 		return s
 	}
-	s.route("GET /readyz", s.handleReadyz)
+	s.route("GET /readyz", sundial.RoleNone, s.handleReadyz)
 
-	s.route("POST /api/v1/tasks", s.handleTaskCreate)
-	s.route("POST /api/v1/tasks:batch", s.handleTaskBatch)
-	s.route("GET /api/v1/tasks", s.handleTaskList,
+	s.route("POST /api/v1/tasks", sundial.RoleEditor, s.handleTaskCreate)
+	s.route("POST /api/v1/tasks:batch", sundial.RoleEditor, s.handleTaskBatch)
+	s.route("GET /api/v1/tasks", sundial.RoleViewer, s.handleTaskList,
 		"status", "name", "name_prefix", "request_id", "biz_id", "limit", "cursor")
-	s.route("GET /api/v1/tasks/{id}", s.handleTaskGet)
-	s.route("PUT /api/v1/tasks/{id}", s.handleTaskReplace)
-	s.route("DELETE /api/v1/tasks/{id}", s.handleTaskDelete)
-	s.route("POST /api/v1/tasks/{id}/enable", s.handleTaskSetStatus(sundial.TaskEnabled))
-	s.route("POST /api/v1/tasks/{id}/disable", s.handleTaskSetStatus(sundial.TaskDisabled))
-	s.route("POST /api/v1/tasks/{id}/trigger", s.handleTaskTrigger)
-	s.route("GET /api/v1/tasks/{id}/runs", s.handleTaskRuns, "status", "from", "to", "planned", "limit", "cursor")
-	s.route("GET /api/v1/tasks/{id}/upcoming", s.handleTaskUpcoming, "limit")
+	s.route("GET /api/v1/tasks/{id}", sundial.RoleViewer, s.handleTaskGet)
+	s.route("PUT /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskReplace)
+	s.route("DELETE /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskDelete)
+	s.route("POST /api/v1/tasks/{id}/enable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskEnabled))
+	s.route("POST /api/v1/tasks/{id}/disable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskDisabled))
+	s.route("POST /api/v1/tasks/{id}/trigger", sundial.RoleOperator, s.handleTaskTrigger)
+	s.route("GET /api/v1/tasks/{id}/runs", sundial.RoleViewer, s.handleTaskRuns, "status", "from", "to", "planned", "limit", "cursor")
+	s.route("GET /api/v1/tasks/{id}/upcoming", sundial.RoleViewer, s.handleTaskUpcoming, "limit")
 
-	s.route("GET /api/v1/runs", s.handleRunList, "task_id", "status", "from", "to", "planned", "limit", "cursor")
-	s.route("GET /api/v1/runs/{id}", s.handleRunGet)
-	s.route("POST /api/v1/runs/{id}/cancel", s.handleRunCancel)
+	s.route("GET /api/v1/runs", sundial.RoleViewer, s.handleRunList, "task_id", "status", "from", "to", "planned", "limit", "cursor")
+	s.route("GET /api/v1/runs/{id}", sundial.RoleViewer, s.handleRunGet)
+	s.route("POST /api/v1/runs/{id}/cancel", sundial.RoleOperator, s.handleRunCancel)
 	// Any method: the task's callback_method decides which one is right.
 	// With GET (and only then) the outcome comes in the query.
-	s.route("GET /api/v1/runs/{id}/callback", s.handleRunCallback, "status", "message")
-	s.route("/api/v1/runs/{id}/callback", s.handleRunCallback)
-	s.route("POST /api/v1/runs/{id}/progress", s.handleRunProgress)
+	s.route("GET /api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback, "status", "message")
+	s.route("/api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback)
+	s.route("POST /api/v1/runs/{id}/progress", sundial.RoleNone, s.handleRunProgress)
 
-	s.route("GET /api/v1/nodes", s.handleNodeList)
-	s.route("GET /api/v1/admin/compensation", s.handleCompensation)
-	s.route("POST /api/v1/admin/compensation/trigger", s.handleCompensationTrigger)
+	s.route("GET /api/v1/nodes", sundial.RoleViewer, s.handleNodeList)
+	s.route("GET /api/v1/admin/compensation", sundial.RoleViewer, s.handleCompensation)
+	s.route("POST /api/v1/admin/compensation/trigger", sundial.RoleOperator, s.handleCompensationTrigger)
 
-	s.route("POST /api/v1/tokens", s.handleTokenCreate)
-	s.route("GET /api/v1/tokens", s.handleTokenList)
-	s.route("DELETE /api/v1/tokens/{id}", s.handleTokenDelete)
-	s.route("GET /api/v1/audit", s.handleAuditList, "actor", "action", "task_id", "from", "to", "limit", "cursor")
+	s.route("POST /api/v1/tokens", sundial.RoleAdmin, s.handleTokenCreate)
+	s.route("GET /api/v1/tokens", sundial.RoleAdmin, s.handleTokenList)
+	s.route("DELETE /api/v1/tokens/{id}", sundial.RoleAdmin, s.handleTokenDelete)
+	s.route("GET /api/v1/audit", sundial.RoleAdmin, s.handleAuditList, "actor", "action", "task_id", "from", "to", "limit", "cursor")
 	return s
 }
 
 // Handle registers h for pattern, a Go 1.22 ServeMux pattern such as
-// "GET /api/v1/cron/next". It panics, as ServeMux does, on a pattern that
-// is malformed or conflicts with one already registered. The query string
-// is h's to check: only the built-in routes refuse parameters they do not
-// read.
-func (s *Server) Handle(pattern string, h http.Handler) {
+// "GET /api/v1/cron/next", for clients of role at least (RoleNone: open to
+// anyone). It panics, as ServeMux does, on a pattern that is malformed or
+// conflicts with one already registered. The query string is h's to
+// check: only the built-in routes refuse parameters they do not read.
+func (s *Server) Handle(pattern string, role sundial.Role, h http.Handler) {
 	s.mux.Handle(pattern, h)
+	s.roles[pattern] = role
 }
 
 // Handler returns the http.Handler that serves every registered route and

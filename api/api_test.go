@@ -125,7 +125,7 @@ func TestRouterErrors(t *testing.T) {
 func TestHandle(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	b.srv.Handle("GET /api/v1/ping", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.srv.Handle("GET /api/v1/ping", sundial.RoleViewer, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"pong": r.URL.Query().Get("x")})
 	}))
 

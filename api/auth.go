@@ -36,61 +36,17 @@ type Auth struct {
 	RateBurst int
 }
 
-// routeRoles is the role each route needs, by its pattern: the role
-// table. RoleNone marks the open routes: health, readiness, the OIDC
-// keys, and the callback and progress endpoints, which check the run's own
-// token. A
-// pattern missing from the table needs RoleAdmin, so that a route added
-// without a role is closed rather than open.
-var routeRoles = map[string]sundial.Role{
-	"GET /healthz": sundial.RoleNone,
-	"GET /readyz":  sundial.RoleNone,
-	"GET /metrics": sundial.RoleViewer,
-	// The OIDC keys and discovery document are public: targets fetch them
-	// to verify the tokens Sundial sends (cmd/sundial serves them).
-	"GET /.well-known/jwks.json":            sundial.RoleNone,
-	"GET /.well-known/openid-configuration": sundial.RoleNone,
-
-	"GET /api/v1/cron/next": sundial.RoleViewer,
-
-	"GET /api/v1/tasks":                       sundial.RoleViewer,
-	"GET /api/v1/tasks/{id}":                  sundial.RoleViewer,
-	"GET /api/v1/tasks/{id}/runs":             sundial.RoleViewer,
-	"GET /api/v1/tasks/{id}/upcoming":         sundial.RoleViewer,
-	"POST /api/v1/tasks/{id}/enable":          sundial.RoleOperator,
-	"POST /api/v1/tasks/{id}/disable":         sundial.RoleOperator,
-	"POST /api/v1/tasks/{id}/trigger":         sundial.RoleOperator,
-	"POST /api/v1/tasks":                      sundial.RoleEditor,
-	"POST /api/v1/tasks:batch":                sundial.RoleEditor,
-	"PUT /api/v1/tasks/{id}":                  sundial.RoleEditor,
-	"DELETE /api/v1/tasks/{id}":               sundial.RoleEditor,
-	"GET /api/v1/runs":                        sundial.RoleViewer,
-	"GET /api/v1/runs/{id}":                   sundial.RoleViewer,
-	"POST /api/v1/runs/{id}/cancel":           sundial.RoleOperator,
-	"GET /api/v1/runs/{id}/callback":          sundial.RoleNone,
-	"/api/v1/runs/{id}/callback":              sundial.RoleNone,
-	"POST /api/v1/runs/{id}/progress":         sundial.RoleNone,
-	"GET /api/v1/nodes":                       sundial.RoleViewer,
-	"GET /api/v1/admin/compensation":          sundial.RoleViewer,
-	"POST /api/v1/admin/compensation/trigger": sundial.RoleOperator,
-
-	"POST /api/v1/tokens":        sundial.RoleAdmin,
-	"GET /api/v1/tokens":         sundial.RoleAdmin,
-	"DELETE /api/v1/tokens/{id}": sundial.RoleAdmin,
-	"GET /api/v1/audit":          sundial.RoleAdmin,
-}
-
-// roleOf is the role a route pattern needs. A request that matches no
-// route (a 404 or 405 to come) needs a viewer's, so that an anonymous
-// client learns nothing of the routes when authentication is on.
-func roleOf(pattern string) sundial.Role {
+// roleOf is the role a route pattern needs (Handle). A request that
+// matches no route (a 404 or 405 to come) needs a viewer's, so that an
+// anonymous client learns nothing of the routes when authentication is on.
+func (s *Server) roleOf(pattern string) sundial.Role {
 	if pattern == "" {
 		return sundial.RoleViewer
 	}
-	if role, ok := routeRoles[pattern]; ok {
+	if role, ok := s.roles[pattern]; ok {
 		return role
 	}
-	return sundial.RoleAdmin
+	return sundial.RoleAdmin // registered on the mux directly: closed
 }
 
 // principal is who made a request: a token's name and role, "bootstrap",
@@ -117,7 +73,7 @@ func actorOf(r *http.Request) string {
 // returns nil; else the request to serve.
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) *http.Request {
 	_, pattern := s.mux.Handler(r)
-	need := roleOf(pattern)
+	need := s.roleOf(pattern)
 	if need == sundial.RoleNone {
 		return r // open, or checked with a run's own token
 	}

@@ -22,7 +22,7 @@ const echoMaxBytes = 64
 
 // echo registers a handler that decodes an echoRequest and sends it back.
 func (b *bundle) echo() {
-	b.srv.Handle("POST /api/v1/test/echo", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.srv.Handle("POST /api/v1/test/echo", sundial.RoleEditor, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req echoRequest
 		if err := decodeJSON(w, r, &req, echoMaxBytes); err != nil {
 			b.srv.writeError(w, r, err)

@@ -11,13 +11,13 @@ import (
 	"github.com/sundialhq/sundial"
 )
 
-// route registers a built-in route: h serves pattern and reads only the
-// query parameters params (none when empty). Any other parameter, one given
-// twice, or one that is malformed is refused with a 400 before h runs, so
-// that a misspelt filter never returns everything.
-func (s *Server) route(pattern string, h http.HandlerFunc, params ...string) {
-	s.patterns[pattern] = true
-	s.Handle(pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+// route registers a built-in route: h serves pattern to a client of role
+// at least, and reads only the query parameters params (none when empty).
+// Any other parameter, one given twice, or one that is malformed is
+// refused with a 400 before h runs, so that a misspelt filter never
+// returns everything.
+func (s *Server) route(pattern string, role sundial.Role, h http.HandlerFunc, params ...string) {
+	s.Handle(pattern, role, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := checkQuery(r, pattern, params); err != nil {
 			s.writeError(w, r, err)
 			return

@@ -102,7 +102,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 	}
 
 	// Routes registered by others check their own query.
-	b.srv.Handle("GET /api/v1/extra", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	b.srv.Handle("GET /api/v1/extra", sundial.RoleViewer, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, r.URL.Query())
 	}))
 	want(t, b.do(t, http.MethodGet, "/api/v1/extra?anything=1", nil), http.StatusOK, nil)

@@ -157,10 +157,11 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
 		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth, Sealer: sealer})
-	srv.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	srv.Handle("GET /metrics", sundial.RoleViewer, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if issuer != nil {
-		srv.Handle("GET "+idtoken.JWKSPath, http.HandlerFunc(issuer.ServeJWKS))
-		srv.Handle("GET "+idtoken.DiscoveryPath, http.HandlerFunc(issuer.ServeDiscovery))
+		// Open: targets fetch them to verify the tokens.
+		srv.Handle("GET "+idtoken.JWKSPath, sundial.RoleNone, http.HandlerFunc(issuer.ServeJWKS))
+		srv.Handle("GET "+idtoken.DiscoveryPath, sundial.RoleNone, http.HandlerFunc(issuer.ServeDiscovery))
 	}
 	httpSrv := &http.Server{
 		Handler: srv.Handler(),
