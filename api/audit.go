@@ -53,12 +53,22 @@ func auditJSON(v any) []byte {
 			return nil
 		}
 		v = maskedTask(t)
+	case taskUpdate:
+		v = taskUpdate{Task: maskedTask(t.Task), Changed: t.Changed}
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil
 	}
 	return b
+}
+
+// taskUpdate is the after of an update's entry: the task, and the fields
+// the update changed, which tell a changed secret from one kept (both are
+// masked alike).
+type taskUpdate struct {
+	*sundial.Task
+	Changed []string `json:"changed"`
 }
 
 // maskedTask is a copy of t with its secrets shown as sundial.Masked

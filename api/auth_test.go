@@ -453,7 +453,8 @@ func TestAuditMasksAndPages(t *testing.T) {
 		t.Errorf("audit does not show the masked task: %s", raw)
 	}
 	upd := page2.Items[0]
-	if !bytes.Contains(upd.Before, []byte(`"name":"t"`)) || !bytes.Contains(upd.After, []byte(`"name":"t2"`)) {
+	if !bytes.Contains(upd.Before, []byte(`"name":"t"`)) || !bytes.Contains(upd.After, []byte(`"name":"t2"`)) ||
+		!bytes.Contains(upd.After, []byte(`"changed":["name"]`)) {
 		t.Errorf("update before %s after %s", upd.Before, upd.After)
 	}
 	if trig := page1.Items[1]; !bytes.Contains(trig.After, []byte(`"params":{"order":42}`)) {

@@ -430,7 +430,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 	}
 	s.logChange(r, "task updated", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
 		slog.Any("changed", changed))
-	s.audit(r, "task.update", taskTarget(t.ID), t.ID, cur, t)
+	s.audit(r, "task.update", taskTarget(t.ID), t.ID, cur, taskUpdate{Task: t, Changed: changed})
 	s.sched.Poke()
 	s.awaitSending(r.Context(), id)
 	writeJSON(w, http.StatusOK, answerTask(t, now, req.generated))
