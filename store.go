@@ -253,11 +253,11 @@ type Store interface {
 	// task, live or deleted, whatever its status, so that a caller pages
 	// through them all.
 	TaskSecretsList(ctx context.Context, afterID int64, limit int) ([]*TaskSecrets, error)
-	// TaskSecretsSwap replaces the secret columns of the task old.TaskID,
-	// live or deleted, with next's, only if they still hold exactly old's
-	// (as TaskSecretsList read them), in one statement, and reports
-	// whether it did: false when a node wrote the task since it was read
-	// (read it again), or there is no such task. Nothing else about the
+	// TaskSecretsSwap replaces the secret columns of the task old.TaskID
+	// (next.TaskID is the same), live or deleted, with next's, only if
+	// they still hold exactly old's (as TaskSecretsList read them), in one
+	// statement, and reports whether it did: false when a node wrote the
+	// task since it was read (read it again), or there is no such task. Nothing else about the
 	// task changes: not its Version nor its UpdatedAt, nor its runs. It
 	// is for sealing a task's secrets again with a new key ("sundial
 	// secrets reseal"), which is not a change of the task: a client's
