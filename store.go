@@ -236,6 +236,35 @@ type Store interface {
 	// asks whether another did, e.g. whether the cluster seals secrets).
 	SettingGet(ctx context.Context, name string) (value string, ok bool, err error)
 
+	// SettingList returns the settings whose name starts with prefix
+	// (case-sensitive, no wildcards; "" for every one), by name, byte for
+	// byte.
+	SettingList(ctx context.Context, prefix string) ([]Setting, error)
+	// SettingSwap sets the value of the setting name to next only if it
+	// still holds old exactly (as SettingList or SettingGet read it), in
+	// one statement, and reports whether it did: false when another node
+	// changed it meanwhile, or there is no such setting. It is how a
+	// sealed setting is sealed again with a new key ("sundial secrets
+	// reseal") while nodes read it.
+	SettingSwap(ctx context.Context, name, old, next string) (bool, error)
+
+	// TaskSecretsList returns the secret columns (TaskSecrets) of up to
+	// limit tasks whose ID is greater than afterID, by ID: every stored
+	// task, live or deleted, whatever its status, so that a caller pages
+	// through them all.
+	TaskSecretsList(ctx context.Context, afterID int64, limit int) ([]*TaskSecrets, error)
+	// TaskSecretsSwap replaces the secret columns of the task old.TaskID
+	// (next.TaskID is the same), live or deleted, with next's, only if
+	// they still hold exactly old's (as TaskSecretsList read them), in one
+	// statement, and reports whether it did: false when a node wrote the
+	// task since it was read (read it again), or there is no such task. Nothing else about the
+	// task changes: not its Version nor its UpdatedAt, nor its runs. It
+	// is for sealing a task's secrets again with a new key ("sundial
+	// secrets reseal"), which is not a change of the task: a client's
+	// write based on an earlier read is not refused for it, and its
+	// values are the same once opened.
+	TaskSecretsSwap(ctx context.Context, old, next *TaskSecrets) (bool, error)
+
 	// TokenCreate inserts an API token (its ID, hash and times set by the
 	// caller). A token with the same name is EConflict (field "name"); a
 	// revoked token's name is free again.
@@ -296,6 +325,21 @@ type Node struct {
 	State       string    `json:"state"`
 	StartedAt   time.Time `json:"started_at"`
 	HeartbeatAt time.Time `json:"heartbeat_at"`
+}
+
+// Setting is a cluster-wide setting (Store.SettingList).
+type Setting struct {
+	Name, Value string
+}
+
+// TaskSecrets are the columns of a stored task that hold its secrets
+// (see SealTask), as they are stored: the target URL (its userinfo), the
+// headers (the values of sensitive ones) and the signing secret.
+type TaskSecrets struct {
+	TaskID        int64
+	TargetURL     string
+	Headers       map[string]string
+	SigningSecret string
 }
 
 // TaskListParams selects tasks for TaskList: those that match every condition

@@ -121,22 +121,51 @@ var ErrOpen = errors.New("the sealed value does not open with any secrets key")
 
 // Open opens a value Seal made, with whichever key sealed it.
 func (b *Box) Open(sealed string) (string, error) {
+	plain, _, err := b.open(sealed)
+	return plain, err
+}
+
+// open opens sealed and says which key opened it: 0 for the current one,
+// i for the previous key i.
+func (b *Box) open(sealed string) (string, int, error) {
 	rest, ok := strings.CutPrefix(sealed, sundial.SealedPrefix)
 	if !ok {
-		return "", errors.New("not a sealed value (no " + sundial.SealedPrefix + " prefix)")
+		return "", 0, errors.New("not a sealed value (no " + sundial.SealedPrefix + " prefix)")
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(rest)
 	if err != nil {
-		return "", errors.New("a sealed value with bad base64")
+		return "", 0, errors.New("a sealed value with bad base64")
 	}
-	for _, aead := range b.aeads {
+	for i, aead := range b.aeads {
 		n := aead.NonceSize()
 		if len(raw) < n+aead.Overhead() {
-			return "", errors.New("a sealed value too short")
+			return "", 0, errors.New("a sealed value too short")
 		}
 		if plain, err := aead.Open(nil, raw[:n], raw[n:], nil); err == nil {
-			return string(plain), nil
+			return string(plain), i, nil
 		}
 	}
-	return "", ErrOpen
+	return "", 0, ErrOpen
+}
+
+// Reseal returns v as it is stored after a rotation of the key: v itself,
+// changed false, when the current key sealed it; sealed again with the
+// current key when a previous key sealed it; sealed when it is not sealed
+// at all (a value stored in clear before sealing existed). A sealed value
+// no key opens is ErrOpen, and a malformed one an error saying so; neither
+// holds the value.
+func (b *Box) Reseal(v string) (out string, changed bool, err error) {
+	if !sundial.Sealed(v) {
+		out, err = b.Seal(v)
+		return out, err == nil, err
+	}
+	plain, key, err := b.open(v)
+	if err != nil {
+		return "", false, err
+	}
+	if key == 0 {
+		return v, false, nil
+	}
+	out, err = b.Seal(plain)
+	return out, err == nil, err
 }

@@ -79,3 +79,56 @@ func TestKeyFile(t *testing.T) {
 		t.Errorf("the key changed when read again: %v", err)
 	}
 }
+
+// TestReseal: a value sealed with the current key stays as it is; one
+// sealed with a previous key, or stored in clear, comes back sealed with
+// the current key alone; one no key opens is ErrOpen, and the value is in
+// no error.
+func TestReseal(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey, otherKey := key(t), key(t), key(t)
+	old, _ := New(oldKey)
+	rotated, _ := New(newKey, oldKey)
+	fresh, _ := New(newKey)
+	other, _ := New(otherKey)
+
+	current, _ := rotated.Seal("current")
+	if got, changed, err := rotated.Reseal(current); err != nil || changed || got != current {
+		t.Errorf("Reseal(sealed with the current key) = %q, %v, %v; want it as it is", got, changed, err)
+	}
+
+	byOld, _ := old.Seal("Bearer s3cr3t")
+	got, changed, err := rotated.Reseal(byOld)
+	if err != nil || !changed || got == byOld || !sundial.Sealed(got) || strings.Contains(got, "s3cr3t") {
+		t.Fatalf("Reseal(sealed with the old key) = %q, %v, %v; want it sealed anew", got, changed, err)
+	}
+	if plain, err := fresh.Open(got); err != nil || plain != "Bearer s3cr3t" {
+		t.Errorf("the new key alone opens the re-sealed value as %q, %v", plain, err)
+	}
+	if _, err := old.Open(got); err == nil {
+		t.Error("the old key opens the re-sealed value")
+	}
+	if again, changed, err := rotated.Reseal(got); err != nil || changed || again != got {
+		t.Errorf("Reseal of a re-sealed value = %q, %v, %v; want it as it is", again, changed, err)
+	}
+
+	for _, plain := range []string{"user:pa55", ""} {
+		got, changed, err := rotated.Reseal(plain)
+		if err != nil || !changed || !sundial.Sealed(got) {
+			t.Fatalf("Reseal(%q in clear) = %q, %v, %v; want it sealed", plain, got, changed, err)
+		}
+		if open, err := fresh.Open(got); err != nil || open != plain {
+			t.Errorf("Reseal(%q in clear) opens as %q, %v", plain, open, err)
+		}
+	}
+
+	byOther, _ := other.Seal("unknown")
+	if got, changed, err := rotated.Reseal(byOther); err != ErrOpen || changed || got != "" {
+		t.Errorf("Reseal(sealed with no key of the box) = %q, %v, %v; want ErrOpen", got, changed, err)
+	}
+	for _, bad := range []string{sundial.SealedPrefix + "!!!", sundial.SealedPrefix + "c2hvcnQ"} {
+		if got, changed, err := rotated.Reseal(bad); err == nil || changed || got != "" || strings.Contains(err.Error(), bad) {
+			t.Errorf("Reseal(%q) = %q, %v, %v; want an error without the value", bad, got, changed, err)
+		}
+	}
+}

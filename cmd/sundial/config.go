@@ -207,19 +207,24 @@ func (c *config) settings() []setting {
 	}
 }
 
-// migrateKeys are the settings "sundial migrate" takes: it only opens the
-// database.
-var migrateKeys = []string{"db", "log.level", "log.format"}
+// commandKeys are the settings of the commands that take only some of
+// serve's: "sundial migrate" only opens the database; "sundial secrets
+// reseal" opens it with the secrets keys. serve takes them all.
+var commandKeys = map[string][]string{
+	"migrate":        {"db", "log.level", "log.format"},
+	"secrets reseal": {"db", "log.level", "log.format", "secrets.key", "secrets.key_file", "secrets.previous_keys"},
+}
 
 // commandSettings returns the settings the command takes, in help order.
 func (c *config) commandSettings(name string) []setting {
 	all := c.settings()
-	if name != "migrate" {
+	keys, ok := commandKeys[name]
+	if !ok {
 		return all
 	}
 	var out []setting
 	for _, s := range all {
-		if slices.Contains(migrateKeys, s.key) {
+		if slices.Contains(keys, s.key) {
 			out = append(out, s)
 		}
 	}
@@ -230,6 +235,11 @@ func (c *config) commandSettings(name string) []setting {
 var commandSummaries = map[string]string{
 	"serve":   "Run a scheduler node and the REST API until SIGINT or SIGTERM.",
 	"migrate": "Create or upgrade the database schema, then exit (serve also does it on start).",
+	"secrets reseal": "Seal every stored secret (of tasks, live or deleted, and the OIDC signing keys) again with\n" +
+		"the current secrets key (secrets.key, or else a SQLite database's key file), opening each with\n" +
+		"whichever of it and secrets.previous_keys sealed it, and seal what is stored in clear, so that\n" +
+		"the previous keys can be dropped. Nodes may serve meanwhile, every one with the current key.\n" +
+		"A value no key opens is listed and left as it is, and the command exits with status 1.",
 }
 
 // sectionTitles names the groups of settings in the help, by key prefix.

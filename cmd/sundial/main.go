@@ -4,6 +4,7 @@
 //
 //	sundial serve            run a scheduler node and the REST API
 //	sundial migrate          create or upgrade the database schema
+//	sundial secrets reseal   seal every stored secret again with the current secrets key
 //	sundial target           an HTTP target that prints what it receives
 //	sundial cron next EXPR   print the next fire times of a cron expression
 //	sundial cron explain EXPR
@@ -39,6 +40,8 @@ const usage = `Sundial is a distributed second-precise job scheduler.
 Usage:
   sundial serve [flags]                 run a scheduler node and the REST API
   sundial migrate [flags]               create or upgrade the database schema
+  sundial secrets reseal [flags]        seal every stored secret again with secrets.key, after a
+                                        rotation of the key, so that the old one can be dropped
   sundial target [--listen ADDR]        run an HTTP target that prints every call it receives
                                         (default 127.0.0.1:9000; ?status=503&delay=2s to fail or wait)
   sundial cron next [--tz ZONE] [--from RFC3339] [--count N] [--] EXPR
@@ -153,6 +156,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return runServe(ctx, rest, getenv, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, getenv, stdout, stderr)
+	case "secrets":
+		return runSecrets(ctx, rest, getenv, stdout, stderr)
 	case "target":
 		return runTarget(ctx, rest, stdout, stderr)
 	case "cron":

@@ -114,7 +114,7 @@ func TestRunOK(t *testing.T) {
 
 func TestRunUsageText(t *testing.T) {
 	t.Parallel()
-	for _, cmd := range []string{"serve", "migrate", "target", "cron next", "cron explain", "version", "help"} {
+	for _, cmd := range []string{"serve", "migrate", "secrets reseal", "target", "cron next", "cron explain", "version", "help"} {
 		if !strings.Contains(usage, "sundial "+cmd) {
 			t.Errorf("usage does not list %q", cmd)
 		}

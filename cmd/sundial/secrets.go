@@ -23,50 +23,72 @@ import (
 // with it, is there), saying how to set the key; otherwise it runs
 // without a sealer (nil), and a task with a secret is refused.
 func secretsBox(ctx context.Context, cfg *config, store sundial.Store, log *slog.Logger) (sundial.Sealer, error) {
-	var key []byte
-	var err error
-	switch {
-	case cfg.Secrets.Key != "":
-		key, err = seal.ParseKey(cfg.Secrets.Key)
-		if err != nil {
-			return nil, fmt.Errorf("secrets.key: %w", err)
+	key, previous, err := configuredKeys(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if key == nil {
+		path, ok := sqliteKeyFile(cfg.DB)
+		if !ok {
+			if _, sealed, err := store.SettingGet(ctx, idtoken.SettingName); err != nil {
+				return nil, fmt.Errorf("read settings: %w", err)
+			} else if sealed {
+				return nil, errors.New("this node has no secrets key, and this database holds secrets sealed by nodes " +
+					"that have one: set secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY to the cluster's key " +
+					"(32 bytes in base64, the same on every node)")
+			}
+			log.Warn("no secrets key (secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY): tasks with secret headers, " +
+				"credentials in target_url, a signing_secret or oidc are refused or fail until every node has the same key")
+			return nil, nil
 		}
-	case cfg.Secrets.KeyFile != "":
-		raw, err := os.ReadFile(cfg.Secrets.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("secrets.key_file: %w", err)
-		}
-		if key, err = seal.ParseKey(string(raw)); err != nil {
-			return nil, fmt.Errorf("secrets.key_file %s: %w", cfg.Secrets.KeyFile, err)
-		}
-		warnLooseKeyFile(log, cfg.Secrets.KeyFile)
-	case strings.HasPrefix(cfg.DB, "sqlite:"):
-		path := strings.TrimPrefix(cfg.DB, "sqlite:") + ".key"
 		if key, err = seal.LoadOrCreateKeyFile(path); err != nil {
 			return nil, fmt.Errorf("secrets key file %s: %w", path, err)
 		}
 		warnLooseKeyFile(log, path)
-	default:
-		if _, sealed, err := store.SettingGet(ctx, idtoken.SettingName); err != nil {
-			return nil, fmt.Errorf("read settings: %w", err)
-		} else if sealed {
-			return nil, errors.New("this node has no secrets key, and this database holds secrets sealed by nodes " +
-				"that have one: set secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY to the cluster's key " +
-				"(32 bytes in base64, the same on every node)")
-		}
-		log.Warn("no secrets key (secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY): tasks with secret headers, " +
-			"credentials in target_url, a signing_secret or oidc are refused or fail until every node has the same key")
-		return nil, nil
+	} else if cfg.Secrets.Key == "" {
+		warnLooseKeyFile(log, cfg.Secrets.KeyFile)
 	}
-	var previous [][]byte
+	return seal.New(key, previous...)
+}
+
+// configuredKeys returns the key of secrets.key or secrets.key_file (or
+// SUNDIAL_SECRETS_KEY), nil when none is set, and the keys of
+// secrets.previous_keys.
+func configuredKeys(cfg *config) (key []byte, previous [][]byte, err error) {
+	switch {
+	case cfg.Secrets.Key != "":
+		key, err = seal.ParseKey(cfg.Secrets.Key)
+		if err != nil {
+			return nil, nil, fmt.Errorf("secrets.key: %w", err)
+		}
+	case cfg.Secrets.KeyFile != "":
+		raw, err := os.ReadFile(cfg.Secrets.KeyFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("secrets.key_file: %w", err)
+		}
+		if key, err = seal.ParseKey(string(raw)); err != nil {
+			return nil, nil, fmt.Errorf("secrets.key_file %s: %w", cfg.Secrets.KeyFile, err)
+		}
+	}
 	for i, k := range cfg.Secrets.PreviousKeys {
 		p, err := seal.ParseKey(k)
 		if err != nil {
-			return nil, fmt.Errorf("secrets.previous_keys: key %d: %w", i+1, err)
+			return nil, nil, fmt.Errorf("secrets.previous_keys: key %d: %w", i+1, err)
 		}
 		previous = append(previous, p)
 	}
-	return seal.New(key, previous...)
+	return key, previous, nil
+}
+
+// sqliteKeyFile is where a single SQLite node keeps its key when none is
+// configured: PATH.key beside the database sqlite:PATH. ok is false for
+// another database.
+func sqliteKeyFile(dsn string) (path string, ok bool) {
+	db, ok := strings.CutPrefix(dsn, "sqlite:")
+	if !ok {
+		return "", false
+	}
+	return db + ".key", true
 }
 
 // warnLooseKeyFile warns when other users of the machine may read the

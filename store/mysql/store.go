@@ -137,6 +137,10 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 		}
 		return key + ` = ` + arg(v) + ` AND LENGTH(` + col + `) = LENGTH(` + arg(v) + `)`
 	},
+	// The length term makes the compare exact, as Equal's does.
+	Same: func(col, v string, arg func(any) string) string {
+		return col + ` = ` + arg(v) + ` AND LENGTH(` + col + `) = LENGTH(` + arg(v) + `)`
+	},
 	// Case-sensitive (utf8mb4_bin), wildcards escaped.
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return col + ` LIKE ` + arg(likePrefix(p)) + ` ESCAPE '!'`

@@ -158,6 +158,7 @@ func TestQueryPlans(t *testing.T) {
 		{"attempts of runs", attemptFromRunSQL, []any{"[1,2]"}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},
 		{"RunUpcoming", queries.RunUpcoming, []any{1, 2}},
+		{"TaskSecretsList", queries.TaskSecretsList, []any{1, 2}},
 		{"TaskCreateMany lookup", tasksByRequestSQL + ` IN (?, ?)`, []any{"r", "s"}},
 	} {
 		rows, err := s.r.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.sql, tc.args...)

@@ -61,6 +61,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClusterTakeover", testClusterTakeover},
 		{"ClusterFence", testClusterFence},
 		{"ClusterLockOrder", testClusterLockOrder},
+		{"ClusterSecretsSwap", testClusterSecretsSwap},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -108,6 +109,8 @@ func Run(t *testing.T, b Backend) {
 		{"TaskCreateMany", testTaskCreateMany},
 		{"TaskListBizID", testTaskListBizID},
 		{"SettingEnsure", testSettingEnsure},
+		{"SettingSwap", testSettingSwap},
+		{"TaskSecrets", testTaskSecrets},
 		{"Token", testToken},
 		{"Audit", testAudit},
 		{"TaskChangeTakesBack", testTaskChangeTakesBack},

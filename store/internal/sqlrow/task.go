@@ -99,13 +99,9 @@ func ScanTasks(rows *sql.Rows, err error) ([]*sundial.Task, error) {
 // TaskArgs are the values of TaskWriteCols for t: headers and retry policy
 // as JSON (an empty object for none), the next fire time as NullMicros.
 func TaskArgs(t *sundial.Task) ([]any, error) {
-	headers := t.Headers
-	if headers == nil {
-		headers = map[string]string{}
-	}
-	hj, err := json.Marshal(headers)
+	hj, err := HeadersJSON(t.Headers)
 	if err != nil {
-		return nil, fmt.Errorf("encode headers: %w", err)
+		return nil, err
 	}
 	retry := string(t.RetryPolicy)
 	if retry == "" || retry == "null" {
@@ -124,11 +120,26 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		redirects = string(sundial.RedirectSameOrigin)
 	}
 	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
-		t.TargetURL, string(hj), t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
+		t.TargetURL, hj, t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		redirects, t.SigningSecret, oidc, string(t.Status), NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, NullJSON(t.Params)}, nil
+}
+
+// HeadersJSON is the headers_json column of headers: a JSON object, its
+// keys sorted (encoding/json's), "{}" for none. Every write of the column
+// goes through it, so that a task's headers read back and encoded again
+// are the text stored (TaskSecretsSwap compares them so).
+func HeadersJSON(headers map[string]string) (string, error) {
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	hj, err := json.Marshal(headers)
+	if err != nil {
+		return "", fmt.Errorf("encode headers: %w", err)
+	}
+	return string(hj), nil
 }
 
 // NullJSON is raw JSON as a nullable text column: NULL for none.

@@ -43,6 +43,9 @@ type Queries struct {
 	NodePrune string
 	// SettingGet reads a setting by its primary key.
 	SettingGet string
+	// TaskSecretsList reads the secret columns of the tasks, live or
+	// deleted, after an ID: a range of the primary key.
+	TaskSecretsList string
 }
 
 // NewQueries renders the statements of the plain methods in d.
@@ -52,6 +55,8 @@ func NewQueries(d Dialect) *Queries {
 	q.TaskGet = b(`SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE id = ? AND deleted = ` + d.False)
 	q.TaskExists = b(`SELECT 1 FROM tasks WHERE id = ?`)
 	q.SettingGet = b(`SELECT value FROM settings WHERE name = ?`)
+	q.TaskSecretsList = b(`SELECT id, target_url, headers_json, signing_secret FROM tasks
+		WHERE id > ? ORDER BY id LIMIT ?`)
 	q.RunGet = b(`SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ?`)
 	q.RunAttempts = b(`SELECT ` + sqlrow.AttemptCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`)
 	// Where a statement names an index (Hint), MySQL is held to it, so

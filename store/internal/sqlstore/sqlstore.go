@@ -81,6 +81,11 @@ type Dialect struct {
 	// exactly, v bound with arg. Nil: col = v AND col <> '', whose
 	// literal term lets a partial index of the non-empty values serve it.
 	Equal func(col, v string, arg func(any) string) string
+	// Same returns the condition that the text column col holds v
+	// exactly, whatever v is (empty, or ending in spaces), v bound with
+	// arg: the compare of a compare-and-swap. Nil: col = v, which is
+	// exact where text compares byte for byte without padding.
+	Same func(col, v string, arg func(any) string) string
 	// HasPrefix returns the condition that the text column col starts
 	// with p, case-sensitive and with no wildcard, p bound with arg.
 	HasPrefix func(col, p string, arg func(any) string) string
