@@ -30,6 +30,13 @@ type Sealer interface {
 	Open(sealed string) (string, error)
 }
 
+// Resealer is a Sealer that can move a stored value onto its current key
+// (seal.Box): Reseal returns v itself when the current key sealed it, else
+// v sealed with the current key.
+type Resealer interface {
+	Reseal(v string) (out string, changed bool, err error)
+}
+
 // Sealed reports whether v is a sealed value.
 func Sealed(v string) bool { return strings.HasPrefix(v, SealedPrefix) }
 
@@ -120,7 +127,7 @@ func KeepMasked(t, cur *Task, s Sealer) error {
 	if err := refuseSealedInput(t); err != nil {
 		return err
 	}
-	moved := cur != nil && !SameOrigin(t.TargetURL, cur.TargetURL)
+	moved := cur != nil && originOf(t.TargetURL) != originOf(cur.TargetURL)
 	keep := func(field, token string) error {
 		if !moved {
 			return nil
@@ -250,16 +257,8 @@ func refuseSealedInput(t *Task) error {
 	return nil
 }
 
-// SameOrigin reports whether two absolute URLs have the same origin:
-// scheme, host and port, with the scheme's default port filled in and
-// case ignored. A URL that does not parse has no origin, the same as
-// none.
-func SameOrigin(a, b string) bool {
-	oa, ob := originOf(a), originOf(b)
-	return oa != "" && oa == ob
-}
-
-// originOf is raw's origin (URLOrigin), or "" when it has none.
+// originOf is raw's origin (URLOrigin), or "" when it has none (it is not
+// an absolute URL).
 func originOf(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" || u.Host == "" {
@@ -287,7 +286,8 @@ func URLOrigin(u *url.URL) string {
 
 // SealTask seals t's secrets, given in plaintext, before it is stored. A
 // value equal to cur's (the task t replaces; nil for a create) keeps cur's
-// sealed form, so that a task sent back unchanged is unchanged. With no
+// sealed form, so that a task sent back unchanged is unchanged (unless an
+// old key sealed it: a Resealer moves it onto the current key). With no
 // Sealer, a task with a secret is refused with an error that says how to
 // configure a key. It changes t.
 func SealTask(t, cur *Task, s Sealer) error {
@@ -297,6 +297,13 @@ func SealTask(t, cur *Task, s Sealer) error {
 		}
 		if Sealed(stored) {
 			if open, err := s.Open(stored); err == nil && open == plain {
+				// Kept; moved onto the current key if an old one sealed it,
+				// so that a write during a key rotation does not undo it.
+				if r, ok := s.(Resealer); ok {
+					if out, _, err := r.Reseal(stored); err == nil {
+						return out, nil
+					}
+				}
 				return stored, nil
 			}
 		}

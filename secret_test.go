@@ -218,3 +218,37 @@ func TestKeepMaskedUserinfo(t *testing.T) {
 		}
 	}
 }
+
+// TestSealTaskMovesToCurrentKey: a secret kept by a write (sent back as it
+// was, or as "***") that an old key sealed is sealed again with the
+// current key, so that a write during a rotation does not undo a reseal;
+// one the current key sealed keeps its sealed form.
+func TestSealTaskMovesToCurrentKey(t *testing.T) {
+	t.Parallel()
+	oldKey, newKey := make([]byte, 32), make([]byte, 32)
+	newKey[0] = 1
+	oldBox, _ := seal.New(oldKey)
+	box, _ := seal.New(newKey, oldKey)
+	newOnly, _ := seal.New(newKey)
+	cur := &sundial.Task{Headers: map[string]string{"X-Api-Key": "k-1"}}
+	if err := sundial.SealTask(cur, nil, oldBox); err != nil {
+		t.Fatal(err)
+	}
+	next := &sundial.Task{Headers: map[string]string{"X-Api-Key": "***"}}
+	if err := sundial.KeepMasked(next, cur, box); err != nil {
+		t.Fatal(err)
+	}
+	if err := sundial.SealTask(next, cur, box); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := newOnly.Open(next.Headers["X-Api-Key"]); err != nil || v != "k-1" {
+		t.Errorf("the kept secret opens with the new key alone: %q, %v; want k-1", v, err)
+	}
+	again := &sundial.Task{Headers: map[string]string{"X-Api-Key": "k-1"}}
+	if err := sundial.SealTask(again, next, box); err != nil {
+		t.Fatal(err)
+	}
+	if again.Headers["X-Api-Key"] != next.Headers["X-Api-Key"] {
+		t.Error("a secret the current key sealed was sealed again")
+	}
+}

@@ -411,8 +411,9 @@ func TestResealRaces(t *testing.T) {
 			}
 			raced := create("raced")
 
-			// Two writes race the first two swaps of raced; the third applies.
-			rep, err := reseal(ctx, &racing{Store: st, t: t, box: rotated, task: raced.ID, races: 2}, rotated)
+			// Two writes of a node still on the old key race the first two
+			// swaps of raced; the third applies.
+			rep, err := reseal(ctx, &racing{Store: st, t: t, box: onlyA, task: raced.ID, races: 2}, rotated)
 			if err != nil {
 				t.Fatal(err)
 			}
