@@ -7,6 +7,9 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 )
 
 // A task's secrets are write-only: the values of its sensitive headers
@@ -268,8 +271,11 @@ func originOf(raw string) string {
 }
 
 // URLOrigin is u's scheme, host and port, "https://example.com:443": the
-// port written even when it is the scheme's default, the host in lower
-// case, never the userinfo.
+// port written even when it is the scheme's default, never the userinfo,
+// and the host as Go's HTTP client dials it: in lower case, and a name
+// that is not ASCII mapped through IDNA ("İ" is not "i" there, though
+// strings.ToLower makes it one), so that two URLs have one origin only
+// when they reach the same host.
 func URLOrigin(u *url.URL) string {
 	scheme := strings.ToLower(u.Scheme)
 	port := u.Port()
@@ -281,7 +287,22 @@ func URLOrigin(u *url.URL) string {
 			port = "443"
 		}
 	}
-	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
+	return scheme + "://" + net.JoinHostPort(dialedHost(u.Hostname()), port)
+}
+
+// dialedHost is host as Go's HTTP client resolves it, in lower case: an
+// ASCII name as it is, another through IDNA's lookup profile; one that
+// IDNA refuses, which the client cannot dial, as it is.
+func dialedHost(host string) string {
+	for i := 0; i < len(host); i++ {
+		if host[i] >= utf8.RuneSelf {
+			if a, err := idna.Lookup.ToASCII(host); err == nil {
+				return strings.ToLower(a)
+			}
+			return host
+		}
+	}
+	return strings.ToLower(host)
 }
 
 // SealTask seals t's secrets, given in plaintext, before it is stored. A

@@ -141,6 +141,9 @@ func TestSecretsStayWhereSealed(t *testing.T) {
 		{"another host", "https://***@evil.example/steal", true},
 		{"another port", "https://***@api.example.com:8443/v1", true},
 		{"another scheme", "http://***@api.example.com/v1", true},
+		// strings.ToLower makes İ an i; the client dials xn--ap-....
+		{"a look-alike by case mapping", "https://***@apİ.example.com/v1", true},
+		{"a trailing dot", "https://***@API.EXAMPLE.COM./v1", true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, field := range []string{"headers", "target_url", "signing_secret"} {

@@ -120,6 +120,7 @@ var (
 	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48")
 	sixToFour   = netip.MustParsePrefix("2002::/16")
 	v4Compat    = netip.MustParsePrefix("::/96")
+	v4Translate = netip.MustParsePrefix("::ffff:0:0:0/96")
 	loopback6   = netip.MustParseAddr("::1")
 	unspecific6 = netip.IPv6Unspecified()
 )
@@ -140,6 +141,8 @@ func embeddedIPv4(ip netip.Addr) (v4 netip.Addr, how string) {
 		return netip.AddrFrom4([4]byte(b[2:6])), "6to4"
 	case v4Compat.Contains(ip) && ip != loopback6 && ip != unspecific6:
 		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible IPv6"
+	case v4Translate.Contains(ip):
+		return netip.AddrFrom4([4]byte(b[12:16])), "IPv4-translated IPv6 (SIIT)"
 	}
 	return netip.Addr{}, ""
 }
@@ -215,7 +218,7 @@ func (g *Guard) CheckURL(raw string) error {
 	if ascii, err := idna.Lookup.ToASCII(host); err == nil {
 		host = ascii
 	}
-	ip, ok := literalIP(strings.TrimSuffix(host, "."))
+	ip, ok := literalIP(strings.TrimRight(host, "."))
 	if !ok {
 		return nil
 	}

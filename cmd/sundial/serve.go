@@ -372,19 +372,28 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 
 // redact hides the passwords of a database URL: the userinfo's, and the
 // value of every query parameter whose name holds "pass" (PostgreSQL's
-// password and sslpassword).
+// password and sslpassword). The userinfo ends at the last "@" before the
+// path, so a password may hold "?" or "#" unencoded; the query starts
+// after the host.
 func redact(dsn string) string {
-	base, query, hasQuery := strings.Cut(dsn, "?")
-	if i := strings.Index(base, "://"); i >= 0 {
-		rest := base[i+3:]
-		if at := strings.LastIndex(rest, "@"); at >= 0 {
-			if colon := strings.Index(rest[:at], ":"); colon >= 0 {
-				base = base[:i+3] + rest[:colon] + ":***" + rest[at:]
-			}
+	i := strings.Index(dsn, "://")
+	if i < 0 {
+		return dsn
+	}
+	head, rest := dsn[:i+3], dsn[i+3:]
+	authority := rest
+	if slash := strings.Index(rest, "/"); slash >= 0 {
+		authority = rest[:slash]
+	}
+	if at := strings.LastIndex(authority, "@"); at >= 0 {
+		if colon := strings.Index(authority[:at], ":"); colon >= 0 {
+			head += authority[:colon] + ":***@"
+			rest = rest[at+1:]
 		}
 	}
+	base, query, hasQuery := strings.Cut(rest, "?")
 	if !hasQuery {
-		return base
+		return head + base
 	}
 	params := strings.Split(query, "&")
 	for i, p := range params {
@@ -392,7 +401,7 @@ func redact(dsn string) string {
 			params[i] = name + "=***"
 		}
 	}
-	return base + "?" + strings.Join(params, "&")
+	return head + base + "?" + strings.Join(params, "&")
 }
 
 // callbackSecret is the secret callback tokens are signed with: the
