@@ -49,15 +49,15 @@ func runReseal(ctx context.Context, args []string, getenv func(string) string, s
 	if err != nil {
 		return err
 	}
-	if path, ok := strings.CutPrefix(cfg.DB, "sqlite:"); ok {
-		// Opening a SQLite path that does not exist would make an
-		// empty database there.
-		if _, err := os.Stat(path); err != nil {
-			return usageErrorf("db: %s: %v", cfg.DB, err)
-		}
-	}
-	store, err := openStore(ctx, cfg.DB, newLogger(cfg.Log, stderr))
+	// The schema is left as it is: a database that is not Sundial's, or
+	// not at this version's schema, is refused, and a SQLite file that
+	// does not exist is not made.
+	store, err := openStoreAs(ctx, cfg.DB, newLogger(cfg.Log, stderr), true)
 	if err != nil {
+		return usageErrorf("db: %v", err)
+	}
+	if err := checkClusterKey(ctx, store, box); err != nil {
+		store.Close()
 		return err
 	}
 	rep, err := reseal(ctx, store, box)
@@ -72,6 +72,23 @@ func runReseal(ctx context.Context, args []string, getenv func(string) string, s
 		return err
 	}
 	return rep.err()
+}
+
+// checkClusterKey refuses keys that do not open the cluster's OIDC signing
+// key, when the database holds one (every database a node with a key has
+// run on does), as serve does: sealing anything with keys that are not the
+// cluster's would make it unreadable to the nodes.
+func checkClusterKey(ctx context.Context, store sundial.Store, box *seal.Box) error {
+	v, ok, err := store.SettingGet(ctx, idtoken.SettingName)
+	if err != nil || !ok {
+		return err
+	}
+	if _, err := box.Open(v); err != nil {
+		return usageErrorf("the keys given do not open the cluster's OIDC signing key, which the first node with a secrets key " +
+			"sealed: give the cluster's key as secrets.key (after a rotation, the new key) and the key it replaces in " +
+			"secrets.previous_keys; nothing was changed")
+	}
+	return nil
 }
 
 // resealBox is the sealer of "sundial secrets reseal": the key of
@@ -128,8 +145,7 @@ type resealReport struct {
 
 // reseal seals every secret stored in the database with box's current
 // key: the secrets of every task, live or deleted (sundial.TaskSecrets:
-// the values of sensitive headers, and any header value that is sealed;
-// the userinfo of target_url; signing_secret), and the cluster's OIDC
+// the values of sensitive headers; the userinfo of target_url; signing_secret), and the cluster's OIDC
 // signing keys (idtoken.SettingName and its per-period rows). A value
 // sealed with the current key stays as it is; one sealed with a previous
 // key is opened and sealed again; one stored in clear (before sealing
@@ -211,8 +227,8 @@ func resealTask(box *seal.Box, ts *sundial.TaskSecrets) (*sundial.TaskSecrets, *
 	// In order, for the order of the report.
 	for _, k := range slices.Sorted(maps.Keys(ts.Headers)) {
 		v := ts.Headers[k]
-		if !sundial.SensitiveHeader(k) && !sundial.Sealed(v) {
-			continue // a value in clear that is no secret
+		if !sundial.SensitiveHeader(k) {
+			continue // no secret: never sealed, never opened (sundial.OpenTask)
 		}
 		if next.Headers[k], err = r.value(box, fmt.Sprintf("task %d, the value of header %s", ts.TaskID, k), v); err != nil {
 			return nil, nil, err

@@ -84,6 +84,38 @@ func storedSecrets(t *testing.T, db string) map[string]string {
 	return out
 }
 
+// plant stores value as header of task id in the SQLite database db, as
+// it is, bypassing sealing: what a database from elsewhere, or from before
+// sealing existed, may hold.
+func plant(t *testing.T, db string, id int64, header, value string) {
+	t.Helper()
+	st, err := sqlite.Open(t.Context(), db, sqlite.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	all, err := st.TaskSecretsList(t.Context(), id-1, 1)
+	if err != nil || len(all) != 1 || all[0].TaskID != id {
+		t.Fatalf("read task %d: %v %v", id, all, err)
+	}
+	next := *all[0]
+	next.Headers = maps.Clone(next.Headers)
+	next.Headers[header] = value
+	if ok, err := st.TaskSecretsSwap(t.Context(), all[0], &next); err != nil || !ok {
+		t.Fatalf("plant into task %d: %v %v", id, ok, err)
+	}
+}
+
+// sealWith seals plain with key (base64).
+func sealWith(t *testing.T, key, plain string) string {
+	t.Helper()
+	v, err := newBox(t, key).Seal(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // taskState is what a GET of a task says of its version.
 func taskState(t *testing.T, n *node, id int64) string {
 	t.Helper()
@@ -269,47 +301,78 @@ func TestSecretsReseal(t *testing.T) {
 	}
 }
 
-// TestSecretsResealUnopened: values sealed with a key the command is not
-// given are listed, one line each, by task and field (never the value),
-// left as they are, and the command exits with status 1; without a key,
-// it refuses.
+// TestSecretsResealUnopened: keys that do not open the cluster's OIDC
+// signing key are refused (status 2) before anything is written, even a
+// value stored in clear; with the cluster's keys, a value sealed with a key
+// the command is not given is listed, one line (by task and field, never
+// the value), left as it is, and the command exits with status 1; without
+// a key, it refuses.
 func TestSecretsResealUnopened(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("end-to-end test")
 	}
-	keyA, keyB := seal.NewKey(), seal.NewKey()
+	keyA, keyB, keyC := seal.NewKey(), seal.NewKey(), seal.NewKey()
 	db := filepath.Join(t.TempDir(), "sundial.db")
 	n := startNode(t, db, "--secrets.key="+keyA)
-	var tk taskJSON
+	var tk, clear taskJSON
 	n.do(t, "POST", "/api/v1/tasks", `{"name":"k","cron_expr":"0 0 0 1 1 *","status":"DISABLED",
 		"target_url":"http://example.com/","headers":{"X-Api-Key":"k-1","X-Team":"ops"}}`, http.StatusCreated, &tk)
+	n.do(t, "POST", "/api/v1/tasks", `{"name":"c","cron_expr":"0 0 0 1 1 *","status":"DISABLED",
+		"target_url":"http://example.com/","headers":{"X-Api-Key":"c-1"}}`, http.StatusCreated, &clear)
 	n.stop(t)
+	// Task k's key sealed with a key no one is given (a value copied from
+	// another cluster), task c's stored in clear (as before sealing).
+	plant(t, db, tk.ID, "X-Api-Key", sealWith(t, keyC, "k-1"))
+	plant(t, db, clear.ID, "X-Api-Key", "c-1")
 	before := storedSecrets(t, db)
+	noValues := func(res runResult) {
+		t.Helper()
+		for what, v := range before {
+			if strings.Contains(res.stdout+res.stderr+fmt.Sprint(res.err), strings.TrimPrefix(v, sundial.SealedPrefix)) {
+				t.Errorf("the output holds the value of %s", what)
+			}
+		}
+	}
 
 	res := runArgs(t, "secrets", "reseal", "--db", "sqlite:"+db, "--secrets.key="+keyB)
+	if res.err == nil || exitCode(res.err) != 2 || !strings.Contains(res.err.Error(), "do not open the cluster's OIDC signing key") {
+		t.Fatalf("reseal with keys that are not the cluster's: %v (status %d), want status 2 naming the cluster's key", res.err, exitCode(res.err))
+	}
+	noValues(res)
+	if after := storedSecrets(t, db); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("keys that are not the cluster's changed the database: %v, want %v", after, before)
+	}
+
+	res = runArgs(t, "secrets", "reseal", "--db", "sqlite:"+db, "--secrets.key="+keyB, "--secrets.previous_keys="+keyA)
 	if res.err == nil || exitCode(res.err) != 1 {
-		t.Fatalf("reseal with a key that opens nothing: %v (status %d), want status 1", res.err, exitCode(res.err))
+		t.Fatalf("reseal with a value no key opens: %v (status %d), want status 1", res.err, exitCode(res.err))
 	}
 	want := fmt.Sprintf("task %d, the value of header X-Api-Key: %v; left as it is\n"+
-		"the OIDC signing key in setting oidc_signing_key: %v; left as it is\n"+
-		"nothing to re-seal; 0 values were already sealed with the current key\n", tk.ID, seal.ErrOpen, seal.ErrOpen)
+		"re-sealed 2 values (1 of them stored in clear) in 1 task and 1 signing key; 0 values were already sealed with the current key\n",
+		tk.ID, seal.ErrOpen)
 	if res.stdout != want {
 		t.Errorf("reseal printed %q, want %q", res.stdout, want)
 	}
-	if !strings.Contains(res.err.Error(), "2 values open with none of the keys given") {
-		t.Errorf("reseal error %q, want it to count the 2 values", res.err)
+	if !strings.Contains(res.err.Error(), "1 value opens with none of the keys given") {
+		t.Errorf("reseal error %q, want it to count the value", res.err)
 	}
-	for what, v := range before {
-		if strings.Contains(res.stdout+res.stderr+res.err.Error(), strings.TrimPrefix(v, sundial.SealedPrefix)) {
-			t.Errorf("the output holds the value of %s", what)
-		}
-	}
-	if after := storedSecrets(t, db); fmt.Sprint(after) != fmt.Sprint(before) {
-		t.Errorf("values no key opens changed: %v, want %v", after, before)
+	noValues(res)
+	if after := storedSecrets(t, db); after[fmt.Sprintf("task %d header X-Api-Key", tk.ID)] != before[fmt.Sprintf("task %d header X-Api-Key", tk.ID)] {
+		t.Error("the value no key opens changed")
 	}
 
-	// Without a key: refused, and nothing is opened or made.
+	// Without a key, or without a Sundial database: refused, and nothing
+	// is opened, made or migrated.
+	empty := filepath.Join(t.TempDir(), "empty.db")
+	if err := os.WriteFile(empty, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if fi, err := os.Stat(empty); err != nil || fi.Size() != 0 {
+			t.Errorf("the empty file was written: %v %v", fi, err)
+		}
+	}()
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -321,6 +384,8 @@ func TestSecretsResealUnopened(t *testing.T) {
 			"no secrets key to seal with: there is no key file " + db + ".key"},
 		{"a SQLite database that does not exist", []string{"--db", "sqlite:" + db + "-none", "--secrets.key=" + keyB},
 			"no such file"},
+		{"an empty file", []string{"--db", "sqlite:" + empty, "--secrets.key=" + keyB},
+			"holds no schema of this version of Sundial"},
 	} {
 		res := runArgs(t, append([]string{"secrets", "reseal"}, tc.args...)...)
 		if res.err == nil || exitCode(res.err) != 2 || !strings.Contains(res.err.Error(), tc.want) {

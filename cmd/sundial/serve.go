@@ -277,16 +277,23 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 
 // openStore opens the database named by dsn and migrates its schema.
 func openStore(ctx context.Context, dsn string, log *slog.Logger) (sundial.Store, error) {
+	return openStoreAs(ctx, dsn, log, false)
+}
+
+// openStoreAs opens the database named by dsn; with noMigrate, it leaves
+// the schema as it is and refuses a database whose schema is not current
+// (or, on SQLite, a file that does not exist), changing nothing.
+func openStoreAs(ctx context.Context, dsn string, log *slog.Logger, noMigrate bool) (sundial.Store, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		path := strings.TrimPrefix(dsn, "sqlite:")
-		s, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log})
+		s, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoMigrate: noMigrate})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", dsn, err)
 		}
 		return s, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		s, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log})
+		s, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, NoMigrate: noMigrate})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", redact(dsn), err)
 		}
@@ -296,7 +303,7 @@ func openStore(ctx context.Context, dsn string, log *slog.Logger) (sundial.Store
 		if err != nil {
 			return nil, usageErrorf("db: %v", err)
 		}
-		s, err := mysql.Open(ctx, driverDSN, mysql.Options{Logger: log})
+		s, err := mysql.Open(ctx, driverDSN, mysql.Options{Logger: log, NoMigrate: noMigrate})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", redact(dsn), err)
 		}

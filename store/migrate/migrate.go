@@ -153,6 +153,38 @@ func Up(ctx context.Context, db *sql.DB, fsys fs.FS, d Dialect, log *slog.Logger
 	return applied, nil
 }
 
+// Check returns nil when db has recorded every migration in fsys, and an
+// error saying how many it has not otherwise (or that it holds no
+// schema_migrations table: no schema at all), changing nothing. A command
+// that must not change the schema (sundial secrets reseal) checks instead
+// of migrating.
+func Check(ctx context.Context, db *sql.DB, fsys fs.FS) error {
+	migs, err := Load(fsys)
+	if err != nil {
+		return err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("get a connection: %w", err)
+	}
+	defer conn.Close()
+	done, err := recorded(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("the database holds no schema of this version of Sundial (%w): run sundial migrate first", err)
+	}
+	pending := 0
+	for _, m := range migs {
+		if !done[m.Version] {
+			pending++
+		}
+	}
+	if pending > 0 {
+		return fmt.Errorf("the database's schema is not current (%d of %d migrations not applied): run sundial migrate first",
+			pending, len(migs))
+	}
+	return nil
+}
+
 func recorded(ctx context.Context, conn *sql.Conn) (map[int64]bool, error) {
 	rows, err := conn.QueryContext(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {

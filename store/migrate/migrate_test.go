@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -84,5 +85,35 @@ func TestUp(t *testing.T) {
 	}
 	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM a`).Scan(&n); err != nil || n != 1 {
 		t.Fatalf("rows of a = %d, %v; want 1: migration 1 ran more than once", n, err)
+	}
+}
+
+// TestCheck: Check says whether a database has every migration, naming
+// how many it lacks, or that it has no schema at all, and changes nothing.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "m.db")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	fsys := fstest.MapFS{"0001_a.sql": file("CREATE TABLE a (x INTEGER);")}
+	if err := migrate.Check(ctx, db, fsys); err == nil || !strings.Contains(err.Error(), "holds no schema") {
+		t.Errorf("Check of an empty database = %v, want no schema", err)
+	}
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT COUNT(*) FROM sqlite_master`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("Check made %d tables (%v), want none", n, err)
+	}
+	if _, err := migrate.Up(ctx, db, fsys, migrate.Dialect{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := migrate.Check(ctx, db, fsys); err != nil {
+		t.Errorf("Check of a current database = %v", err)
+	}
+	fsys["0002_b.sql"] = file("CREATE TABLE b (x INTEGER);")
+	if err := migrate.Check(ctx, db, fsys); err == nil || !strings.Contains(err.Error(), "1 of 2 migrations not applied") {
+		t.Errorf("Check with one migration pending = %v", err)
 	}
 }

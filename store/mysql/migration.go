@@ -35,6 +35,16 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	return err
 }
 
+// checkSchema refuses a database whose schema is not current
+// (migrate.Check), changing nothing.
+func (s *Store) checkSchema(ctx context.Context) error {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	return migrate.Check(ctx, s.db, sub)
+}
+
 // migrate is Migrate, reporting the versions this call applied.
 func (s *Store) migrate(ctx context.Context) ([]int64, error) {
 	sub, err := fs.Sub(migrationFiles, "migrations")

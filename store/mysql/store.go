@@ -29,6 +29,10 @@ type Options struct {
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
+	// NoMigrate leaves the schema as it is: Open refuses a database whose
+	// schema is not current (migrate.Check), changing nothing, instead of
+	// migrating it.
+	NoMigrate bool
 }
 
 // Store is a sundial.Store on one MySQL or MariaDB database.
@@ -53,7 +57,12 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Migrate(ctx); err != nil {
+	if opts.NoMigrate {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.Migrate(ctx)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}

@@ -42,6 +42,10 @@ type Options struct {
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
+	// NoMigrate leaves the schema as it is: Open refuses a database whose
+	// schema is not current (migrate.Check), changing nothing, instead of
+	// migrating it.
+	NoMigrate bool
 }
 
 // Store is a sundial.Store on a PostgreSQL database.
@@ -86,11 +90,28 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	if err := s.Migrate(ctx); err != nil {
+	if opts.NoMigrate {
+		err = s.checkSchema(ctx)
+	} else {
+		err = s.Migrate(ctx)
+	}
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkSchema refuses a database whose schema is not current
+// (migrate.Check), changing nothing.
+func (s *Store) checkSchema(ctx context.Context) error {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	db := stdlib.OpenDBFromPool(s.pool)
+	defer db.Close()
+	return migrate.Check(ctx, db, sub)
 }
 
 // Migrate applies the migrations the database has not had yet, holding an

@@ -56,6 +56,10 @@ type Options struct {
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
+	// NoMigrate leaves the schema as it is: Open refuses a file that does
+	// not exist or whose schema is not current (migrate.Check), changing
+	// nothing, instead of making or migrating it.
+	NoMigrate bool
 }
 
 // Store is a sundial.Store on one SQLite file.
@@ -94,6 +98,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		s.clock = time.Now
 	}
 
+	if opts.NoMigrate {
+		if err := checkSchema(ctx, path, opts.BusyTimeout); err != nil {
+			return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		}
+	}
 	// A new database file is made readable by its owner only; SQLite
 	// gives its -wal and -shm files the database file's mode.
 	// A file made before that, or by someone else, is left as it is, with
@@ -132,9 +141,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	s.r = r
 	s.Plain = sqlstore.New(sqlstore.SQL(r), sqlstore.SQL(w), queries, s.classify)
 
-	if err := s.Migrate(ctx); err != nil {
-		s.Close()
-		return nil, err
+	if !opts.NoMigrate {
+		if err := s.Migrate(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	if s.st, err = prepare(ctx, w); err != nil {
 		s.Close()
@@ -183,6 +194,24 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	return nil
+}
+
+// checkSchema refuses the file at path unless it exists and its schema is
+// current, reading it on a query-only connection.
+func checkSchema(ctx context.Context, path string, busy time.Duration) error {
+	if _, err := os.Stat(path); err != nil {
+		return err
+	}
+	db, err := sql.Open("sqlite", dsn(path, busy, true))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		return err
+	}
+	return migrate.Check(ctx, db, sub)
 }
 
 // Close releases the database.
