@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"strconv"
 	"strings"
 )
@@ -50,21 +51,32 @@ func lookupParam(doc []byte, path string) ([]byte, error) {
 }
 
 // paramLookup looks params paths up in one params document, for one
-// render. The first lookup walks the raw JSON as lookupParam does, with no
-// allocation; from the second on, each object or array a path looks into
-// is indexed the first time, so that a template of thousands of tags over
-// large params reads them about once, not once a tag.
+// render. It walks the raw JSON as lookupParam does, with no allocation,
+// until the walks have read walkBudget bytes of params (budget, when set,
+// in its place); then it indexes each object or array a path looks into
+// the first time, so that a template of thousands of tags over large
+// params reads them about once, not once a tag, while a template of a few
+// tags over small params never pays for an index.
 type paramLookup struct {
-	doc     []byte
-	lookups int
-	objs    map[int]map[string][]byte // an object's keys, by its offset in doc
-	arrs    map[int][][]byte          // an array's elements, by its offset in doc
+	doc    []byte
+	budget int                       // 0: walkBudget
+	walked int                       // bytes of params the plain walks have been given
+	objs   map[int]map[string][]byte // an object's keys, by its offset in doc
+	arrs   map[int][][]byte          // an array's elements, by its offset in doc
 }
+
+// walkBudget is how many bytes of params a render's plain walks read
+// before it indexes them: 64 tags over 1 KiB of params.
+const walkBudget = 64 << 10
 
 // lookup returns the raw JSON of the value at the dot path, as lookupParam.
 func (l *paramLookup) lookup(path string) ([]byte, error) {
-	l.lookups++
-	if l.lookups == 1 {
+	budget := l.budget
+	if budget == 0 {
+		budget = walkBudget
+	}
+	if l.walked < budget {
+		l.walked += len(l.doc)
 		return lookupParam(l.doc, path)
 	}
 	if err := checkParamPath(path); err != nil {
@@ -112,27 +124,10 @@ func (l *paramLookup) object(v []byte) map[string][]byte {
 		return m
 	}
 	m := map[string][]byte{}
-	i := 1
-	for {
-		i = skipSpace(v, i)
-		if v[i] == '}' {
-			break
-		}
-		ks := i
-		i = skipString(v, i)
-		k := v[ks:i]
-		i = skipSpace(v, i) + 1 // ':'
-		i = skipSpace(v, i)
-		vs := i
-		i = skipValue(v, i)
+	for k, val := range fields(v) {
 		if key, ok := indexKey(k); ok {
-			m[key] = v[vs:i]
+			m[key] = val
 		}
-		i = skipSpace(v, i)
-		if v[i] != ',' {
-			break
-		}
-		i++
 	}
 	if l.objs == nil {
 		l.objs = map[int]map[string][]byte{}
@@ -170,20 +165,8 @@ func (l *paramLookup) array(v []byte) [][]byte {
 		return a
 	}
 	var a [][]byte
-	i := 1
-	for {
-		i = skipSpace(v, i)
-		if v[i] == ']' {
-			break
-		}
-		vs := i
-		i = skipValue(v, i)
-		a = append(a, v[vs:i])
-		i = skipSpace(v, i)
-		if v[i] != ',' {
-			break
-		}
-		i++
+	for e := range elems(v) {
+		a = append(a, e)
 	}
 	if l.arrs == nil {
 		l.arrs = map[int][][]byte{}
@@ -243,29 +226,41 @@ func paramText(raw []byte) (p []byte, s string) {
 // key repeats, as encoding/json does.
 func objectField(v []byte, key string) ([]byte, bool) {
 	var found []byte
-	i := 1
-	for {
-		i = skipSpace(v, i)
-		if v[i] == '}' {
-			break
-		}
-		ks := i
-		i = skipString(v, i)
-		k := v[ks:i]
-		i = skipSpace(v, i) + 1 // ':'
-		i = skipSpace(v, i)
-		vs := i
-		i = skipValue(v, i)
+	for k, val := range fields(v) {
 		if keyEqual(k, key) {
-			found = v[vs:i]
+			found = val
 		}
-		i = skipSpace(v, i)
-		if v[i] != ',' {
-			break
-		}
-		i++
 	}
 	return found, found != nil
+}
+
+// fields yields the members of the object v in order: each key as its
+// quoted JSON string, and its value's raw JSON.
+func fields(v []byte) iter.Seq2[[]byte, []byte] {
+	return func(yield func([]byte, []byte) bool) {
+		i := 1
+		for {
+			i = skipSpace(v, i)
+			if v[i] == '}' {
+				return
+			}
+			ks := i
+			i = skipString(v, i)
+			k := v[ks:i]
+			i = skipSpace(v, i) + 1 // ':'
+			i = skipSpace(v, i)
+			vs := i
+			i = skipValue(v, i)
+			if !yield(k, v[vs:i]) {
+				return
+			}
+			i = skipSpace(v, i)
+			if v[i] != ',' {
+				return
+			}
+			i++
+		}
+	}
 }
 
 // keyEqual reports whether the quoted JSON string k is key. A template
@@ -316,22 +311,36 @@ func unescapeASCII(s []byte) (c byte, n int) {
 
 // arrayElem returns element n of the array v.
 func arrayElem(v []byte, n int) ([]byte, bool) {
-	i := 1
-	for idx := 0; ; idx++ {
-		i = skipSpace(v, i)
-		if v[i] == ']' {
-			return nil, false
-		}
-		vs := i
-		i = skipValue(v, i)
+	idx := 0
+	for e := range elems(v) {
 		if idx == n {
-			return v[vs:i], true
+			return e, true
 		}
-		i = skipSpace(v, i)
-		if v[i] != ',' {
-			return nil, false
+		idx++
+	}
+	return nil, false
+}
+
+// elems yields the raw JSON of the elements of the array v, in order.
+func elems(v []byte) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		i := 1
+		for {
+			i = skipSpace(v, i)
+			if v[i] == ']' {
+				return
+			}
+			vs := i
+			i = skipValue(v, i)
+			if !yield(v[vs:i]) {
+				return
+			}
+			i = skipSpace(v, i)
+			if v[i] != ',' {
+				return
+			}
+			i++
 		}
-		i++
 	}
 }
 

@@ -377,21 +377,7 @@ func TestServeOIDC(t *testing.T) {
 	if disc.Issuer != "https://sundial.example.com" || disc.JWKSURI != "https://sundial.example.com/.well-known/jwks.json" {
 		t.Errorf("discovery = %+v", disc)
 	}
-	// The tokens are checked with lestrrat-go/jwx, a library independent of
-	// go-jose, which signs them.
-	resp, err := http.Get(n.url + "/.well-known/jwks.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rawKeys, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := jwk.Parse(rawKeys)
-	if err != nil {
-		t.Fatalf("the JWKS does not parse: %v\n%s", err, rawKeys)
-	}
+	keys := servedKeys(t, n.url)
 	if keys.Len() == 0 {
 		t.Fatal("the JWKS has no key")
 	}
@@ -437,6 +423,27 @@ func TestServeOIDC(t *testing.T) {
 			t.Error("the token verifies for another audience")
 		}
 	}
+}
+
+// servedKeys fetches the key set the node at url serves, parsed with
+// lestrrat-go/jwx: the tests check Sundial's tokens with a library
+// independent of go-jose, which signs them.
+func servedKeys(t *testing.T, url string) jwk.Set {
+	t.Helper()
+	resp, err := http.Get(url + "/.well-known/jwks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := jwk.Parse(raw)
+	if err != nil {
+		t.Fatalf("the JWKS does not parse: %v\n%s", err, raw)
+	}
+	return keys
 }
 
 // TestServeSecretsKeyCluster: on PostgreSQL a node needs the cluster's

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lestrrat-go/jwx/v3/jwk"
 	"github.com/lestrrat-go/jwx/v3/jwt"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
@@ -274,19 +272,7 @@ func TestSecretsReseal(t *testing.T) {
 		t.Errorf("the target got basic auth %q:%q, want robot and the password", d.user, d.pass)
 	}
 
-	resp, err := http.Get(n2.url + "/.well-known/jwks.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rawKeys, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	keys, err := jwk.Parse(rawKeys)
-	if err != nil {
-		t.Fatalf("the JWKS does not parse: %v\n%s", err, rawKeys)
-	}
+	keys := servedKeys(t, n2.url)
 	if run := n2.finished(t, oidc, ""); run.Status != "SUCCESS" {
 		t.Fatalf("oidc: run %s %q", run.Status, run.Error)
 	}
