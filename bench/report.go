@@ -52,6 +52,12 @@ type Report struct {
 	// during the window per fire received; 0 where not measured (SQLite).
 	RowsPerFire float64 `json:"db_rows_per_fire,omitempty"`
 
+	// Floor is the bare client's lag for the same burst, by number of
+	// workers (Floor), measured before the nodes start; P99OverFloor is
+	// LagMS.P99 over the best of them.
+	Floor        []FloorResult `json:"floor,omitempty"`
+	P99OverFloor float64       `json:"p99_over_floor,omitempty"`
+
 	Share     map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
 	NodeStats []NodeStats        `json:"node_stats,omitempty"`
 }
@@ -63,6 +69,15 @@ type Percentiles struct {
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p99.9"`
 	Max  float64 `json:"max"`
+}
+
+// percentilesOf is the percentiles of the sorted lags.
+func percentilesOf(sorted []time.Duration) Percentiles {
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return Percentiles{
+		P50: ms(Percentile(sorted, 0.50)), P90: ms(Percentile(sorted, 0.90)), P99: ms(Percentile(sorted, 0.99)),
+		P999: ms(Percentile(sorted, 0.999)), Max: ms(Percentile(sorted, 1)),
+	}
 }
 
 // Percentile returns the q-quantile (0 < q <= 1) of sorted by the nearest
@@ -114,14 +129,10 @@ func Analyze(expected []Fire, got []Arrival, from, to time.Time) Report {
 		lags = append(lags, at.Sub(f.Scheduled))
 	}
 	slices.Sort(lags)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	r.Expected = len(want)
 	r.Received = len(first)
 	r.Lost = r.Expected - r.Received
-	r.LagMS = Percentiles{
-		P50: ms(Percentile(lags, 0.50)), P90: ms(Percentile(lags, 0.90)), P99: ms(Percentile(lags, 0.99)),
-		P999: ms(Percentile(lags, 0.999)), Max: ms(Percentile(lags, 1)),
-	}
+	r.LagMS = percentilesOf(lags)
 	r.WindowSeconds = window.Seconds()
 	if window > 0 {
 		r.FiresPerSecond = float64(r.Received) / window.Seconds()
@@ -178,6 +189,11 @@ func (r Report) WriteTable(w io.Writer) error {
 		r.Expected, r.Received, r.Lost, r.Duplicates, r.Unexpected))
 	row("lag (ms)", fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
 		r.LagMS.P50, r.LagMS.P90, r.LagMS.P99, r.LagMS.P999, r.LagMS.Max))
+	if best, ok := BestFloor(r.Floor); ok {
+		row("floor (ms)", fmt.Sprintf("p99 %.2f: a bare net/http client, %d workers (the best of %d), no scheduler, no database",
+			best.LagMS.P99, best.Workers, len(r.Floor)))
+		row("p99 / floor", fmt.Sprintf("%.2fx", r.P99OverFloor))
+	}
 	if r.DueAt != nil {
 		row("last delivery", fmt.Sprintf("%.3f s after the due instant", r.LastDeliverySeconds))
 		row("rate", fmt.Sprintf("%.1f deliveries per second sustained", r.DeliveriesPerSecond))
@@ -207,6 +223,15 @@ func (r Report) WriteTable(w io.Writer) error {
 		row("node "+s.Node, fmt.Sprintf("%s, peak rss %.1f MB", cpu, float64(s.PeakRSSBytes)/1e6))
 	}
 	return tw.Flush()
+}
+
+// SetFloor records the floor measured for the report's burst and the
+// ratio of its p99 to the best floor.
+func (r *Report) SetFloor(rs []FloorResult) {
+	r.Floor = rs
+	if best, ok := BestFloor(rs); ok && best.LagMS.P99 > 0 {
+		r.P99OverFloor = r.LagMS.P99 / best.LagMS.P99
+	}
 }
 
 // WriteJSON prints the report as one JSON object on one line.

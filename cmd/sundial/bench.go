@@ -69,6 +69,7 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	shape := fs.String("shape", "aligned", "aligned: every task at the same whole second (* * * * * *); spread: @every 1s tasks created across one second")
 	workers := fs.Int("workers", 16, "executor.worker_pool_size of each node")
 	server := fs.String("server", "", "the base URL of a node already running (http://127.0.0.1:8080) to measure instead of starting nodes; it must reach this machine's loopback")
+	floor := fs.Bool("floor", true, "with --shape aligned, first measure the floor: the same burst sent by a bare net/http client to a target of its own (16, 64 and 256 workers, 3 bursts each), and report p99 over the best floor")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -87,6 +88,18 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	if err := checkServer(*server); err != nil {
 		return usageErrorf("bench precision: %v", err)
+	}
+
+	var floorResults []bench.FloorResult
+	if *floor && *shape == "aligned" {
+		fmt.Fprintf(stderr, "bench: the floor: %d requests at once from a bare net/http client, %v workers\n", *tasks, bench.FloorWorkers)
+		var err error
+		if floorResults, err = bench.Floor(ctx, *tasks, bench.FloorWorkers, 3); err != nil {
+			return err
+		}
+		for _, f := range floorResults {
+			fmt.Fprintf(stderr, "bench: floor with %d workers: p99 %.2f ms\n", f.Workers, f.LagMS.P99)
+		}
 	}
 
 	rec, targetURL, stopTarget, err := startTarget()
@@ -170,6 +183,7 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 
 	r := bench.Analyze(expected, rec.Arrivals(), from, to)
 	r.Scenario, r.Backend, r.Nodes, r.Tasks = "precision/"+*shape, backend, max(len(procs), 1), *tasks
+	r.SetFloor(floorResults)
 	if rows1, ok, err := rowsWritten(ctx, backend, dsn); err != nil {
 		fmt.Fprintf(stderr, "bench: rows written: %v\n", err)
 	} else if ok && rowsRead && r.Received > 0 {

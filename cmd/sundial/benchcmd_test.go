@@ -27,6 +27,13 @@ func TestBenchPrecisionCommand(t *testing.T) {
 			CPU float64 `json:"cpu_seconds"`
 			RSS int64   `json:"peak_rss_bytes"`
 		} `json:"node_stats"`
+		Floor []struct {
+			Workers int `json:"workers"`
+			LagMS   struct {
+				P99 float64 `json:"p99"`
+			} `json:"lag_ms"`
+		} `json:"floor"`
+		OverFloor float64 `json:"p99_over_floor"`
 	}
 	out, _ := benchReport(t, &r, "bench", "precision", "--tasks", "20", "--duration", "2s", "--warmup", "1s")
 	if r.Expected != 40 || r.Received != 40 || r.Lost != 0 || r.Dups != 0 {
@@ -35,8 +42,12 @@ func TestBenchPrecisionCommand(t *testing.T) {
 	if len(r.NodeStats) != 1 || r.NodeStats[0].RSS <= 0 || r.NodeStats[0].CPU <= 0 {
 		t.Errorf("node stats %+v, want one node with CPU and RSS", r.NodeStats)
 	}
-	if !strings.Contains(out, "lag (ms)") {
-		t.Errorf("no table in the output:\n%s", out)
+	if !strings.Contains(out, "lag (ms)") || !strings.Contains(out, "p99 / floor") {
+		t.Errorf("no table, or no floor in it, in the output:\n%s", out)
+	}
+	// Aligned (the default), the floor comes first: 16, 64 and 256 workers.
+	if len(r.Floor) != 3 || r.Floor[0].Workers != 16 || r.Floor[2].Workers != 256 || r.Floor[0].LagMS.P99 <= 0 || r.OverFloor <= 0 {
+		t.Errorf("floor %+v, ratio %v; want three floors measured and the ratio", r.Floor, r.OverFloor)
 	}
 }
 
@@ -58,7 +69,7 @@ func TestBenchPrecisionServer(t *testing.T) {
 		Dups      int    `json:"duplicates"`
 		NodeStats []any  `json:"node_stats"`
 	}
-	benchReport(t, &r, "bench", "precision", "--server", n.url, "--tasks", "10", "--duration", "2s", "--warmup", "1s")
+	benchReport(t, &r, "bench", "precision", "--server", n.url, "--tasks", "10", "--duration", "2s", "--warmup", "1s", "--floor=false")
 	if r.Backend != "server" || r.Expected != 20 || r.Received != 20 || r.Lost != 0 || r.Dups != 0 || len(r.NodeStats) != 0 {
 		t.Errorf("report %+v, want 20 fires from the server, received once each, no node stats", r)
 	}
