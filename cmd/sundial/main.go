@@ -1,6 +1,6 @@
 // Command sundial is Sundial's single binary. It owns the command line: it
 // reads flags and the environment, wires the packages together and maps
-// failures to exit statuses.
+// failures to exit statuses:
 //
 //	sundial serve            run a scheduler node and the REST API
 //	sundial migrate          create or upgrade the database schema
@@ -8,10 +8,8 @@
 //	sundial target           an HTTP target that prints what it receives
 //	sundial cron next EXPR   print the next fire times of a cron expression
 //	sundial cron explain EXPR
-//	sundial bench precision [flags]
-//	sundial bench throughput [flags]
-//	sundial bench scale [flags]
-//	sundial bench failover [flags]
+//	sundial bench precision|throughput|scale|failover [flags]
+//	sundial completion bash|zsh|fish|powershell
 //	sundial version
 //
 // A failure prints one line, "sundial: <message>", on stderr and exits with
@@ -52,7 +50,9 @@ Usage:
   sundial bench scale [flags]           measure start-up, memory and idle CPU with a million tasks stored
   sundial bench failover [flags]        kill cluster nodes at random and count lost and repeated fires
   sundial version                       print the version, VCS revision and Go version
-  sundial help                          print this help
+  sundial help [COMMAND]                print this help, or a command's
+  sundial completion bash|zsh|fish|powershell
+                                        print a shell completion script
 
 Quote EXPR so that it is one argument: sundial cron next "*/15 * * * * *".
 Run "sundial <command> -h" for the flags of a command.
@@ -147,33 +147,8 @@ func oneLine(s string) string {
 
 // run is the whole program, minus process exit, so tests can call it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	_ = stdin // no command reads it yet
-	if len(args) == 0 {
-		return usageErrorf("no command given; run 'sundial help' for usage")
-	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return runServe(ctx, rest, getenv, stdout, stderr)
-	case "migrate":
-		return runMigrate(ctx, rest, getenv, stdout, stderr)
-	case "secrets":
-		return runSecrets(ctx, rest, getenv, stdout, stderr)
-	case "target":
-		return runTarget(ctx, rest, stdout, stderr)
-	case "cron":
-		return runCron(rest, stdout, stderr)
-	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
-	case "version", "--version":
-		bi, _ := debug.ReadBuildInfo()
-		_, err := fmt.Fprintln(stdout, versionLine(version, bi))
-		return err
-	case "help", "-h", "-help", "--help":
-		_, err := io.WriteString(stdout, usage)
-		return err
-	default:
-		return usageErrorf("unknown command %q; run 'sundial help' for usage", cmd)
-	}
+	c := &cli{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	return c.execute(args)
 }
 
 // versionLine describes the build: the release (the -ldflags version, else
