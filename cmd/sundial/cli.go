@@ -6,21 +6,27 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
 
-// cli is one invocation of the command line: what run was given.
+// cli is one invocation of the command line: what run was given, and the
+// flags the client commands share (see clientFlags).
 type cli struct {
 	ctx            context.Context
 	getenv         func(string) string
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	now            func() time.Time
+
+	conn connFlags
 }
 
 // execute runs the command line args. The command tree is cobra's: it
-// finds the command, prints the help and answers shell completion
-// ("sundial completion bash" writes the script). The
+// finds the command, parses the flags of the client commands, prints the
+// help and answers shell completion ("sundial completion bash" writes the
+// script). The
 // commands that came before it (serve, migrate, secrets, target, cron,
 // bench) keep their own parsing: their flags are the configuration layer's
 // (flag, SUNDIAL_* environment, YAML file: see config.go), with Go's flag
@@ -75,6 +81,7 @@ func (c *cli) rootCommand() *cobra.Command {
 		cobraHelp(cmd, args)
 	})
 	root.AddCommand(c.serverCommands()...)
+	root.AddCommand(c.clientCommands()...)
 	root.AddCommand(&cobra.Command{
 		Use:   "version",
 		Short: "Print the version, VCS revision and Go version",
