@@ -123,11 +123,13 @@ func jsonTypeName(t reflect.Type) string {
 }
 
 // readManifests reads the tasks the files (or directories, or - for
-// stdin) declare, in order. A name given twice is an error.
-func readManifests(paths []string, stdin io.Reader) ([]*manifest, error) {
+// stdin) declare, in order. For apply and diff (byName), every task has a
+// name, given once, and no delay_seconds; task create takes a one-off
+// task without a name (the server makes one up) and delay_seconds.
+func readManifests(paths []string, stdin io.Reader, byName bool) ([]*manifest, error) {
 	var all []*manifest
 	read := func(name string, data []byte) error {
-		ms, err := parseManifests(name, data)
+		ms, err := parseManifests(name, data, byName)
 		all = append(all, ms...)
 		return err
 	}
@@ -178,6 +180,9 @@ func readManifests(paths []string, stdin io.Reader) ([]*manifest, error) {
 	}
 	seen := map[string]*manifest{}
 	for _, m := range all {
+		if m.name == "" {
+			continue
+		}
 		if first, ok := seen[m.name]; ok {
 			return nil, usageErrorf("%s: task %q is declared twice, here and at %s", m.where, m.name, first.where)
 		}
@@ -187,7 +192,7 @@ func readManifests(paths []string, stdin io.Reader) ([]*manifest, error) {
 }
 
 // parseManifests reads the tasks of one file.
-func parseManifests(name string, data []byte) ([]*manifest, error) {
+func parseManifests(name string, data []byte, byName bool) ([]*manifest, error) {
 	var out []*manifest
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
@@ -205,7 +210,7 @@ func parseManifests(name string, data []byte) ([]*manifest, error) {
 		case root.Kind == yaml.ScalarNode && root.Tag == "!!null":
 			continue // an empty document
 		case root.Kind == yaml.MappingNode:
-			m, err := toManifest(name, root)
+			m, err := toManifest(name, root, byName)
 			if err != nil {
 				return nil, err
 			}
@@ -215,7 +220,7 @@ func parseManifests(name string, data []byte) ([]*manifest, error) {
 				if n.Kind != yaml.MappingNode {
 					return nil, usageErrorf("%s:%d: want a task (a mapping of its fields)", name, n.Line)
 				}
-				m, err := toManifest(name, n)
+				m, err := toManifest(name, n, byName)
 				if err != nil {
 					return nil, err
 				}
@@ -228,7 +233,7 @@ func parseManifests(name string, data []byte) ([]*manifest, error) {
 }
 
 // toManifest reads one task's mapping.
-func toManifest(file string, n *yaml.Node) (*manifest, error) {
+func toManifest(file string, n *yaml.Node, byName bool) (*manifest, error) {
 	where := fmt.Sprintf("%s:%d", file, n.Line)
 	var v any
 	if err := n.Decode(&v); err != nil {
@@ -248,12 +253,12 @@ func toManifest(file string, n *yaml.Node) (*manifest, error) {
 	for _, k := range serverSetFields {
 		delete(fields, k)
 	}
-	name, ok := fields["name"].(string)
-	if !ok || strings.TrimSpace(name) == "" {
+	name, _ := fields["name"].(string)
+	m.name = strings.TrimSpace(name)
+	if m.name == "" && byName {
 		return nil, usageErrorf("%s: a task needs a name: apply and diff find tasks by name", where)
 	}
-	m.name = strings.TrimSpace(name)
-	if _, ok := fields["delay_seconds"]; ok {
+	if _, ok := fields["delay_seconds"]; ok && byName {
 		return nil, usageErrorf("%s: task %q: delay_seconds counts from each request, so every apply would move the task: give run_at", where, m.name)
 	}
 	if v, ok := fields["run_at"]; ok && v != nil {
@@ -704,7 +709,7 @@ func (c *cli) applyCommand() *cobra.Command {
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			ms, err := readManifests(f.files, c.stdin)
+			ms, err := readManifests(f.files, c.stdin, true)
 			if err != nil {
 				return err
 			}
@@ -787,7 +792,7 @@ mistake or a file that is not valid.
 			if err := f.check(cmd); err != nil {
 				return err
 			}
-			ms, err := readManifests(f.files, c.stdin)
+			ms, err := readManifests(f.files, c.stdin, true)
 			if err != nil {
 				return err
 			}

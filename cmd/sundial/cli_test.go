@@ -518,7 +518,7 @@ func TestCLIErrors(t *testing.T) {
 		{[]string{"task", "get"}, "task get: want the name or id of a task"},
 		{[]string{"task", "ls", "extra"}, `task ls: unexpected argument "extra"`},
 		{[]string{"run", "get", "abc"}, `run get: "abc": want a run's id`},
-		{[]string{"task", "ls", "--server", "localhost:8080"}, `--server: "localhost:8080": want an http or https URL`},
+		{[]string{"task", "ls", "--server", "http://h:1/?q=1"}, `--server: "http://h:1/?q=1": want an http or https URL`},
 		{[]string{"run", "ls", "--from", "yesterday"}, `--from "yesterday": want an RFC 3339 time`},
 	} {
 		failCLI(t, env, 2, []string{tc.want}, tc.args...)
@@ -547,6 +547,18 @@ func TestCLITasksAndRuns(t *testing.T) {
 		t.Fatalf("task create: %q", out)
 	}
 	failCLI(t, env, 1, []string{"nightly", "(field name"}, "task", "create", "-f", file)
+	// A one-off task needs no name (the server makes one up) and may say
+	// when as delay_seconds: task create sends it as it is.
+	oneOff := filepath.Join(t.TempDir(), "once.yaml")
+	writeText(t, oneOff, "delay_seconds: 3600\ntarget_url: "+target.srv.URL+"/once\n")
+	if out := mustCLI(t, env, "task", "create", "-f", oneOff); !regexp.MustCompile(`^task/once-[0-9a-f]+ created \(id 2\)\n$`).MatchString(out) {
+		t.Fatalf("task create of a one-off task: %q", out)
+	}
+	mustCLI(t, env, "task", "delete", "2")
+	// A bare host:port is the server's http address.
+	env["SUNDIAL_SERVER"] = strings.TrimPrefix(n.url, "http://")
+	mustCLI(t, env, "task", "get", "nightly")
+	env["SUNDIAL_SERVER"] = n.url
 
 	up := mustCLI(t, env, "task", "upcoming", "nightly", "--limit", "2")
 	if !regexp.MustCompile(`^TIME \(America/New_York\) +IN +RUN +STATUS\n\d{4}-\d\d-\d\d 02:00:00 +in \S+ +- +not planned yet\n\d{4}-\d\d-\d\d 02:00:00 `).MatchString(up) {
@@ -739,7 +751,7 @@ func TestWriteYAML(t *testing.T) {
 	if err != nil || b.String() != want {
 		t.Fatalf("writeYAML: %v\n%s\nwant:\n%s", err, b.String(), want)
 	}
-	ms, err := parseManifests("x.yaml", b.Bytes())
+	ms, err := parseManifests("x.yaml", b.Bytes(), true)
 	if err != nil || len(ms) != 2 {
 		t.Fatalf("read back: %v, %d tasks", err, len(ms))
 	}

@@ -106,9 +106,14 @@ func (c *cli) endpoint() (endpoint, error) {
 	return e, nil
 }
 
-// parseServer checks a server URL: absolute, http or https, no query.
+// parseServer checks a server URL: absolute, http or https, no query. A
+// bare host:port, as serve's listen setting is written, is http.
 func parseServer(raw string) (*url.URL, error) {
-	u, err := url.Parse(raw)
+	full := raw
+	if !strings.Contains(raw, "://") {
+		full = "http://" + raw
+	}
+	u, err := url.Parse(full)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("%q: want an http or https URL such as %s or https://sundial.example.com", raw, defaultServer)
 	}

@@ -132,14 +132,15 @@ func (c *cli) taskCreateCommand() *cobra.Command {
 		Use:   "create -f FILE|DIR...",
 		Short: "Create the tasks a YAML (or JSON) file declares; a name taken is an error (see apply)",
 		Long: `Create each task the files declare (the format apply reads: see "sundial apply -h"), in order,
-with POST /api/v1/tasks. It stops at the first refused; those created before it stay.`,
+with POST /api/v1/tasks. It stops at the first refused; those created before it stay. Unlike
+apply, it takes a one-off task without a name (the server makes one up) and delay_seconds.`,
 		Example: "  sundial task create -f hello.yaml",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(files) == 0 {
 				return usageErrorf("task create: give the tasks' file with -f FILE (- for standard input)")
 			}
-			ms, err := readManifests(files, c.stdin)
+			ms, err := readManifests(files, c.stdin, false)
 			if err != nil {
 				return err
 			}
@@ -314,7 +315,7 @@ FAILED_TIMEOUT, CANCELED, SKIPPED), or when --timeout passes first (the run goes
 			}
 			why := run.Error
 			if why == "" && run.SkipReason != "" {
-				why = "skipped: " + run.SkipReason
+				why = "skip_reason " + run.SkipReason
 			}
 			if why != "" {
 				why = ": " + why
