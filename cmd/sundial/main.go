@@ -1,6 +1,7 @@
 // Command sundial is Sundial's single binary. It owns the command line: it
 // reads flags and the environment, wires the packages together and maps
-// failures to exit statuses.
+// failures to exit statuses. Its commands run Sundial, or talk to a running
+// Sundial through the REST API:
 //
 //	sundial serve            run a scheduler node and the REST API
 //	sundial migrate          create or upgrade the database schema
@@ -8,14 +9,18 @@
 //	sundial target           an HTTP target that prints what it receives
 //	sundial cron next EXPR   print the next fire times of a cron expression
 //	sundial cron explain EXPR
-//	sundial bench precision [flags]
-//	sundial bench throughput [flags]
-//	sundial bench scale [flags]
-//	sundial bench failover [flags]
+//	sundial bench precision|throughput|scale|failover [flags]
+//	sundial task ls|get|create|delete|enable|disable|trigger|upcoming|history
+//	sundial run ls|get|cancel
+//	sundial apply -f FILE|DIR, sundial diff -f FILE|DIR
+//	sundial node ls, sundial token ls|create|revoke, sundial audit ls
+//	sundial config use-context|set-context|get-contexts|current-context|delete-context
+//	sundial completion bash|zsh|fish|powershell
 //	sundial version
 //
 // A failure prints one line, "sundial: <message>", on stderr and exits with
-// status 2 for a usage mistake or invalid input, 1 for anything else.
+// status 2 for a usage mistake or invalid input, 1 for anything else; diff
+// exits 3, silently, when it finds a difference.
 package main
 
 import (
@@ -29,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // version is the release, set with -ldflags "-X main.version=v1.2.3"; when
@@ -52,7 +58,21 @@ Usage:
   sundial bench scale [flags]           measure start-up, memory and idle CPU with a million tasks stored
   sundial bench failover [flags]        kill cluster nodes at random and count lost and repeated fires
   sundial version                       print the version, VCS revision and Go version
-  sundial help                          print this help
+  sundial help [COMMAND]                print this help, or a command's
+  sundial completion bash|zsh|fish|powershell
+                                        print a shell completion script
+
+Talking to a running Sundial (--server, --token or a context say which one):
+  sundial task ls|get|create|delete|enable|disable|trigger|upcoming|history
+                                        list, read, change and run tasks, named by name or id
+  sundial run ls|get|cancel             list, read and cancel runs
+  sundial apply -f FILE|DIR [--dry-run] create the tasks declared in YAML files, update those that differ
+  sundial diff -f FILE|DIR              print what apply would change, field by field (exit 3 if any)
+  sundial node ls                       list the nodes of the cluster
+  sundial token ls|create|revoke        manage API tokens
+  sundial audit ls                      read the audit log
+  sundial config set-context|use-context|get-contexts|current-context|delete-context
+                                        named servers and their tokens, kept in the user's config directory
 
 Quote EXPR so that it is one argument: sundial cron next "*/15 * * * * *".
 Run "sundial <command> -h" for the flags of a command.
@@ -67,7 +87,9 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sundial: "+oneLine(err.Error()))
+		if !quiet(err) {
+			fmt.Fprintln(os.Stderr, "sundial: "+oneLine(err.Error()))
+		}
 		os.Exit(exitCode(err))
 	}
 }
@@ -117,10 +139,12 @@ func secondStop(ctx context.Context) <-chan struct{} {
 }
 
 // exitError carries the exit status of a failure: 2 for a usage mistake or
-// invalid input, 1 for anything else.
+// invalid input, 1 for anything else; 3 for diff's finding. A quiet one
+// has said what it had to say already: main prints no line for it.
 type exitError struct {
-	code int
-	err  error
+	code  int
+	err   error
+	quiet bool
 }
 
 func (e *exitError) Error() string { return e.err.Error() }
@@ -140,6 +164,12 @@ func exitCode(err error) int {
 	return 1
 }
 
+// quiet reports whether err is an *exitError that main does not print.
+func quiet(err error) bool {
+	e, ok := errors.AsType[*exitError](err)
+	return ok && e.quiet
+}
+
 // oneLine folds a message onto a single line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
@@ -147,33 +177,8 @@ func oneLine(s string) string {
 
 // run is the whole program, minus process exit, so tests can call it.
 func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
-	_ = stdin // no command reads it yet
-	if len(args) == 0 {
-		return usageErrorf("no command given; run 'sundial help' for usage")
-	}
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		return runServe(ctx, rest, getenv, stdout, stderr)
-	case "migrate":
-		return runMigrate(ctx, rest, getenv, stdout, stderr)
-	case "secrets":
-		return runSecrets(ctx, rest, getenv, stdout, stderr)
-	case "target":
-		return runTarget(ctx, rest, stdout, stderr)
-	case "cron":
-		return runCron(rest, stdout, stderr)
-	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
-	case "version", "--version":
-		bi, _ := debug.ReadBuildInfo()
-		_, err := fmt.Fprintln(stdout, versionLine(version, bi))
-		return err
-	case "help", "-h", "-help", "--help":
-		_, err := io.WriteString(stdout, usage)
-		return err
-	default:
-		return usageErrorf("unknown command %q; run 'sundial help' for usage", cmd)
-	}
+	c := &cli{ctx: ctx, getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr, now: time.Now}
+	return c.execute(args)
 }
 
 // versionLine describes the build: the release (the -ldflags version, else

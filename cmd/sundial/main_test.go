@@ -244,6 +244,50 @@ func TestRunErrors(t *testing.T) {
 	}
 }
 
+// TestCompletion: cobra's completion scripts, and completion of the
+// commands and of their flags, those of the configuration's settings
+// included, though the commands parse their flags themselves.
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
+		res := runArgs(t, "completion", shell)
+		if res.err != nil || !strings.Contains(res.stdout, "sundial") || len(res.stdout) < 1000 {
+			t.Errorf("completion %s: %v, %d bytes", shell, res.err, len(res.stdout))
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", ""}, []string{"serve\t", "migrate\t", "secrets\t", "target\t", "cron\t", "bench\t", "completion\t", "version\t"}},
+		{[]string{"__complete", "serve", "--sched"}, []string{"--scheduler.poll_interval\thow often the planner claims due tasks"}},
+		{[]string{"__complete", "migrate", "--"}, []string{"--db\t", "--config\t"}},
+		{[]string{"__complete", "secrets", "reseal", "--secrets."}, []string{"--secrets.previous_keys\t"}},
+		{[]string{"__complete", "cron", ""}, []string{"next\t", "explain\t"}},
+		{[]string{"__complete", "cron", "next", "--t"}, []string{"--tz\t"}},
+		{[]string{"__complete", "bench", ""}, []string{"precision\t", "throughput\t", "scale\t", "failover\t"}},
+	} {
+		res := runArgs(t, tc.args...)
+		for _, w := range tc.want {
+			if res.err != nil || !strings.Contains(res.stdout, w) {
+				t.Errorf("%q: %v; completions lack %q:\n%s", tc.args, res.err, w, res.stdout)
+			}
+		}
+	}
+	if res := runArgs(t, "__complete", "migrate", "--"); strings.Contains(res.stdout, "--listen") {
+		t.Errorf("migrate completes serve's flags:\n%s", res.stdout)
+	}
+	// help COMMAND is the command's own help.
+	res := runArgs(t, "help", "serve")
+	if res.err != nil || !strings.HasPrefix(res.stderr, "Usage: sundial serve [flags]") {
+		t.Errorf("help serve: %v, stderr %q", res.err, res.stderr)
+	}
+	res = runArgs(t, "help", "cron")
+	if res.err != nil || !strings.HasPrefix(res.stdout, "usage:\n  sundial cron next") {
+		t.Errorf("help cron: %v, stdout %q", res.err, res.stdout)
+	}
+}
+
 func TestExitCode(t *testing.T) {
 	t.Parallel()
 	tests := []struct {

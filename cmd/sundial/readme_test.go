@@ -38,6 +38,8 @@ type readmeStep struct {
 	listen string
 	// before runs first (wait for what the command's answer depends on).
 	before func(t *testing.T, r *readmeRun)
+	// status is the exit status the command must end with (diff's 3).
+	status int
 	// check judges the command's standard output. When it fails, the
 	// command is run again after the target's next call, a few times.
 	check func(out string) error
@@ -93,10 +95,12 @@ func TestREADME(t *testing.T) {
 	}
 	r := &readmeRun{dir: t.TempDir(), bin: readmeBinary(t)}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "SUNDIAL_") {
+		if !strings.HasPrefix(kv, "SUNDIAL_") && !strings.HasPrefix(kv, "XDG_CONFIG_HOME=") {
 			r.env = append(r.env, kv)
 		}
 	}
+	// The client's contexts file is the fresh user's, not this one's.
+	r.env = append(r.env, "XDG_CONFIG_HOME="+filepath.Join(r.dir, ".config"))
 	defer r.stopServers(t)
 
 	steps := readmeSteps()
@@ -139,21 +143,13 @@ commands:
 // readmeSteps are the README's walkthrough as the test expects it, in order.
 func readmeSteps() []readmeStep {
 	runsSucceeded := func(out string) error {
-		var list struct {
-			Items []struct {
-				Status     string `json:"status"`
-				HTTPStatus int    `json:"http_status"`
-			} `json:"items"`
+		if !strings.HasPrefix(out, "ID ") {
+			return errors.New("not a run list")
 		}
-		if err := json.Unmarshal([]byte(out), &list); err != nil {
-			return fmt.Errorf("not a run list: %v", err)
+		if !regexp.MustCompile(`(?m)^\d+ +SCHEDULE +\S+( ago)? +SUCCESS +200 +\S+$`).MatchString(out) {
+			return errors.New("no SUCCESS run answered 200")
 		}
-		for _, r := range list.Items {
-			if r.Status == "SUCCESS" && r.HTTPStatus == 200 {
-				return nil
-			}
-		}
-		return errors.New("no SUCCESS run answered 200")
+		return nil
 	}
 	created := func(id int64, key, value string) func(string) error {
 		return func(out string) error {
@@ -174,7 +170,7 @@ func readmeSteps() []readmeStep {
 			check: created(1, "cron_expr", "*/5 * * * * *")},
 		{name: "create the one-off task", match: regexp.MustCompile(`(?s)^curl .*/api/v1/tasks .*"delay_seconds"`),
 			check: created(2, "request_id", "order-42-reminder")},
-		{name: "list the cron task's runs", match: regexp.MustCompile(`^curl .*/api/v1/tasks/1/runs`),
+		{name: "list the tasks", match: regexp.MustCompile(`^go run \./cmd/sundial task ls$`),
 			before: func(t *testing.T, r *readmeRun) {
 				// Both tasks have called the target, and one call more
 				// came after the one-off task's: its outcome is recorded.
@@ -183,8 +179,38 @@ func readmeSteps() []readmeStep {
 				await(t, r.target.whenCount("X-Sundial-Run-Id:", r.target.count("X-Sundial-Run-Id:")+1), 20*time.Second,
 					"a call after the one-off task's", r.target)
 			},
-			check: runsSucceeded},
-		{name: "list the one-off task's runs", match: regexp.MustCompile(`^curl .*/api/v1/tasks/2/runs`), check: runsSucceeded},
+			check: func(out string) error {
+				rows := []*regexp.Regexp{
+					regexp.MustCompile(`(?m)^hello +\*/5 \* \* \* \* \* +UTC +\S+ \S+ \((in \d+s|now)\) +SUCCESS \S+( ago)? +ENABLED$`),
+					regexp.MustCompile(`(?m)^once-[0-9a-f]+ +once +UTC +- +SUCCESS \S+( ago)? +COMPLETED$`),
+				}
+				for _, row := range rows {
+					if !row.MatchString(out) {
+						return fmt.Errorf("no row matches %s", row)
+					}
+				}
+				return nil
+			}},
+		{name: "list the cron task's runs", match: regexp.MustCompile(`^go run \./cmd/sundial task history hello\b`), check: runsSucceeded},
+		{name: "list the one-off task's runs", match: regexp.MustCompile(`^go run \./cmd/sundial task history 2$`), check: runsSucceeded},
+		{name: "diff", match: regexp.MustCompile(`^go run \./cmd/sundial diff -f hello\.yaml$`), status: 3, check: func(out string) error {
+			if want := "~ task/hello (id 1)\n    cron_expr: \"*/5 * * * * *\" -> \"*/10 * * * * *\"\n0 to create, 1 to change, 0 unchanged\n"; out != want {
+				return fmt.Errorf("want:\n%s", want)
+			}
+			return nil
+		}},
+		{name: "apply", match: regexp.MustCompile(`^go run \./cmd/sundial apply -f hello\.yaml$`), check: func(out string) error {
+			if out != "task/hello updated: cron_expr\n" {
+				return errors.New("want task/hello updated: cron_expr")
+			}
+			return nil
+		}},
+		{name: "trigger and wait", match: regexp.MustCompile(`^go run \./cmd/sundial task trigger hello --wait$`), check: func(out string) error {
+			if !regexp.MustCompile(`^run/\d+ SUCCESS in \S+ \(HTTP 200\)\n$`).MatchString(out) {
+				return errors.New("want the run's SUCCESS")
+			}
+			return nil
+		}},
 		{name: "cron next", match: regexp.MustCompile(`^go run \./cmd/sundial cron next `), check: func(out string) error {
 			lines := strings.Split(strings.TrimSpace(out), "\n")
 			for _, l := range lines {
@@ -230,8 +256,13 @@ func (r *readmeRun) do(t *testing.T, step *readmeStep, readmeCmd string) {
 		c.Stderr = &stderr
 		out, err := c.Output()
 		cancel()
-		if err != nil {
-			t.Fatalf("README command failed (%v):\n%s\nstdout:\n%s\nstderr:\n%s", err, readmeCmd, out, stderr.String())
+		status := 0
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
+			status, err = ee.ExitCode(), nil
+		}
+		if err != nil || status != step.status {
+			t.Fatalf("README command failed (%v, exit status %d, want %d):\n%s\nstdout:\n%s\nstderr:\n%s",
+				err, status, step.status, readmeCmd, out, stderr.String())
 		}
 		if step.check == nil {
 			return
