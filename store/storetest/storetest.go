@@ -93,6 +93,7 @@ func Run(t *testing.T, b Backend) {
 		{"RunFindStuck", testRunFindStuck},
 		{"RunCancelRequested", testRunCancelRequested},
 		{"RunAttempts", testRunAttempts},
+		{"AttemptsGolden", testAttemptsGolden},
 		{"Node", testNode},
 		{"Transitions", testTransitions},
 		{"DueAt", testDueAt},
