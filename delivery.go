@@ -28,13 +28,15 @@ func CutResponseBody(b string) string {
 // StartDelivery starts the next delivery of r at at: RUNNING, attempt
 // number attempt, the trace ID given, one more delivery, and nothing left on
 // the run of the previous delivery's answer, error or callback message,
-// which belong to that delivery's attempt. Its UpdatedAt is the caller's to
-// set.
+// which belong to that delivery's attempt; nor AttemptOnRun, which a run
+// that may start never has (only a final run has it). Its UpdatedAt is the
+// caller's to set.
 func (r *Run) StartDelivery(attempt int, at time.Time, traceID string) {
 	r.Status, r.Attempt, r.TraceID = RunRunning, attempt, traceID
 	r.StartedAt = &at
 	r.Deliveries++
 	r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 0, "", "", ""
+	r.AttemptOnRun = false
 }
 
 // Applies reports whether the start s applies to r: r is SCHEDULED under

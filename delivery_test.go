@@ -68,6 +68,7 @@ func TestRunStart(t *testing.T) {
 	}
 	r := aRun(RunScheduled, func(r *Run) {
 		r.Deliveries, r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 1, 503, "busy", "failed", "said no"
+		r.AttemptOnRun = true // no run that starts has it; a start clears it all the same
 	})
 	s := RunStartParams{ID: 7, Fence: 3, Attempt: 2, StartedAt: ts(5), TraceID: "trace"}
 	s.Apply(r)

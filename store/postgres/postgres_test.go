@@ -1382,3 +1382,30 @@ func TestUnavailableErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestAttemptOnRunFinal: only a run that a delivery's outcome ended for
+// good (a final status RunFinish reaches from RUNNING) keeps its attempt
+// on its row (migration 0013's CHECK), whatever statement writes it.
+func TestAttemptOnRunFinal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, newSchema(t))
+	tk := newTask(t, "t", time.Now())
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "f", ScheduledTime: time.Now()}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sundial.RunStatuses() {
+		ok := st.Final() && slices.Contains(sundial.FinishFrom(st), sundial.RunRunning)
+		_, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, attempt_on_run = true WHERE id = $2`, string(st), r.ID)
+		if (err == nil) != ok {
+			t.Errorf("a %s run with attempt_on_run: %v; want it refused: %v", st, err, !ok)
+		}
+		if _, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'SCHEDULED', attempt_on_run = false WHERE id = $1`, r.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

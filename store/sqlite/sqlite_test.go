@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -403,5 +404,35 @@ func TestClaimUndoneWhenTasksUnread(t *testing.T) {
 	}
 	if node != "" || status != string(sundial.RunScheduled) {
 		t.Errorf("run after the failed claim: node %q, %s; want held by no node, SCHEDULED", node, status)
+	}
+}
+
+// TestAttemptOnRunFinal: only a run that a delivery's outcome ended for
+// good (a final status RunFinish reaches from RUNNING) keeps its attempt
+// on its row (migration 0013's CHECK), whatever statement writes it.
+func TestAttemptOnRunFinal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t)
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "f", ScheduledTime: time.Now()}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sundial.RunStatuses() {
+		ok := st.Final() && slices.Contains(sundial.FinishFrom(st), sundial.RunRunning)
+		_, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, attempt_on_run = TRUE WHERE id = ?`, string(st), r.ID)
+		if (err == nil) != ok {
+			t.Errorf("a %s run with attempt_on_run: %v; want it refused: %v", st, err, !ok)
+		}
+		if _, err := s.w.ExecContext(ctx, `UPDATE runs SET status = 'SCHEDULED', attempt_on_run = FALSE WHERE id = ?`, r.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -31,7 +31,7 @@ func Statuses(keep func(sundial.RunStatus) bool) string {
 // its planner's mark and its creation time.
 var RunUpdateCols = []string{"status", "skip_reason", "missed_count", "attempt", "deliveries", "node_id", "fence",
 	"started_at", "finished_at", "http_status", "response_body", "error", "trace_id", "cancel_requested",
-	"updated_at", "due_at", "result_json", "progress_json", "checkpoint_json", "priority", "message"}
+	"updated_at", "due_at", "result_json", "progress_json", "checkpoint_json", "priority", "message", "attempt_on_run"}
 
 // RunUpdateArgs are the values of RunUpdateCols for r, as database/sql
 // drivers take them.
@@ -39,7 +39,7 @@ func RunUpdateArgs(r *sundial.Run) []any {
 	return []any{string(r.Status), string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error, r.TraceID,
 		r.CancelRequested, Micros(r.UpdatedAt), Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress),
-		NullJSON(r.Checkpoint), r.Priority, r.Message}
+		NullJSON(r.Checkpoint), r.Priority, r.Message, r.AttemptOnRun}
 }
 
 // RunUpdateSQL writes a run back as a rule left it: RunUpdateArgs, then its
