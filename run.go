@@ -206,11 +206,12 @@ type Run struct {
 	// ClaimStartParams). A task's change deletes its planned runs, so the mark
 	// never outlives the definition it was made from.
 	StartAhead bool `json:"-"`
-	// AttemptOnRun marks a final run that keeps the attempt of its last
-	// delivery itself, in place of a row of its attempts (the run's
-	// answer, error and times are that attempt's). No write sets it yet;
-	// every write that starts a delivery clears it, and a store refuses it
-	// on a run whose status a delivery's outcome does not end it in.
+	// AttemptOnRun says that the attempt of the run's last delivery is the
+	// run itself (OwnAttempt), not a row: its outcome ended the run for
+	// good (RunFinishParams.AttemptOnRun); RunAttempts answers it after the
+	// rows. Only a final run has it (a store refuses it on any other, and
+	// every write that starts a delivery clears it), and a final run never
+	// changes again.
 	AttemptOnRun bool `json:"-"`
 }
 

@@ -125,9 +125,13 @@ func goldenAttemptOf(a *sundial.Attempt) goldenAttempt {
 }
 
 // goldenPath makes one path on a fresh database, with its task (created by
-// mods), and returns the run whose answers count.
+// task), and returns the run whose answers count. rows is how many rows of
+// run_attempts the run has in the end, as stored: its attempts but the
+// last when its outcome ended it for good (sundial.Run.AttemptOnRun), so
+// that a fire delivered once has none.
 type goldenPath struct {
 	name string
+	rows int
 	task []func(*sundial.Task)
 	run  func(g *gold) *sundial.Run
 }
@@ -307,42 +311,42 @@ func async(tk *sundial.Task) { tk.ExecType = sundial.ExecAsync }
 
 // goldenPaths are the paths of a fire through the store.
 var goldenPaths = []goldenPath{
-	{name: "success", run: func(g *gold) *sundial.Run {
+	{name: "success", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		return g.done(r, success(at(10), ms(10250)))
 	}},
-	{name: "success admitted", run: func(g *gold) *sundial.Run {
+	{name: "success admitted", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10), func(r *sundial.Run) { r.StartAhead = false }))
 		r = g.admit(r, at(10), sundial.Admission{Status: sundial.RunRunning, Attempt: 2, TraceID: "trace-admit"})
 		return g.done(r, success(ms(10003), ms(10400)))
 	}},
-	{name: "success without a finish time", run: func(g *gold) *sundial.Run {
+	{name: "success without a finish time", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		return g.done(r, sundial.RunFinishParams{Status: sundial.RunSuccess, HTTPStatus: 204})
 	}},
-	{name: "manual success", run: func(g *gold) *sundial.Run {
+	{name: "manual success", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.planned(at(5), func(r *sundial.Run) {
 			r.Trigger, r.FireKey, r.NodeID, r.StartAhead = sundial.TriggerManual, "m:1", "node-a", false
 		})
 		r = g.admit(r, at(5), sundial.Admission{Status: sundial.RunRunning, Attempt: 1, TraceID: "trace-manual"})
 		return g.done(r, success(at(5), ms(5100)))
 	}},
-	{name: "failure", run: func(g *gold) *sundial.Run {
+	{name: "failure", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		return g.done(r, failed(at(10), ms(10300), 500))
 	}},
-	{name: "timeout", run: func(g *gold) *sundial.Run {
+	{name: "timeout", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		return g.done(r, sundial.RunFinishParams{Status: sundial.RunTimeout, StartedAt: at(10), FinishedAt: at(25),
 			Error: "timed out after 15s"})
 	}},
-	{name: "retry then success", task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
+	{name: "retry then success", rows: 1, task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, retried(failed(at(10), ms(10300), 503), at(20)))
 		r = g.claim("node-b", r)
 		return g.done(r, success(at(20), ms(20200)))
 	}},
-	{name: "retries used up", task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
+	{name: "retries used up", rows: 2, task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, retried(failed(at(10), ms(10300), 503), at(20)))
 		r = g.claim("node-b", r)
@@ -351,14 +355,14 @@ var goldenPaths = []goldenPath{
 		r = g.claim("node-a", r)
 		return g.done(r, failed(at(40), ms(40100), 502))
 	}},
-	{name: "node death, redelivered, success", run: func(g *gold) *sundial.Run {
+	{name: "node death, redelivered, success", rows: 1, run: func(g *gold) *sundial.Run {
 		g.register("node-a")
 		r := g.claim("node-a", g.planned(at(10)))
 		g.reap("node-a", at(15))
 		r = g.start(g.redeliverOne(r, "node-b", at(16)), at(16), "trace-again")
 		return g.done(r, success(at(16), ms(16500)))
 	}},
-	{name: "node stop, redelivered, success", run: func(g *gold) *sundial.Run {
+	{name: "node stop, redelivered, success", rows: 1, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		if err := g.s.RunRelease(g.ctx, "node-a", "node stopped", at(12)); err != nil {
 			g.t.Fatalf("RunRelease: %v", err)
@@ -366,14 +370,14 @@ var goldenPaths = []goldenPath{
 		r = g.start(g.redeliverOne(r, "node-b", at(13)), at(13), "trace-again")
 		return g.done(r, success(at(13), ms(13500)))
 	}},
-	{name: "lost delivery, redelivered, success", run: func(g *gold) *sundial.Run {
+	{name: "lost delivery, redelivered, success", rows: 1, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		g.done(r, sundial.RunFinishParams{Status: sundial.RunInterrupted, StartedAt: at(10), FinishedAt: at(45),
 			Error: "the node lost track of its delivery"})
 		r = g.start(g.redeliverOne(r, "node-a", at(46)), at(46), "trace-again")
 		return g.done(r, failed(at(46), ms(46100), 500))
 	}},
-	{name: "interrupted twice, redelivery refused", run: func(g *gold) *sundial.Run {
+	{name: "interrupted twice, redelivery refused", rows: 2, run: func(g *gold) *sundial.Run {
 		g.register("node-a")
 		r := g.claim("node-a", g.planned(at(10)))
 		g.reap("node-a", at(15))
@@ -386,7 +390,7 @@ var goldenPaths = []goldenPath{
 		}
 		return g.get(r.ID)
 	}},
-	{name: "interrupted, task deleted, redelivery refused", run: func(g *gold) *sundial.Run {
+	{name: "interrupted, task deleted, redelivery refused", rows: 1, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		if err := g.s.RunRelease(g.ctx, "node-a", "node stopped", at(12)); err != nil {
 			g.t.Fatalf("RunRelease: %v", err)
@@ -397,25 +401,25 @@ var goldenPaths = []goldenPath{
 		g.redeliver("node-b", 3, at(14))
 		return g.get(r.ID)
 	}},
-	{name: "async success", task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
+	{name: "async success", rows: 1, task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		return g.complete(r, sundial.RunCompleteParams{Status: sundial.RunSuccess, Result: json.RawMessage(`{"rows":3}`),
 			Message: "imported", FinishedAt: at(70)})
 	}},
-	{name: "async failure", task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
+	{name: "async failure", rows: 1, task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		return g.complete(r, sundial.RunCompleteParams{Status: sundial.RunFailed, Error: "upstream down",
 			Message: "upstream down", FinishedAt: at(70)})
 	}},
-	{name: "async callback timeout", task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
+	{name: "async callback timeout", rows: 1, task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		return g.complete(r, sundial.RunCompleteParams{Status: sundial.RunFailedTimeout,
 			Error: "no callback before the deadline", FinishedAt: ms(310400)})
 	}},
-	{name: "async failure retried, then success", task: []func(*sundial.Task){async, retryTask(2)}, run: func(g *gold) *sundial.Run {
+	{name: "async failure retried, then success", rows: 2, task: []func(*sundial.Task){async, retryTask(2)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		r = g.complete(r, sundial.RunCompleteParams{Status: sundial.RunFailed, Error: "upstream down",
@@ -424,7 +428,7 @@ var goldenPaths = []goldenPath{
 		r = g.done(r, accepted(at(80), ms(80100), at(380)))
 		return g.complete(r, sundial.RunCompleteParams{Status: sundial.RunSuccess, Message: "imported", FinishedAt: at(90)})
 	}},
-	{name: "async callback before the call's answer", task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
+	{name: "async callback before the call's answer", rows: 1, task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		g.complete(r, sundial.RunCompleteParams{Status: sundial.RunSuccess, Message: "quick", FinishedAt: ms(10050)})
 		if g.finish(r, accepted(at(10), ms(10100), at(310))) {
@@ -432,23 +436,23 @@ var goldenPaths = []goldenPath{
 		}
 		return g.get(r.ID)
 	}},
-	{name: "async cancelled while waiting", task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
+	{name: "async cancelled while waiting", rows: 1, task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		r = g.cancel(r, at(20))
 		return g.complete(r, sundial.RunCompleteParams{Status: sundial.RunCanceled, Error: "canceled by request",
 			FinishedAt: ms(20010)})
 	}},
-	{name: "async deadline recorded by RunFinish", task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
+	{name: "async deadline recorded by RunFinish", rows: 1, task: []func(*sundial.Task){async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		return g.done(r, sundial.RunFinishParams{Status: sundial.RunFailedTimeout, FinishedAt: at(311),
 			Error: "no callback"})
 	}},
-	{name: "cancelled before its claim", run: func(g *gold) *sundial.Run {
+	{name: "cancelled before its claim", rows: 0, run: func(g *gold) *sundial.Run {
 		return g.cancel(g.planned(at(10)), at(5))
 	}},
-	{name: "cancelled after its commit, before it was sent", run: func(g *gold) *sundial.Run {
+	{name: "cancelled after its commit, before it was sent", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		g.cancel(r, ms(9800))
 		checks, err := g.s.RunCheckSend(g.ctx, []sundial.RunRef{{ID: r.ID, Fence: r.Fence}})
@@ -458,23 +462,23 @@ var goldenPaths = []goldenPath{
 		return g.done(r, sundial.RunFinishParams{Status: sundial.RunCanceled, StartedAt: ms(9980), FinishedAt: ms(9980),
 			Error: "canceled by request before it was sent"})
 	}},
-	{name: "cancelled while running", run: func(g *gold) *sundial.Run {
+	{name: "cancelled while running", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		g.cancel(r, at(11))
 		return g.done(r, sundial.RunFinishParams{Status: sundial.RunCanceled, StartedAt: at(10), FinishedAt: ms(11200),
 			Error: "canceled by request"})
 	}},
-	{name: "skipped", run: func(g *gold) *sundial.Run {
+	{name: "skipped", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10), func(r *sundial.Run) { r.StartAhead = false }))
 		return g.admit(r, at(10), sundial.Admission{Status: sundial.RunSkipped, SkipReason: sundial.SkipOverlap, Attempt: 1})
 	}},
-	{name: "queued, then success", run: func(g *gold) *sundial.Run {
+	{name: "queued, then success", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10), func(r *sundial.Run) { r.StartAhead = false }))
 		r = g.admit(r, at(10), sundial.Admission{Status: sundial.RunQueued, Attempt: 1})
 		r = g.admit(r, at(30), sundial.Admission{Status: sundial.RunRunning, Attempt: 1, TraceID: "trace-queued"})
 		return g.done(r, success(at(30), ms(30300)))
 	}},
-	{name: "manual run released before its delivery", run: func(g *gold) *sundial.Run {
+	{name: "manual run released before its delivery", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.planned(at(5), func(r *sundial.Run) {
 			r.Trigger, r.FireKey, r.NodeID, r.StartAhead = sundial.TriggerManual, "m:1", "node-a", false
 		})
@@ -483,28 +487,28 @@ var goldenPaths = []goldenPath{
 		}
 		return g.get(r.ID)
 	}},
-	{name: "task deleted while planned", run: func(g *gold) *sundial.Run {
+	{name: "task deleted while planned", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.planned(at(10))
 		if err := g.s.TaskDelete(g.ctx, g.tk.ID, t0); err != nil {
 			g.t.Fatalf("TaskDelete: %v", err)
 		}
 		return r
 	}},
-	{name: "task deleted while committed ahead", run: func(g *gold) *sundial.Run {
+	{name: "task deleted while committed ahead", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		if err := g.s.TaskDelete(g.ctx, g.tk.ID, t0); err != nil {
 			g.t.Fatalf("TaskDelete: %v", err)
 		}
 		return r
 	}},
-	{name: "task deleted while running", run: func(g *gold) *sundial.Run {
+	{name: "task deleted while running", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(-5)))
 		if err := g.s.TaskDelete(g.ctx, g.tk.ID, t0); err != nil {
 			g.t.Fatalf("TaskDelete: %v", err)
 		}
 		return g.done(r, success(at(-5), ms(200)))
 	}},
-	{name: "task deleted while a retry waits", task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
+	{name: "task deleted while a retry waits", rows: 1, task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(-10)))
 		r = g.done(r, retried(failed(at(-10), ms(-9700), 503), at(20)))
 		if err := g.s.TaskDelete(g.ctx, g.tk.ID, t0); err != nil {
@@ -512,7 +516,7 @@ var goldenPaths = []goldenPath{
 		}
 		return g.get(r.ID)
 	}},
-	{name: "task deleted while a redelivery is committed ahead", task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
+	{name: "task deleted while a redelivery is committed ahead", rows: 1, task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(-10)))
 		r = g.done(r, retried(failed(at(-10), ms(-9700), 503), at(20)))
 		g.claim("node-b", r)
@@ -521,7 +525,7 @@ var goldenPaths = []goldenPath{
 		}
 		return g.get(r.ID)
 	}},
-	{name: "task updated while planned", run: func(g *gold) *sundial.Run {
+	{name: "task updated while planned", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.planned(at(10))
 		tk := g.getTask(g.tk.ID)
 		tk.Priority = 5
@@ -530,7 +534,7 @@ var goldenPaths = []goldenPath{
 		}
 		return r
 	}},
-	{name: "task updated while running", run: func(g *gold) *sundial.Run {
+	{name: "task updated while running", rows: 0, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(-5)))
 		tk := g.getTask(g.tk.ID)
 		tk.Priority = 5
@@ -539,7 +543,7 @@ var goldenPaths = []goldenPath{
 		}
 		return g.done(r, failed(at(-5), ms(300), 500))
 	}},
-	{name: "task updated while a retry is held, then success", task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
+	{name: "task updated while a retry is held, then success", rows: 1, task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(-10)))
 		r = g.done(r, retried(failed(at(-10), ms(-9700), 503), at(20)))
 		if _, _, err := g.s.RunClaim(g.ctx, "node-b", []sundial.RunRef{{ID: r.ID, Fence: r.Fence}}); err != nil {
@@ -553,7 +557,7 @@ var goldenPaths = []goldenPath{
 		r = g.claim("node-c", g.get(r.ID))
 		return g.done(r, success(at(20), ms(20100)))
 	}},
-	{name: "task disabled while a retry waits", task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
+	{name: "task disabled while a retry waits", rows: 1, task: []func(*sundial.Task){retryTask(3)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(-10)))
 		r = g.done(r, retried(failed(at(-10), ms(-9700), 503), at(20)))
 		tk := g.getTask(g.tk.ID)
@@ -563,19 +567,19 @@ var goldenPaths = []goldenPath{
 		}
 		return g.get(r.ID)
 	}},
-	{name: "one-off success", task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
+	{name: "one-off success", rows: 0, task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		fin := success(at(10), ms(10200))
 		fin.CompleteTask = sundial.TaskCompleted
 		return g.done(r, fin)
 	}},
-	{name: "one-off failure", task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
+	{name: "one-off failure", rows: 0, task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		fin := failed(at(10), ms(10200), 500)
 		fin.CompleteTask = sundial.TaskFailed
 		return g.done(r, fin)
 	}},
-	{name: "one-off retry then success", task: []func(*sundial.Task){oneOff(at(10)), retryTask(2)}, run: func(g *gold) *sundial.Run {
+	{name: "one-off retry then success", rows: 1, task: []func(*sundial.Task){oneOff(at(10)), retryTask(2)}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, retried(failed(at(10), ms(10200), 503), at(20)))
 		r = g.claim("node-b", r)
@@ -583,16 +587,16 @@ var goldenPaths = []goldenPath{
 		fin.CompleteTask = sundial.TaskCompleted
 		return g.done(r, fin)
 	}},
-	{name: "one-off async success", task: []func(*sundial.Task){oneOff(at(10)), async}, run: func(g *gold) *sundial.Run {
+	{name: "one-off async success", rows: 1, task: []func(*sundial.Task){oneOff(at(10)), async}, run: func(g *gold) *sundial.Run {
 		r := g.claim("node-a", g.planned(at(10)))
 		r = g.done(r, accepted(at(10), ms(10100), at(310)))
 		return g.complete(r, sundial.RunCompleteParams{Status: sundial.RunSuccess, FinishedAt: at(70),
 			CompleteTask: sundial.TaskCompleted})
 	}},
-	{name: "one-off cancelled before its claim", task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
+	{name: "one-off cancelled before its claim", rows: 0, task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
 		return g.cancel(g.planned(at(10)), at(5))
 	}},
-	{name: "one-off redelivery refused", task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
+	{name: "one-off redelivery refused", rows: 1, task: []func(*sundial.Task){oneOff(at(10))}, run: func(g *gold) *sundial.Run {
 		g.register("node-a")
 		r := g.claim("node-a", g.planned(at(10)))
 		g.reap("node-a", at(15))
@@ -601,9 +605,24 @@ var goldenPaths = []goldenPath{
 	}},
 }
 
+// DowngradeAttempts are the statements that docs/design.md gives for
+// running a version older than migration 0013 on a database again: they
+// write the attempts runs keep themselves (attempt_on_run) back as rows of
+// run_attempts, after the rows each run has, and unmark the runs, on every
+// dialect. Run in one transaction once no newer node runs, they change
+// nothing that RunAttempts answers.
+var DowngradeAttempts = []string{
+	`INSERT INTO run_attempts (run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
+SELECT id, deliveries, node_id, status, http_status, error, response_body, started_at, COALESCE(finished_at, updated_at)
+FROM runs WHERE attempt_on_run = TRUE;`,
+	`UPDATE runs SET attempt_on_run = FALSE WHERE attempt_on_run = TRUE;`,
+}
+
 // testAttemptsGolden: every path of a fire leaves the run, the attempts
-// and the task that testdata/attempts.golden.json holds.
-func testAttemptsGolden(t *testing.T, open Opener) {
+// and the task that testdata/attempts.golden.json holds, and no more rows
+// of run_attempts than the path says.
+func testAttemptsGolden(t *testing.T, b Backend) {
+	open := func(t *testing.T) sundial.Store { return b.Open(t, 1)[0] }
 	var want map[string]goldenAnswer
 	if err := json.Unmarshal(goldenAttempts, &want); err != nil {
 		t.Fatalf("read the golden answers: %v", err)
@@ -626,11 +645,49 @@ func testAttemptsGolden(t *testing.T, open Opener) {
 				} else if sundial.ErrorCode(err) != sundial.ENotFound {
 					t.Fatalf("RunGet %d: %v", r.ID, err)
 				}
-				for _, a := range f.attempts(r.ID) {
+				atts := f.attempts(r.ID)
+				for _, a := range atts {
 					if a.RunID != r.ID {
 						t.Errorf("attempt of run %d names run %d", r.ID, a.RunID)
 					}
 					ans.Attempts = append(ans.Attempts, goldenAttemptOf(a))
+				}
+				// As stored: the rows, and the last attempt on the run
+				// when its outcome ended it for good.
+				stored := b.AttemptRows(t, f.s, r.ID)
+				if stored != p.rows {
+					t.Errorf("%d rows of run_attempts, want %d", stored, p.rows)
+				}
+				if now, err := f.s.RunGet(f.ctx, r.ID); err == nil {
+					own := now.OwnAttempt()
+					if own != nil {
+						stored++
+						sameAttempt(t, "the run's own attempt", atts[len(atts)-1], own)
+					}
+					if own != nil && !now.Status.Final() {
+						t.Errorf("a %s run keeps an attempt", now.Status)
+					}
+				}
+				if stored != len(atts) {
+					t.Errorf("%d attempts stored (rows and the run's own), RunAttempts answers %d", stored, len(atts))
+				}
+				// Written back for a downgrade, every attempt is a row, and
+				// RunAttempts answers the same.
+				for _, q := range DowngradeAttempts {
+					b.Exec(t, f.s, q)
+				}
+				back := f.attempts(r.ID)
+				if len(back) != len(atts) {
+					t.Fatalf("after the downgrade's statements, %d attempts, want %d", len(back), len(atts))
+				}
+				for i := range atts {
+					sameAttempt(t, "after the downgrade's statements", back[i], atts[i])
+				}
+				if n := b.AttemptRows(t, f.s, r.ID); n != len(atts) {
+					t.Errorf("after the downgrade's statements, %d rows of run_attempts, want %d", n, len(atts))
+				}
+				if now, err := f.s.RunGet(f.ctx, r.ID); err == nil && now.AttemptOnRun {
+					t.Errorf("after the downgrade's statements, the run keeps its attempt")
 				}
 				switch tk, err := f.s.TaskGet(f.ctx, g.tk.ID); {
 				case err == nil:

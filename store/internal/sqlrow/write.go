@@ -55,6 +55,12 @@ func DeleteRunsSQL(n int) string {
 // AttemptCols are the columns of an attempt, in the order of AttemptArgs.
 const AttemptCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
 
+// OwnAttemptCols are the columns of runs that make a run's own attempt
+// (sundial.Run.OwnAttempt), in the order of AttemptCols: its last delivery,
+// finished at its finish or, without one, at its outcome (updated_at).
+const OwnAttemptCols = `id, deliveries, node_id, status, http_status, error, response_body, started_at,
+	COALESCE(finished_at, updated_at)`
+
 // ScanAttempt reads a row of AttemptCols from any of the drivers (see
 // ScanRun): the body may come as text or bytes.
 func ScanAttempt(sc Scanner) (*sundial.Attempt, error) {
