@@ -28,13 +28,15 @@ func CutResponseBody(b string) string {
 // StartDelivery starts the next delivery of r at at: RUNNING, attempt
 // number attempt, the trace ID given, one more delivery, and nothing left on
 // the run of the previous delivery's answer, error or callback message,
-// which belong to that delivery's attempt. Its UpdatedAt is the caller's to
-// set.
+// which belong to that delivery's attempt; nor AttemptOnRun, which a run
+// that may start never has (only a final run has it). Its UpdatedAt is the
+// caller's to set.
 func (r *Run) StartDelivery(attempt int, at time.Time, traceID string) {
 	r.Status, r.Attempt, r.TraceID = RunRunning, attempt, traceID
 	r.StartedAt = &at
 	r.Deliveries++
 	r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 0, "", "", ""
+	r.AttemptOnRun = false
 }
 
 // Applies reports whether the start s applies to r: r is SCHEDULED under
@@ -138,6 +140,15 @@ func (f *RunFinishParams) Applies(r *Run) bool {
 	return r.Fence == f.Fence && finishes(r.Status, f.Status)
 }
 
+// AttemptOnRun reports whether the outcome f of a RUNNING run's delivery
+// ends the run for good: a final status (from RUNNING: SUCCESS, FAILED,
+// TIMEOUT, CANCELED), no retry. The run then records that delivery's attempt
+// itself (Run.AttemptOnRun, Run.OwnAttempt), and a store writes no
+// attempt row for it: a fire delivered once writes none. Any other
+// outcome (a retry, WAITING_CALLBACK, INTERRUPTED) leaves the run to
+// change again, and its attempt is a row.
+func (f *RunFinishParams) AttemptOnRun() bool { return !f.Retry && f.Status.Final() }
+
 // Apply records the outcome f on r, to which it applies, as RunFinish does,
 // with now as the time of an outcome without FinishedAt:
 //   - the outcome's answer (cut to MaxResponseBody), error, start (when
@@ -151,7 +162,9 @@ func (f *RunFinishParams) Applies(r *Run) bool {
 // It returns the attempt that records the delivery the outcome ends, with
 // the outcome's status (a retry's included) and r's node before the retry:
 // nil for the outcome of a WAITING_CALLBACK run (its callback), whose call
-// was recorded when it was answered.
+// was recorded when it was answered. When f.AttemptOnRun, the attempt is
+// r's own (r.AttemptOnRun is set, and r.OwnAttempt returns it): the store
+// keeps it on the run, not in a row.
 func (f *RunFinishParams) Apply(r *Run, now time.Time) *Attempt {
 	ended := now
 	if !f.FinishedAt.IsZero() {
@@ -177,8 +190,26 @@ func (f *RunFinishParams) Apply(r *Run, now time.Time) *Attempt {
 	if was != RunRunning {
 		return nil
 	}
+	r.AttemptOnRun = f.AttemptOnRun()
 	return &Attempt{RunID: r.ID, Delivery: r.Deliveries, NodeID: node, Status: f.Status, HTTPStatus: f.HTTPStatus,
 		Error: f.Error, ResponseBody: r.ResponseBody, StartedAt: copyTime(r.StartedAt), FinishedAt: ended}
+}
+
+// OwnAttempt is the attempt r records itself (AttemptOnRun): its last
+// delivery, as its outcome left the run: numbered by its deliveries, with
+// its node, status, answer, error and start, finished at its finish (the
+// time of its outcome, UpdatedAt, when it has none). It is nil when r does
+// not have AttemptOnRun. A store's RunAttempts reads the same columns.
+func (r *Run) OwnAttempt() *Attempt {
+	if !r.AttemptOnRun {
+		return nil
+	}
+	ended := r.UpdatedAt
+	if r.FinishedAt != nil {
+		ended = *r.FinishedAt
+	}
+	return &Attempt{RunID: r.ID, Delivery: r.Deliveries, NodeID: r.NodeID, Status: r.Status, HTTPStatus: r.HTTPStatus,
+		Error: r.Error, ResponseBody: r.ResponseBody, StartedAt: copyTime(r.StartedAt), FinishedAt: ended}
 }
 
 // CheckReport refuses a report on r from the delivery under fence (a

@@ -68,6 +68,7 @@ func TestRunStart(t *testing.T) {
 	}
 	r := aRun(RunScheduled, func(r *Run) {
 		r.Deliveries, r.HTTPStatus, r.ResponseBody, r.Error, r.Message = 1, 503, "busy", "failed", "said no"
+		r.AttemptOnRun = true // no run that starts has it; a start clears it all the same
 	})
 	s := RunStartParams{ID: 7, Fence: 3, Attempt: 2, StartedAt: ts(5), TraceID: "trace"}
 	s.Apply(r)
@@ -213,7 +214,7 @@ func TestRunFinishRule(t *testing.T) {
 			RunFinishParams{Status: RunSuccess, FinishedAt: ts(3), HTTPStatus: 200, ResponseBody: body, Error: ""},
 			aRun(RunSuccess, func(r *Run) {
 				r.StartedAt, r.Deliveries, r.FinishedAt, r.UpdatedAt = tp(1), 1, tp(3), ts(3)
-				r.HTTPStatus, r.ResponseBody = 200, body[:MaxResponseBody]
+				r.HTTPStatus, r.ResponseBody, r.AttemptOnRun = 200, body[:MaxResponseBody], true
 			}),
 			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunSuccess, HTTPStatus: 200,
 				ResponseBody: body[:MaxResponseBody], StartedAt: tp(1), FinishedAt: ts(3)}},
@@ -233,6 +234,29 @@ func TestRunFinishRule(t *testing.T) {
 			}),
 			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunWaitingCallback, HTTPStatus: 202,
 				StartedAt: tp(1), FinishedAt: ts(3)}},
+		{"failure, no finish time", aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 2 }),
+			RunFinishParams{Status: RunFailed, HTTPStatus: 500, ResponseBody: "oops", Error: "HTTP 500"},
+			aRun(RunFailed, func(r *Run) {
+				r.StartedAt, r.Deliveries, r.UpdatedAt, r.AttemptOnRun = tp(1), 2, ts(10), true
+				r.HTTPStatus, r.ResponseBody, r.Error = 500, "oops", "HTTP 500"
+			}),
+			&Attempt{RunID: 7, Delivery: 2, NodeID: "node-a", Status: RunFailed, HTTPStatus: 500, ResponseBody: "oops",
+				Error: "HTTP 500", StartedAt: tp(1), FinishedAt: ts(10)}},
+		{"interrupted", aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 1 }),
+			RunFinishParams{Status: RunInterrupted, FinishedAt: ts(40), Error: "lost"},
+			aRun(RunInterrupted, func(r *Run) {
+				r.StartedAt, r.Deliveries, r.FinishedAt, r.UpdatedAt, r.Error = tp(1), 1, tp(40), ts(40), "lost"
+			}),
+			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunInterrupted, Error: "lost",
+				StartedAt: tp(1), FinishedAt: ts(40)}},
+		{"cancelled unsent", aRun(RunRunning, func(r *Run) { r.StartedAt, r.Deliveries, r.CancelRequested = tp(0), 1, true }),
+			RunFinishParams{Status: RunCanceled, StartedAt: ts(-1), FinishedAt: ts(-1), Error: "canceled"},
+			aRun(RunCanceled, func(r *Run) {
+				r.StartedAt, r.Deliveries, r.FinishedAt, r.UpdatedAt, r.Error = tp(-1), 1, tp(-1), ts(-1), "canceled"
+				r.CancelRequested, r.AttemptOnRun = true, true
+			}),
+			&Attempt{RunID: 7, Delivery: 1, NodeID: "node-a", Status: RunCanceled, Error: "canceled",
+				StartedAt: tp(-1), FinishedAt: ts(-1)}},
 		{"callback, no finish time", aRun(RunWaitingCallback, func(r *Run) { r.StartedAt, r.Deliveries = tp(1), 1 }),
 			RunFinishParams{Status: RunFailedTimeout, Error: "no callback", DueAt: ts(90)},
 			aRun(RunFailedTimeout, func(r *Run) {
@@ -249,6 +273,27 @@ func TestRunFinishRule(t *testing.T) {
 		eqRunRule(t, tc.name, tc.r, tc.want)
 		if !reflect.DeepEqual(att, tc.att) {
 			t.Errorf("%s: attempt %+v, want %+v", tc.name, att, tc.att)
+		}
+		// The attempt of an outcome that ends the run for good is the
+		// run's own; any other is not on the run.
+		onRun := att != nil && f.AttemptOnRun()
+		if tc.r.AttemptOnRun != onRun {
+			t.Errorf("%s: AttemptOnRun %v, want %v", tc.name, tc.r.AttemptOnRun, onRun)
+		}
+		own := tc.r.OwnAttempt()
+		if !onRun && own != nil {
+			t.Errorf("%s: OwnAttempt %+v, want none", tc.name, own)
+		}
+		if onRun && !reflect.DeepEqual(own, att) {
+			t.Errorf("%s: OwnAttempt %+v, want the outcome's %+v", tc.name, own, att)
+		}
+	}
+	for _, s := range RunStatuses() {
+		for _, retry := range []bool{false, true} {
+			f := RunFinishParams{Status: s, Retry: retry}
+			if want := s.Final() && !retry; f.AttemptOnRun() != want {
+				t.Errorf("outcome %s (retry %v): AttemptOnRun %v, want %v", s, retry, !want, want)
+			}
 		}
 	}
 }

@@ -206,6 +206,13 @@ type Run struct {
 	// ClaimStartParams). A task's change deletes its planned runs, so the mark
 	// never outlives the definition it was made from.
 	StartAhead bool `json:"-"`
+	// AttemptOnRun says that the attempt of the run's last delivery is the
+	// run itself (OwnAttempt), not a row: its outcome ended the run for
+	// good (RunFinishParams.AttemptOnRun); RunAttempts answers it after the
+	// rows. Only a final run has it (a store refuses it on any other, and
+	// every write that starts a delivery clears it), and a final run never
+	// changes again.
+	AttemptOnRun bool `json:"-"`
 }
 
 // ParamsFor returns the params the deliveries of r render ({{params}}):

@@ -120,7 +120,9 @@ type Store interface {
 	// matches and the run is still active; ok[i] reports whether it applied.
 	// Each applied outcome of a RUNNING run (the end of a delivery's call;
 	// for an ASYNC run, WAITING_CALLBACK) is also recorded as an attempt of
-	// its run, numbered by the run's delivery count (see RunAttempts).
+	// its run, numbered by the run's delivery count (see RunAttempts): on
+	// the run itself (Run.AttemptOnRun) when the outcome ends the run for
+	// good (RunFinishParams.AttemptOnRun), in a row of its own otherwise.
 	//
 	// An outcome with Retry set records the attempt with its Status, but
 	// the run goes back to SCHEDULED, held by no node, due at DueAt (the
@@ -155,7 +157,9 @@ type Store interface {
 	RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*Run, error)
 	// RunAttempts returns the attempts recorded for a run, oldest first:
 	// one per delivery that ended, including deliveries cut off by a node's
-	// death or stop (RunRelease, NodeReap), which end INTERRUPTED.
+	// death or stop (RunRelease, NodeReap), which end INTERRUPTED. The last
+	// one of a run that has AttemptOnRun is the run's own (Run.OwnAttempt),
+	// read from the run's row after the attempts' rows.
 	RunAttempts(ctx context.Context, runID int64) ([]*Attempt, error)
 	// RunCancel cancels a run: SCHEDULED and QUEUED ones at once, RUNNING and
 	// WAITING_CALLBACK ones by setting CancelRequested for their node. A

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -191,6 +192,40 @@ func TestRunGet(t *testing.T) {
 		detail.Attempts[0].HTTPStatus != 503 || detail.Attempts[0].Status != sundial.RunFailed {
 		t.Errorf("run with one failed delivery = %+v", detail)
 	}
+	// Every field of each attempt, whether a store keeps it in a row (a
+	// delivery retried) or on the run (the delivery that ended it).
+	wantAttempts := func(id int64, attempts string) {
+		t.Helper()
+		var raw struct {
+			Attempts json.RawMessage `json:"attempts"`
+		}
+		want(t, b.do(t, http.MethodGet, runPath(id, ""), nil), http.StatusOK, &raw)
+		if string(raw.Attempts) != attempts {
+			t.Errorf("attempts of run %d =\n%s\nwant\n%s", id, raw.Attempts, attempts)
+		}
+	}
+	wantAttempts(r.ID, `[{"delivery":1,"node_id":"","status":"FAILED","http_status":503,"error":"HTTP 503",`+
+		`"started_at":"2026-01-01T01:00:00Z","finished_at":"2026-01-01T01:00:01Z"}]`)
+	again := b.insertRun(t, tk.ID, time.Date(2026, 1, 1, 2, 0, 0, 0, time.UTC), sundial.RunScheduled)
+	for i, fin := range []sundial.RunFinishParams{
+		{Status: sundial.RunFailed, HTTPStatus: 503, ResponseBody: "busy", Error: "HTTP 503", Retry: true,
+			DueAt: again.ScheduledTime.Add(time.Minute)},
+		{Status: sundial.RunSuccess, HTTPStatus: 200, ResponseBody: `{"ok":true}`},
+	} {
+		start := again.ScheduledTime.Add(time.Duration(i) * time.Minute)
+		ok, err := b.store.RunStart(t.Context(), []sundial.RunStartParams{{ID: again.ID, Fence: again.Fence, Attempt: 1, StartedAt: start}})
+		if err != nil || !ok[0] {
+			t.Fatalf("RunStart: %v %v", ok, err)
+		}
+		fin.ID, fin.Fence, fin.StartedAt, fin.FinishedAt = again.ID, again.Fence, start, start.Add(time.Second)
+		if ok, err := b.store.RunFinish(t.Context(), []sundial.RunFinishParams{fin}); err != nil || !ok[0] {
+			t.Fatalf("RunFinish: %v %v", ok, err)
+		}
+	}
+	wantAttempts(again.ID, `[{"delivery":1,"node_id":"","status":"FAILED","http_status":503,"error":"HTTP 503",`+
+		`"response_body":"busy","started_at":"2026-01-01T02:00:00Z","finished_at":"2026-01-01T02:00:01Z"},`+
+		`{"delivery":2,"node_id":"","status":"SUCCESS","http_status":200,"response_body":"{\"ok\":true}",`+
+		`"started_at":"2026-01-01T02:01:00Z","finished_at":"2026-01-01T02:01:01Z"}]`)
 
 	wantError(t, b.do(t, http.MethodGet, runPath(999, ""), nil), 404, errorDetail{Code: sundial.ENotFound})
 	wantError(t, b.do(t, http.MethodGet, "/api/v1/runs/one", nil), 400,

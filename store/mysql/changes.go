@@ -38,7 +38,7 @@ func runWriteArgs(args []any, r *sundial.Run) []any {
 		r.NodeID, r.Fence, sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus,
 		bin(r.ResponseBody), text(r.Error), text(r.TraceID), r.CancelRequested, sqlrow.Micros(r.UpdatedAt),
 		sqlrow.Micros(r.DueAt), jsonText(r.Result), jsonText(r.Progress), jsonText(r.Checkpoint), r.Priority,
-		text(r.Message))
+		text(r.Message), r.AttemptOnRun)
 }
 
 // runWeight is about the bytes of r's arguments, for chunks.

@@ -65,9 +65,10 @@
 //     joined to the batch's values, still guarded by the status read. A run
 //     is changed only under its row lock, so a late write with an old fence
 //     is refused. RunFinish then inserts, in the same transaction, the
-//     attempt RunFinishParams.Apply gives of each outcome of a RUNNING run, in
-//     one multi-row INSERT per chunk; outcomes of WAITING_CALLBACK runs
-//     (callbacks) are none. A batch with outcomes that end their task
+//     attempt RunFinishParams.Apply gives of each outcome of a RUNNING run
+//     that does not end it for good, in one multi-row INSERT per chunk; an
+//     outcome that does leaves it on the run (attempt_on_run), and outcomes
+//     of WAITING_CALLBACK runs (callbacks) are none. A batch with outcomes that end their task
 //     (CompleteTask) first locks those tasks, in ID order, before the runs;
 //     a batch without reads no task.
 //   - RunComplete and RunProgress lock their run by primary key (its task
@@ -121,7 +122,11 @@
 // # Attempts
 //
 // run_attempts (migrations/0003_attempts.sql) holds one row per ended
-// delivery, read by RunAttempts by run_id in ID order (run_attempts_run).
+// delivery but the last of a run that keeps it itself (runs.attempt_on_run,
+// migrations/0013_attempt_on_run.sql: an outcome that ended the run for
+// good), so that a fire delivered once has none. RunAttempts reads the rows
+// by run_id in ID order (run_attempts_run), then the run's own by its
+// primary key.
 // Its foreign key to runs is ON DELETE CASCADE: RunPurge takes a run's
 // attempts with it. (TaskUpdate, TaskDelete, RunRelease and RunUnplanMissed
 // delete only runs whose delivery has not ended: see Due times.) Attempts

@@ -99,7 +99,24 @@ func openDSN(t testing.TB, dsn string) *Store {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	testDSN(t)
-	storetest.Run(t, storetest.Backend{Open: openNodes, LockRuns: holdRuns})
+	storetest.Run(t, storetest.Backend{Open: openNodes, LockRuns: holdRuns, AttemptRows: attemptRows, Exec: exec})
+}
+
+// attemptRows counts the rows of run_attempts of run runID.
+func attemptRows(t *testing.T, s sundial.Store, runID int64) (n int) {
+	t.Helper()
+	if err := s.(*Store).db.QueryRowContext(t.Context(), `SELECT count(*) FROM run_attempts WHERE run_id = ?`, runID).Scan(&n); err != nil {
+		t.Fatalf("count the attempts of run %d: %v", runID, err)
+	}
+	return n
+}
+
+// exec runs query on s's database.
+func exec(t *testing.T, s sundial.Store, query string) {
+	t.Helper()
+	if _, err := s.(*Store).db.ExecContext(t.Context(), query); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
 }
 
 // openNodes opens nodes stores on a new database, each with a pool of its
@@ -333,6 +350,15 @@ func TestQueryPlans(t *testing.T) {
 		FROM runs r CROSS JOIN (SELECT 1 AS n UNION ALL SELECT 2 UNION ALL SELECT 3) AS d`); err != nil {
 		t.Fatal(err)
 	}
+	// The final runs keep their last attempt on their rows.
+	if _, err := s.db.ExecContext(ctx, `UPDATE runs SET attempt_on_run = 1
+		WHERE status IN `+sqlrow.Statuses(sundial.RunStatus.Final)); err != nil {
+		t.Fatal(err)
+	}
+	var ownAttempt int64
+	if err := s.db.QueryRowContext(ctx, `SELECT MIN(id) FROM runs WHERE attempt_on_run = 1`).Scan(&ownAttempt); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.db.ExecContext(ctx, `ANALYZE TABLE tasks, runs, nodes, run_attempts`); err != nil {
 		t.Fatal(err)
 	}
@@ -364,10 +390,10 @@ func TestQueryPlans(t *testing.T) {
 		{"admit last effective", admitLastSQL, lastArgs},
 		{"admit skips", admitSkipsSQL, []any{1, 2, 2, 3, 4}},
 		{"RunStart", runStartSQL(2), []any{1, 1, 1, 1, "t", 2, 1, 1, 1, "t"}},
-		{"RunFinish", runFinishSQL(2), []any{1, "RUNNING", "SUCCESS", "n", 1, 1, 1, 200, []byte("x"), "", 1,
-			2, "RUNNING", "SUCCESS", "n", 1, 1, 1, 200, []byte("x"), "", 1}},
+		{"RunFinish", runFinishSQL(2), []any{1, "RUNNING", "SUCCESS", "n", 1, 1, 1, 200, []byte("x"), "", 1, true,
+			2, "RUNNING", "SUCCESS", "n", 1, 1, 1, 200, []byte("x"), "", 1, true}},
 		{"RunFinish (retry)", runFinishSQL(2), []any{1, "RUNNING", "SCHEDULED", "", 7, 1, nil, 500,
-			[]byte("x"), "", 1, 2, "WAITING_CALLBACK", "SUCCESS", "n", 1, 1, 1, 200, []byte("x"), "", 1}},
+			[]byte("x"), "", 1, false, 2, "WAITING_CALLBACK", "SUCCESS", "n", 1, 1, 1, 200, []byte("x"), "", 1, false}},
 		{"write back runs", runsWriteSQL(2), runWriteArgs(runWriteArgs(nil, &sundial.Run{ID: 1}), &sundial.Run{ID: 2})},
 		{"complete tasks", completeTaskSQL(2), []any{1, "FAILED", 5, 2, "COMPLETED", nil}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{int64(1) << 60, 10}},
@@ -404,7 +430,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunRedeliver candidates", fmt.Sprintf(redeliverCandidatesSQL, redeliverAfterSQL), []any{1, 1, 2, 10}},
 		{"RunFindStuck", queries.RunFindStuck, []any{int64(1) << 60, "node-1", 10}},
 		{"RunCancelRequested", queries.RunCancelRequested, []any{"node-1"}},
-		{"RunAttempts", queries.RunAttempts, []any{7}},
+		{"RunAttempts", queries.RunAttempts, []any{ownAttempt, ownAttempt}},
 		{"release tasks", releaseTasksSQL, []any{"node-1"}},
 		{"release lock", releaseRunsSQL, []any{"node-1"}},
 		{"take back", taskRunsSQL, []any{1}},
@@ -450,9 +476,14 @@ func TestQueryPlans(t *testing.T) {
 				strings.Contains(row["Extra"], "filesort") || !strings.Contains(row["Extra"], "Using index")) {
 				t.Errorf("%s reads tasks without a covering range of tasks_due in order: %v", tc.name, row)
 			}
-			if tc.name == "RunAttempts" && (row["key"] != "run_attempts_run" || row["type"] != "ref" ||
-				strings.Contains(row["Extra"], "filesort")) {
-				t.Errorf("%s reads run_attempts without run_attempts_run in order: %v", tc.name, row)
+			// A run's attempts: its rows through run_attempts_run, its own
+			// from its row by primary key; the few of them sorted.
+			if tc.name == "RunAttempts" && row["table"] == "run_attempts" && (row["key"] != "run_attempts_run" ||
+				row["type"] != "ref") {
+				t.Errorf("%s reads run_attempts without run_attempts_run: %v", tc.name, row)
+			}
+			if tc.name == "RunAttempts" && row["table"] == "runs" && (row["key"] != "PRIMARY" || row["type"] != "const") {
+				t.Errorf("%s reads runs without their primary key: %v", tc.name, row)
 			}
 			if tc.name == "release interrupt lock" && row["key"] != "runs_claim" {
 				t.Errorf("%s reads runs without runs_claim: %v", tc.name, row)
@@ -486,6 +517,10 @@ func TestQueryPlans(t *testing.T) {
 			}
 		}
 		rows.Close()
+		if p := strings.Join(plan, "\n"); tc.name == "RunAttempts" &&
+			(!strings.Contains(p, "table:run_attempts") || !strings.Contains(p, "table:runs")) {
+			t.Errorf("%s reads neither run_attempts nor runs:\n%s", tc.name, p)
+		}
 		t.Logf("%s:\n%s", tc.name, strings.Join(plan, "\n"))
 	}
 

@@ -227,7 +227,7 @@ func (s *Store) RunStart(ctx context.Context, starts []sundial.RunStartParams) (
 // runFinishCols are the columns of an outcome's batch: the run, its status
 // as read under its lock, and what sundial.RunFinishParams.Apply left.
 var runFinishCols = []string{"id", "was", "status", "node_id", "due_at", "started_at", "finished_at",
-	"http_status", "response_body", "error", "updated_at"}
+	"http_status", "response_body", "error", "updated_at", "attempt_on_run"}
 
 // runFinishSQL records n outcomes as sundial.RunFinishParams.Apply left their
 // runs; the status as read under the runs' locks only guards.
@@ -235,7 +235,7 @@ func runFinishSQL(n int) string {
 	return `UPDATE ` + joinValues("runs", "r", runFinishCols, n) + `
 	SET r.status = v.status, r.node_id = v.node_id, r.due_at = v.due_at, r.started_at = v.started_at,
 		r.finished_at = v.finished_at, r.http_status = v.http_status, r.response_body = v.response_body,
-		r.error = v.error, r.updated_at = v.updated_at
+		r.error = v.error, r.updated_at = v.updated_at, r.attempt_on_run = v.attempt_on_run
 	WHERE r.status = v.was`
 }
 
@@ -292,7 +292,8 @@ func lockTaskRows(ctx context.Context, tx *sql.Tx, ids []int64) error {
 // refuses the whole batch (sundial.RunFinishParams.Check). Like RunStart, it
 // locks the batch's runs, decides in Go what each outcome makes of its run
 // and its attempt (sundial.RunFinishParams.Apply), and writes the runs in
-// one UPDATE and the attempts in one INSERT per chunk; a run listed twice is
+// one UPDATE and the attempts that are not on their runs (the run's
+// AttemptOnRun) in one INSERT per chunk; a run listed twice is
 // finished in order (its second outcome meets it as the first left it). When
 // an outcome ends a task (CompleteTask), the tasks of those outcomes are
 // locked first, before the runs, in the lock order of every method; a batch
@@ -357,8 +358,9 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 				body := bin(r.ResponseBody)
 				args = append(args, r.ID, string(was), string(r.Status), r.NodeID, sqlrow.Micros(r.DueAt),
 					sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, body,
-					text(r.Error), sqlrow.Micros(r.UpdatedAt))
-				if a != nil { // the end of a delivery's call
+					text(r.Error), sqlrow.Micros(r.UpdatedAt), r.AttemptOnRun)
+				if a != nil && !r.AttemptOnRun { // the end of a delivery's call, which goes on
+					// (a retry, WAITING_CALLBACK, INTERRUPTED): its attempt is a row
 					nAtt++
 					attempts = attemptArgs(attempts, a.RunID, a.Delivery, a.NodeID, a.Status, a.HTTPStatus,
 						text(a.Error), body, sqlrow.NullMicros(a.StartedAt),

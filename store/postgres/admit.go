@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -83,10 +84,11 @@ var (
 )
 
 // admitWriteSQL writes the admitted run back as the decision left it
-// (runsWriteSQL, of one run), guarded by its fence ($23) and status ($24)
-// as read: RunStart, RunCancel and RunRelease change runs without the task
-// lock.
-var admitWriteSQL = runsWriteSQL + ` AND runs.fence = $23 AND runs.status = $24 RETURNING runs.id`
+// (runsWriteSQL, of one run), guarded by its fence and status as read (the
+// two arguments after runsWriteSQL's): RunStart, RunCancel and RunRelease
+// change runs without the task lock.
+var admitWriteSQL = runsWriteSQL + fmt.Sprintf(` AND runs.fence = $%d AND runs.status = $%d RETURNING runs.id`,
+	len(sqlrow.RunUpdateCols)+2, len(sqlrow.RunUpdateCols)+3)
 
 // RunAdmit (see sundial.Store.RunAdmit) holds the task's row lock, in three
 // round trips: BEGIN with the lock and every read, the writes, COMMIT.

@@ -19,7 +19,7 @@ import (
 // runUpdateTypes are the array types of sqlrow.RunUpdateCols, in order.
 var runUpdateTypes = []string{"text", "text", "integer", "integer", "integer", "text", "bigint",
 	"bigint", "bigint", "integer", "bytea", "text", "text", "boolean",
-	"bigint", "bigint", "text", "text", "text", "integer", "text"}
+	"bigint", "bigint", "text", "text", "text", "integer", "text", "boolean"}
 
 // runsWriteSQL writes runs back as a rule left them: $1 their IDs, then one
 // array per column of sqlrow.RunUpdateCols.
@@ -47,7 +47,7 @@ func runsWriteArgs(runs []*sundial.Run) []any {
 		status, skip, node, errText, trace, message       = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		missed, attempt, deliveries, httpStatus, priority = make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n), make([]int32, n)
 		body                                              = make([][]byte, n)
-		cancel                                            = make([]bool, n)
+		cancel, onRun                                     = make([]bool, n), make([]bool, n)
 		result, progress, checkpoint                      = make([]*string, n), make([]*string, n), make([]*string, n)
 	)
 	for i, r := range runs {
@@ -57,11 +57,11 @@ func runsWriteArgs(runs []*sundial.Run) []any {
 		errText[i], trace[i], message[i] = cleanText(r.Error), cleanText(r.TraceID), cleanText(r.Message)
 		missed[i], attempt[i], deliveries[i] = int32(r.MissedCount), int32(r.Attempt), int32(r.Deliveries)
 		httpStatus[i], priority[i] = int32(r.HTTPStatus), int32(r.Priority)
-		body[i], cancel[i] = []byte(r.ResponseBody), r.CancelRequested
+		body[i], cancel[i], onRun[i] = []byte(r.ResponseBody), r.CancelRequested, r.AttemptOnRun
 		result[i], progress[i], checkpoint[i] = nullJSON(r.Result), nullJSON(r.Progress), nullJSON(r.Checkpoint)
 	}
 	return []any{id, status, skip, missed, attempt, deliveries, node, fence, started, finished, httpStatus, body,
-		errText, trace, cancel, updated, due, result, progress, checkpoint, priority, message}
+		errText, trace, cancel, updated, due, result, progress, checkpoint, priority, message, onRun}
 }
 
 // runsDeleteSQL deletes the runs $1.

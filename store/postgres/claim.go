@@ -51,7 +51,8 @@ func qualified(alias, cols string) string {
 // row it updates: RUNNING, attempt at least 1, started at the later of its
 // due time and now, a new trace ID (32 lowercase hex digits: a random
 // UUID's), one more delivery, and what the previous delivery left
-// (answer, error, callback message: sqlrow.StartClears) emptied. Each
+// (answer, error, callback message, attempt_on_run: sqlrow.StartClears)
+// emptied. Each
 // claimed task comes once, with the first of its runs; its other runs have
 // NULL in the task's columns. $1 node, $2 until, $3 limit, $4 now, $5
 // ClaimStartParams.By, $6 ClaimStartParams.FreshAfter.
@@ -62,7 +63,7 @@ func qualified(alias, cols string) string {
 var claimDueSQL = `WITH claimed AS (
 		UPDATE runs SET node_id = $1, fence = fence + 1, updated_at = $4,
 			(status, attempt, started_at, trace_id, deliveries,
-				http_status, response_body, error, message) = (SELECT
+				http_status, response_body, error, message, attempt_on_run) = (SELECT
 				CASE WHEN st.s THEN 'RUNNING' ELSE runs.status END,
 				CASE WHEN st.s THEN GREATEST(runs.attempt, 1) ELSE runs.attempt END,
 				CASE WHEN st.s THEN GREATEST(runs.due_at, $4) ELSE runs.started_at END,
@@ -71,7 +72,8 @@ var claimDueSQL = `WITH claimed AS (
 				CASE WHEN st.s THEN 0 ELSE runs.http_status END,
 				CASE WHEN st.s THEN ''::bytea ELSE runs.response_body END,
 				CASE WHEN st.s THEN '' ELSE runs.error END,
-				CASE WHEN st.s THEN '' ELSE runs.message END
+				CASE WHEN st.s THEN '' ELSE runs.message END,
+				CASE WHEN st.s THEN false ELSE runs.attempt_on_run END
 				FROM (SELECT runs.due_at <= $5 AND (runs.deliveries > 0
 					OR (runs.start_ahead AND runs.scheduled_at >= $6)) AS s) AS st)
 		WHERE id = ANY (ARRAY(

@@ -29,9 +29,13 @@
 // checkpoints) is TEXT, read back as written. Flags are BOOLEAN, and runs.response_body is BYTEA
 // so that any bytes a target answers with are kept as received; so is
 // run_attempts.response_body. run_attempts holds one row per delivery that
-// ended (RunAttempts reads them by run_id, id); its run_id references runs
-// ON DELETE CASCADE, so that RunPurge, deleting a run, deletes its attempts
-// (the other deletes take only runs whose delivery has not ended).
+// ended but the last of a run that keeps it itself (runs.attempt_on_run,
+// migration 0013: an outcome that ended the run for good), so that a fire
+// delivered once has none; RunAttempts reads the rows by run_id, id, then
+// the run's own. The rows follow their run (migration 0007's trigger, in
+// place of a foreign key ON DELETE CASCADE): RunPurge, deleting a run,
+// deletes its attempts (the other deletes take only runs whose delivery
+// has not ended).
 //
 // # Rules
 //
@@ -77,13 +81,16 @@
 //   - RunFinish's statement also records attempts. A CTE first locks the
 //     runs it may change (SELECT ... ORDER BY id FOR NO KEY UPDATE), reading
 //     the status each had, read again under the lock if a concurrent
-//     outcome changed it; the UPDATE applies the outcomes, and an INSERT
-//     into run_attempts records those that ended a RUNNING run's delivery.
+//     outcome changed it; the UPDATE applies the outcomes, setting
+//     attempt_on_run on those that end a RUNNING run for good, and an
+//     INSERT into run_attempts records the other ends of a RUNNING run's
+//     delivery (a retry, WAITING_CALLBACK, INTERRUPTED).
 //     Reading the old status through a plain self-join would see it as of
 //     the statement's start: a callback's outcome that waited for its call's
-//     WAITING_CALLBACK would record the delivery a second time. Each attempt
-//     costs an insert and its foreign-key check (a primary-key lookup and
-//     lock of the run). An outcome with Retry is recorded so, then sends its
+//     WAITING_CALLBACK would record the delivery a second time. Each row
+//     costs an insert (and its index entries); an attempt kept on its run
+//     costs nothing more than the run's update. An outcome with Retry is
+//     recorded so, then sends its
 //     run back to SCHEDULED in the same UPDATE. Retries, callback deadlines
 //     and task ends are bound as NULL arrays when a batch has none, so the
 //     common batch costs what it did without them; a batch that ends tasks

@@ -120,7 +120,24 @@ func open(t testing.TB, dsn string) *Store {
 func TestStore(t *testing.T) {
 	t.Parallel()
 	serverDSN(t)
-	storetest.Run(t, storetest.Backend{Open: openNodes, LockRuns: holdRuns})
+	storetest.Run(t, storetest.Backend{Open: openNodes, LockRuns: holdRuns, AttemptRows: attemptRows, Exec: exec})
+}
+
+// attemptRows counts the rows of run_attempts of run runID.
+func attemptRows(t *testing.T, s sundial.Store, runID int64) (n int) {
+	t.Helper()
+	if err := s.(*Store).pool.QueryRow(t.Context(), `SELECT count(*) FROM run_attempts WHERE run_id = $1`, runID).Scan(&n); err != nil {
+		t.Fatalf("count the attempts of run %d: %v", runID, err)
+	}
+	return n
+}
+
+// exec runs query on s's database.
+func exec(t *testing.T, s sundial.Store, query string) {
+	t.Helper()
+	if _, err := s.(*Store).pool.Exec(t.Context(), query); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
 }
 
 // openNodes opens nodes stores on a new schema, each with a pool of its
@@ -861,7 +878,9 @@ func TestQueryPlans(t *testing.T) {
 		{"write back runs", runsWriteSQL, runsWriteArgs(writeBack), "runs_pkey", "runs_status_node"},
 		{"delete runs", runsDeleteSQL, []any{ids}, "runs_pkey", "runs_status_node"},
 		{"rewind tasks", tasksRewindSQL, []any{ids[:10], times[:10]}, "tasks_pkey", ""},
-		{"RunAttempts", queries.RunAttempts, []any{40}, "run_attempts_run", ""},
+		// A run's attempts: its rows, and its own from its row.
+		{"RunAttempts", queries.RunAttempts, []any{40, 40}, "run_attempts_run", ""},
+		{"RunAttempts own", queries.RunAttempts, []any{40, 40}, "runs_pkey", ""},
 		{"RunComplete latest attempt", runCompleteLatestSQL, []any{40, "SUCCESS", "", 1}, "run_attempts_run", ""},
 		{"RunProgress", runCompleteReadSQL, []any{40}, "runs_pkey", ""},
 		// Claims. An idle claim (nothing due), a claim in a burst (5,000
@@ -1282,19 +1301,29 @@ func TestAttemptsFollowRuns(t *testing.T) {
 	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	// Three runs, each delivered once and finished: three attempts.
+	// Three runs, each delivered twice: a retry, then a success. Three
+	// attempt rows (the success is each run's own).
 	var ids []int64
 	for i := range 3 {
 		r := &sundial.Run{TaskID: tk.ID, FireKey: fmt.Sprintf("f%d", i), ScheduledTime: time.Now()}
 		if err := s.RunInsert(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
-			t.Fatalf("RunStart: %v, %v", ok, err)
+		for _, retry := range []bool{true, false} {
+			if ok, err := s.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: r.Fence, Attempt: 1, StartedAt: time.Now()}}); err != nil || !ok[0] {
+				t.Fatalf("RunStart: %v, %v", ok, err)
+			}
+			status := sundial.RunSuccess
+			if retry {
+				status = sundial.RunFailed
+			}
+			if ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: status,
+				StartedAt: time.Now(), FinishedAt: time.Now(), HTTPStatus: 204, Retry: retry}}); err != nil || !ok[0] {
+				t.Fatalf("RunFinish: %v, %v", ok, err)
+			}
 		}
-		if ok, err := s.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: r.Fence, Status: sundial.RunSuccess,
-			StartedAt: time.Now(), FinishedAt: time.Now(), HTTPStatus: 204}}); err != nil || !ok[0] {
-			t.Fatalf("RunFinish: %v, %v", ok, err)
+		if as, err := s.RunAttempts(ctx, r.ID); err != nil || len(as) != 2 {
+			t.Fatalf("RunAttempts = %v, %v; want 2", as, err)
 		}
 		ids = append(ids, r.ID)
 	}
@@ -1379,6 +1408,33 @@ func TestUnavailableErrors(t *testing.T) {
 	} {
 		if got := unavailable(c.err); got != c.want {
 			t.Errorf("%s: unavailable = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestAttemptOnRunFinal: only a run that a delivery's outcome ended for
+// good (a final status RunFinish reaches from RUNNING) keeps its attempt
+// on its row (migration 0013's CHECK), whatever statement writes it.
+func TestAttemptOnRunFinal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t, newSchema(t))
+	tk := newTask(t, "t", time.Now())
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "f", ScheduledTime: time.Now()}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sundial.RunStatuses() {
+		ok := st.Final() && slices.Contains(sundial.FinishFrom(st), sundial.RunRunning)
+		_, err := s.pool.Exec(ctx, `UPDATE runs SET status = $1, attempt_on_run = true WHERE id = $2`, string(st), r.ID)
+		if (err == nil) != ok {
+			t.Errorf("a %s run with attempt_on_run: %v; want it refused: %v", st, err, !ok)
+		}
+		if _, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'SCHEDULED', attempt_on_run = false WHERE id = $1`, r.ID); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -301,8 +301,10 @@ var finishEdges = func() string {
 // COMMITTED). An outcome of a RUNNING run ends a delivery, recorded as
 // attempt number runs.deliveries with the outcome's status, node and times
 // (not the run's: a retry sends the run back to SCHEDULED, held by no node,
-// unfinished); one of a WAITING_CALLBACK run (its callback) records
-// nothing. The statement returns the IDs of the runs it changed.
+// unfinished): on the run (attempt_on_run) when the outcome ends it for
+// good (RunFinishParams.AttemptOnRun: a final status, no retry), in a row
+// of run_attempts otherwise; one of a WAITING_CALLBACK run (its callback)
+// records nothing. The statement returns the IDs of the runs it changed.
 //
 // The arrays $10 (retry) and $11 (due_at) are NULL for a round that sets
 // neither, as most do: unnest pads a NULL array with NULLs, which change
@@ -314,6 +316,11 @@ var finishEdges = func() string {
 // outcomes as well; RunFinish locks those tasks first, so that this
 // statement's task writes keep the lock order (tasks, then runs).
 var runFinishSQL, runFinishCompleteSQL = finishSQL(false), finishSQL(true)
+
+// finalStatuses are the final statuses (sundial.RunStatus.Final), as an SQL
+// list: an outcome of a RUNNING run in one of them, with no retry, keeps
+// the delivery's attempt on the run (sundial.RunFinishParams.AttemptOnRun).
+var finalStatuses = sqlrow.Statuses(sundial.RunStatus.Final)
 
 func finishSQL(complete bool) string {
 	q := `WITH prev AS (
@@ -334,17 +341,18 @@ func finishSQL(complete bool) string {
 			due_at = COALESCE(p.due_at, runs.due_at),
 			started_at = COALESCE(p.started_at, runs.started_at),
 			finished_at = CASE WHEN p.retry THEN NULL ELSE p.finished_at END,
-			http_status = p.http_status, response_body = p.response_body, error = p.error, updated_at = p.updated_at
+			http_status = p.http_status, response_body = p.response_body, error = p.error, updated_at = p.updated_at,
+			attempt_on_run = p.was = 'RUNNING' AND p.retry IS NOT TRUE AND p.status IN ` + finalStatuses + `
 		FROM prev AS p
 		WHERE runs.id = p.id
 		RETURNING runs.id, runs.task_id, p.was, p.node, p.status, runs.deliveries, runs.started_at,
 			COALESCE(p.finished_at, p.updated_at) AS ended, p.http_status, p.error, p.response_body,
-			p.complete, p.updated_at
+			p.complete, p.updated_at, runs.attempt_on_run AS on_run
 	), attempts AS (
 		INSERT INTO run_attempts (run_id, delivery, node_id, status, http_status, error, response_body,
 			started_at, finished_at)
 		SELECT id, deliveries, node, status, http_status, error, response_body, started_at, ended
-		FROM done WHERE was = 'RUNNING'
+		FROM done WHERE was = 'RUNNING' AND NOT on_run
 	)`
 	if complete {
 		// A task ended by two outcomes of one round takes the first's.

@@ -119,9 +119,13 @@ var finishFrom = func() map[sundial.RunStatus][2]string {
 // Task.End for the run's task, in SQL, so that a batch of outcomes costs one
 // UPDATE per run and one INSERT of attempts. The conformance suite holds
 // them to the rule (FinishRule).
+//
+// ?13 is whether the outcome keeps its delivery's attempt on the run
+// (attempt_on_run): RunFinishParams.AttemptOnRun, for an outcome of a
+// RUNNING run; those runs get no attempt row.
 const runFinishSQL = `UPDATE runs
 	SET status = ?1, started_at = COALESCE(?2, started_at), finished_at = ?3, http_status = ?4,
-		response_body = ?5, error = ?6, updated_at = ?7, due_at = COALESCE(?12, due_at)
+		response_body = ?5, error = ?6, updated_at = ?7, due_at = COALESCE(?12, due_at), attempt_on_run = ?13
 	WHERE id = ?8 AND fence = ?9 AND status IN (?10, ?11)`
 
 // runRetrySQL sends a run whose failed delivery was just recorded back to
@@ -139,8 +143,10 @@ const completeTaskSQL = `UPDATE tasks SET status = ?1, version = version + 1, ne
 //
 // An outcome with Retry is recorded as any other (the run row, then its
 // attempt copied from it) and the run is then sent back to SCHEDULED; so is
-// the rare CompleteTask applied after the outcomes. A batch of plain
-// outcomes costs one UPDATE per run and one INSERT per 500 attempts.
+// the rare CompleteTask applied after the outcomes. An outcome that ends
+// its RUNNING run for good keeps its attempt on the run (attempt_on_run);
+// those of the others are copied into rows. A batch of plain outcomes
+// costs one UPDATE per run, and one INSERT per 500 attempts that go on.
 func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParams) (_ []bool, err error) {
 	defer s.classify(&err)
 	ok := make([]bool, len(finishes))
@@ -155,7 +161,7 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 	now := s.clock()
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		stmt := tx.StmtContext(ctx, s.st.runFinish)
-		var ended []int64 // runs that left RUNNING: deliveries to record
+		var ended []int64 // runs that left RUNNING but go on: deliveries to record in rows
 		var later []int   // applied outcomes with a Retry or a CompleteTask
 		for i, f := range finishes {
 			var started, finished, due *time.Time
@@ -171,10 +177,10 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 			if (f.Retry || f.Status == sundial.RunWaitingCallback) && !f.DueAt.IsZero() {
 				due = &f.DueAt
 			}
-			apply := func(a, b string) (bool, error) {
+			apply := func(a, b string, onRun bool) (bool, error) {
 				res, err := stmt.ExecContext(ctx, string(f.Status), sqlrow.NullMicros(started), sqlrow.NullMicros(finished),
 					f.HTTPStatus, sundial.CutResponseBody(f.ResponseBody), f.Error, sqlrow.Micros(updated), f.ID, f.Fence, a, b,
-					sqlrow.NullMicros(due))
+					sqlrow.NullMicros(due), onRun)
 				if err != nil {
 					return false, err
 				}
@@ -185,15 +191,18 @@ func (s *Store) RunFinish(ctx context.Context, finishes []sundial.RunFinishParam
 			running := string(sundial.RunRunning)
 			var err error
 			if from[0] != running && from[1] != running {
-				ok[i], err = apply(from[0], from[1])
-			} else if ok[i], err = apply(running, running); ok[i] {
-				// A run leaving RUNNING ends a delivery: record it as an attempt.
-				ended = append(ended, f.ID)
+				ok[i], err = apply(from[0], from[1], false)
+			} else if ok[i], err = apply(running, running, f.AttemptOnRun()); ok[i] {
+				// A run leaving RUNNING ends a delivery: record it as an
+				// attempt, unless the run keeps it.
+				if !f.AttemptOnRun() {
+					ended = append(ended, f.ID)
+				}
 			} else if err == nil {
 				if other := from[0]; other != running {
-					ok[i], err = apply(other, other)
+					ok[i], err = apply(other, other, false)
 				} else if other := from[1]; other != running {
-					ok[i], err = apply(other, other)
+					ok[i], err = apply(other, other, false)
 				}
 			}
 			if err != nil {
@@ -291,11 +300,11 @@ func (s *Store) release(ctx context.Context, tx *sql.Tx, nodeID, reason string, 
 }
 
 // attemptFromRunSQL records the deliveries the runs whose IDs are in the
-// JSON array ? just ended, from the runs.
-const attemptFromRunSQL = `INSERT INTO run_attempts
-	(run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at)
-	SELECT id, deliveries, node_id, status, http_status, error, response_body, started_at,
-		COALESCE(finished_at, updated_at)
+// JSON array ? just ended, from the runs: each run's own attempt
+// (sundial.Run.OwnAttempt), as RunAttempts reads it from a run that keeps
+// it, copied into a row.
+const attemptFromRunSQL = `INSERT INTO run_attempts (` + sqlrow.AttemptCols + `)
+	SELECT ` + sqlrow.OwnAttemptCols + `
 	FROM runs WHERE id IN (SELECT value FROM json_each(?))`
 
 // RunPurge deletes up to limit final runs created before before, oldest

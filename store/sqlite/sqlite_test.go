@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,24 @@ func open(t testing.TB) *Store {
 
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, storetest.Backend{Open: openNodes})
+	storetest.Run(t, storetest.Backend{Open: openNodes, AttemptRows: attemptRows, Exec: exec})
+}
+
+// attemptRows counts the rows of run_attempts of run runID.
+func attemptRows(t *testing.T, s sundial.Store, runID int64) (n int) {
+	t.Helper()
+	if err := s.(*Store).r.QueryRowContext(t.Context(), `SELECT count(*) FROM run_attempts WHERE run_id = ?`, runID).Scan(&n); err != nil {
+		t.Fatalf("count the attempts of run %d: %v", runID, err)
+	}
+	return n
+}
+
+// exec runs query on s's database.
+func exec(t *testing.T, s sundial.Store, query string) {
+	t.Helper()
+	if _, err := s.(*Store).w.ExecContext(t.Context(), query); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
 }
 
 // openNodes opens nodes stores on one new database file, as that many
@@ -150,7 +168,7 @@ func TestQueryPlans(t *testing.T) {
 		{"admit last effective", admitLastSQL, []any{1, 2}},
 		{"admit skips", admitSkipsSQL, []any{1, 2, 3, 4}},
 		{"RunStart", runStartSQL, []any{1, 2, 3, 4, 5}},
-		{"RunFinish", runFinishSQL, []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}},
+		{"RunFinish", runFinishSQL, []any{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}},
 		{"RunClaimDue probe", claimProbeSQL, []any{1}},
 		{"RunClaimDue", claimDueSQL, []any{"n", 1, 2, 3, 4, 5}},
 		{"tasks of runs", tasksOfSQL, []any{"[1,2]"}},
@@ -158,6 +176,7 @@ func TestQueryPlans(t *testing.T) {
 		{"attempts of runs", attemptFromRunSQL, []any{"[1,2]"}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},
 		{"RunUpcoming", queries.RunUpcoming, []any{1, 2}},
+		{"RunAttempts", queries.RunAttempts, []any{1, 1}},
 		{"TaskSecretsList", queries.TaskSecretsList, []any{1, 2}},
 		{"TaskCreateMany lookup", tasksByRequestSQL + ` IN (?, ?)`, []any{"r", "s"}},
 	} {
@@ -176,7 +195,8 @@ func TestQueryPlans(t *testing.T) {
 		}
 		rows.Close()
 		for _, p := range plan {
-			if strings.HasPrefix(p, "SCAN tasks") || strings.HasPrefix(p, "SCAN runs") {
+			if strings.HasPrefix(p, "SCAN tasks") || strings.HasPrefix(p, "SCAN runs") ||
+				strings.HasPrefix(p, "SCAN run_attempts") {
 				t.Errorf("%s scans a table:\n%s", tc.name, strings.Join(plan, "\n"))
 			}
 		}
@@ -403,5 +423,35 @@ func TestClaimUndoneWhenTasksUnread(t *testing.T) {
 	}
 	if node != "" || status != string(sundial.RunScheduled) {
 		t.Errorf("run after the failed claim: node %q, %s; want held by no node, SCHEDULED", node, status)
+	}
+}
+
+// TestAttemptOnRunFinal: only a run that a delivery's outcome ended for
+// good (a final status RunFinish reaches from RUNNING) keeps its attempt
+// on its row (migration 0013's CHECK), whatever statement writes it.
+func TestAttemptOnRunFinal(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t)
+	tk := &sundial.Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+	if err := tk.Normalize(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r := &sundial.Run{TaskID: tk.ID, FireKey: "f", ScheduledTime: time.Now()}
+	if err := s.RunInsert(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range sundial.RunStatuses() {
+		ok := st.Final() && slices.Contains(sundial.FinishFrom(st), sundial.RunRunning)
+		_, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?, attempt_on_run = TRUE WHERE id = ?`, string(st), r.ID)
+		if (err == nil) != ok {
+			t.Errorf("a %s run with attempt_on_run: %v; want it refused: %v", st, err, !ok)
+		}
+		if _, err := s.w.ExecContext(ctx, `UPDATE runs SET status = 'SCHEDULED', attempt_on_run = FALSE WHERE id = ?`, r.ID); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

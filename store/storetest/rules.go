@@ -270,6 +270,15 @@ func testFinishRule(t *testing.T, open Opener) {
 		case att != nil:
 			sameAttempt(t, what, atts[len(atts)-1], att)
 		}
+		// An outcome that ends its run for good leaves the attempt on the
+		// run: the run's own is the one Apply returned.
+		if att != nil && want.AttemptOnRun {
+			if own := got.OwnAttempt(); own == nil {
+				t.Errorf("%s: the run keeps no attempt", what)
+			} else {
+				sameAttempt(t, what+": the run's own", own, att)
+			}
+		}
 		if task := tasks[b.TaskID]; task != nil {
 			want := *task
 			if fin.Applies(b) && fin.CompleteTask != "" {

@@ -37,6 +37,13 @@ type Backend struct {
 	// there a node's write waits for another's instead of passing over
 	// the rows it holds.
 	LockRuns func(t *testing.T, s sundial.Store, ids []int64) (release func())
+	// AttemptRows counts the rows of run_attempts that s's database holds
+	// for the run runID, as they are stored: the attempts a run keeps
+	// itself (sundial.Run.AttemptOnRun) have none.
+	AttemptRows func(t *testing.T, s sundial.Store, runID int64) int
+	// Exec runs one SQL statement on s's database, as an operator would
+	// (DowngradeAttempts).
+	Exec func(t *testing.T, s sundial.Store, query string)
 }
 
 // oneWriter reports whether a write transaction locks the whole database.
@@ -62,6 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClusterFence", testClusterFence},
 		{"ClusterLockOrder", testClusterLockOrder},
 		{"ClusterSecretsSwap", testClusterSecretsSwap},
+		{"AttemptsGolden", testAttemptsGolden},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

@@ -15,9 +15,10 @@ import (
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead, params_json, message`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message, attempt_on_run`
 
-// RunWriteCols are the columns a new run is inserted with: RunCols but id.
+// RunWriteCols are the columns a new run is inserted with: RunCols but id
+// and attempt_on_run (a new run has none: its default).
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
@@ -46,6 +47,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		scheduled, created, upd int64
 		started, finished       sql.NullInt64
 		cancelRequested, ahead  flag
+		onRun                   flag
 		body                    text
 		due                     int64
 		result, progress, chk   sql.NullString
@@ -54,7 +56,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &ahead, &params, &r.Message)
+		&due, &result, &progress, &chk, &r.Priority, &ahead, &params, &r.Message, &onRun)
 	if err != nil {
 		return nil, err
 	}
@@ -67,6 +69,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.ResponseBody = string(body)
 	r.CancelRequested = bool(cancelRequested)
 	r.StartAhead = bool(ahead)
+	r.AttemptOnRun = bool(onRun)
 	r.CreatedAt = FromMicros(created)
 	r.UpdatedAt = FromMicros(upd)
 	r.DueAt = FromMicros(due)
@@ -227,11 +230,13 @@ func SortByDue(runs []*sundial.Run) {
 }
 
 // startClears are the columns of a run that the end of a delivery writes
-// (its answer, its error, its callback's message), with their empty
-// values. Every write that starts a delivery (makes a run RUNNING) empties
-// them: what the previous delivery left belongs to its attempt, not to the
-// delivery under way.
-var startClears = [][2]string{{"http_status", "0"}, {"response_body", "''"}, {"error", "''"}, {"message", "''"}}
+// (its answer, its error, its callback's message, and whether its attempt
+// is on the run), with their empty values. Every write that starts a
+// delivery (makes a run RUNNING) empties them: what the previous delivery
+// left belongs to its attempt, not to the delivery under way (see
+// sundial.Run.StartDelivery).
+var startClears = [][2]string{{"http_status", "0"}, {"response_body", "''"}, {"error", "''"}, {"message", "''"},
+	{"attempt_on_run", "FALSE"}}
 
 // StartClears returns the SET assignments that empty what the previous
 // delivery left on a run (each column to 0 or the empty string), each

@@ -31,7 +31,7 @@ func Statuses(keep func(sundial.RunStatus) bool) string {
 // its planner's mark and its creation time.
 var RunUpdateCols = []string{"status", "skip_reason", "missed_count", "attempt", "deliveries", "node_id", "fence",
 	"started_at", "finished_at", "http_status", "response_body", "error", "trace_id", "cancel_requested",
-	"updated_at", "due_at", "result_json", "progress_json", "checkpoint_json", "priority", "message"}
+	"updated_at", "due_at", "result_json", "progress_json", "checkpoint_json", "priority", "message", "attempt_on_run"}
 
 // RunUpdateArgs are the values of RunUpdateCols for r, as database/sql
 // drivers take them.
@@ -39,7 +39,7 @@ func RunUpdateArgs(r *sundial.Run) []any {
 	return []any{string(r.Status), string(r.SkipReason), r.MissedCount, r.Attempt, r.Deliveries, r.NodeID, r.Fence,
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error, r.TraceID,
 		r.CancelRequested, Micros(r.UpdatedAt), Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress),
-		NullJSON(r.Checkpoint), r.Priority, r.Message}
+		NullJSON(r.Checkpoint), r.Priority, r.Message, r.AttemptOnRun}
 }
 
 // RunUpdateSQL writes a run back as a rule left it: RunUpdateArgs, then its
@@ -54,6 +54,12 @@ func DeleteRunsSQL(n int) string {
 
 // AttemptCols are the columns of an attempt, in the order of AttemptArgs.
 const AttemptCols = `run_id, delivery, node_id, status, http_status, error, response_body, started_at, finished_at`
+
+// OwnAttemptCols are the columns of runs that make a run's own attempt
+// (sundial.Run.OwnAttempt), in the order of AttemptCols: its last delivery,
+// finished at its finish or, without one, at its outcome (updated_at).
+const OwnAttemptCols = `id, deliveries, node_id, status, http_status, error, response_body, started_at,
+	COALESCE(finished_at, updated_at)`
 
 // ScanAttempt reads a row of AttemptCols from any of the drivers (see
 // ScanRun): the body may come as text or bytes.

@@ -87,11 +87,13 @@ func (p *Plain) RunList(ctx context.Context, f sundial.RunListParams) (_ []*sund
 	return out, nil
 }
 
-// RunAttempts returns the attempts recorded for a run, oldest first: none
-// (an empty slice) for a run that has none or does not exist.
+// RunAttempts returns the attempts recorded for a run, oldest first: the
+// rows of run_attempts, then the run's own attempt if it has one
+// (sundial.Run.OwnAttempt), in one statement; none (an empty slice) for a
+// run that has none or does not exist.
 func (p *Plain) RunAttempts(ctx context.Context, runID int64) (_ []*sundial.Attempt, err error) {
 	defer p.classify(&err)
-	rows, err := p.r.Query(ctx, p.q.RunAttempts, runID)
+	rows, err := p.r.Query(ctx, p.q.RunAttempts, runID, runID)
 	out, err := scanAll(rows, err, sqlrow.ScanAttempt)
 	if err != nil {
 		return nil, p.wrap(err, "list attempts of run %d", runID)

@@ -15,8 +15,10 @@ type Queries struct {
 
 	TaskGet, TaskExists string
 	RunGet              string
-	// RunAttempts reads a run's attempts, oldest first: a range of
-	// run_attempts_run.
+	// RunAttempts reads a run's attempts, oldest first: its rows of
+	// run_attempts (a range of run_attempts_run), then its own attempt
+	// when it has one (sundial.Run.OwnAttempt: attempt_on_run), read by
+	// the primary key of runs. Arguments: the run's ID, twice.
 	RunAttempts string
 	// RunUpcoming reads a task's SCHEDULED runs never delivered, by
 	// scheduled time: a range of runs_task_status, in its order.
@@ -58,7 +60,12 @@ func NewQueries(d Dialect) *Queries {
 	q.TaskSecretsList = b(`SELECT id, target_url, headers_json, signing_secret FROM tasks
 		WHERE id > ? ORDER BY id LIMIT ?`)
 	q.RunGet = b(`SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ?`)
-	q.RunAttempts = b(`SELECT ` + sqlrow.AttemptCols + ` FROM run_attempts WHERE run_id = ? ORDER BY id`)
+	q.RunAttempts = b(`SELECT ` + sqlrow.AttemptCols + ` FROM (
+			SELECT 0 AS own, id AS n, ` + sqlrow.AttemptCols + ` FROM run_attempts WHERE run_id = ?
+			UNION ALL
+			SELECT 1, 0, ` + sqlrow.OwnAttemptCols + ` FROM runs WHERE id = ? AND attempt_on_run = ` + d.True + `
+		) AS a
+		ORDER BY own, n`)
 	// Where a statement names an index (Hint), MySQL is held to it, so
 	// that its plan does not hang on the table's statistics.
 	q.RunUpcoming = b(`SELECT ` + sqlrow.RunCols + ` FROM runs` + d.hint("runs_task_status") + `
