@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -31,7 +32,8 @@ import (
 //     handler of a real Server on a real store and validates each request
 //     and each answer, success and error, against the document with
 //     libopenapi-validator, and fails on any (route, status) the document
-//     lists that no request produced;
+//     lists that no request produced and on any property of an answer's
+//     schema that no answer had;
 //   - TestOpenAPIRoutes: every route of the Server is an operation of the
 //     document, with the role and the query parameters the Server has, and
 //     every operation is a route;
@@ -49,6 +51,9 @@ type contract struct {
 
 	mu   sync.Mutex      // the validator and seen
 	seen map[string]bool // "METHOD /path STATUS" of every answer of an operation
+	// fields are the "Schema.property" of every property of a component
+	// schema that an answer has had.
+	fields map[string]bool
 }
 
 // newContract reads the document from GET /api/v1/openapi.json of a
@@ -61,7 +66,7 @@ func newContract(t *testing.T) *contract {
 		t.Fatalf("GET /api/v1/openapi.json: %d %s %.200s", rec.Code, rec.Header().Get("Content-Type"), rec.Body)
 	}
 	raw := rec.Body.Bytes()
-	c := &contract{seen: map[string]bool{}}
+	c := &contract{seen: map[string]bool{}, fields: map[string]bool{}}
 	if err := json.Unmarshal(raw, &c.doc); err != nil {
 		t.Fatalf("the served document is not JSON: %v", err)
 	}
@@ -260,6 +265,19 @@ func (c *contract) properties(s map[string]any) (props map[string]any, required 
 	return props, slices.Compact(required)
 }
 
+// ownProperties are the properties a schema declares itself, in its
+// properties or an inline allOf, not those of the schemas it refers to.
+func (c *contract) ownProperties(s map[string]any) []string {
+	var out []string
+	out = append(out, sortedKeys(mapOf(s["properties"]))...)
+	for _, sub := range listOf(s["allOf"]) {
+		if _, ref := sub.(map[string]any)["$ref"]; !ref {
+			out = append(out, c.ownProperties(sub.(map[string]any))...)
+		}
+	}
+	return out
+}
+
 func mapOf(v any) map[string]any { m, _ := v.(map[string]any); return m }
 func listOf(v any) []any         { l, _ := v.([]any); return l }
 
@@ -384,7 +402,56 @@ func (c *contract) check(t *testing.T, srv *Server, k call) *httptest.ResponseRe
 		t.Errorf("%s: the answer %d does not match the document:\n%s\nbody %.500s", what, rec.Code, describe(errs), rec.Body)
 	}
 	c.seen[fmt.Sprintf("%s %d", o.key(), rec.Code)] = true
+	if mt := rec.Header().Get("Content-Type"); mt == "application/json" {
+		if resp := mapOf(mapOf(o.op["responses"])[strconv.Itoa(rec.Code)]); resp != nil {
+			var body any
+			if json.Unmarshal(rec.Body.Bytes(), &body) == nil {
+				schema := mapOf(mapOf(mapOf(c.resolve(resp)["content"])[mt])["schema"])
+				c.walk(body, schema, "")
+			}
+		}
+	}
 	return rec
+}
+
+// walk records in c.fields the properties of component schemas that
+// value, an instance of schema (named name, "" for an inline one), has.
+func (c *contract) walk(value any, schema map[string]any, name string) {
+	if schema == nil {
+		return
+	}
+	if ref, ok := schema["$ref"].(string); ok {
+		if n, ok := strings.CutPrefix(ref, "#/components/schemas/"); ok {
+			name = n
+		}
+		c.walk(value, c.resolve(schema), name)
+		return
+	}
+	for _, key := range []string{"allOf", "anyOf", "oneOf"} {
+		for _, sub := range listOf(schema[key]) {
+			c.walk(value, sub.(map[string]any), name)
+		}
+	}
+	switch v := value.(type) {
+	case map[string]any:
+		props := mapOf(schema["properties"])
+		for k, fv := range v {
+			if p, ok := props[k].(map[string]any); ok {
+				if name != "" {
+					c.fields[name+"."+k] = true
+				}
+				c.walk(fv, p, "")
+			} else if ap, ok := schema["additionalProperties"].(map[string]any); ok {
+				c.walk(fv, ap, "")
+			}
+		}
+	case []any:
+		if items, ok := schema["items"].(map[string]any); ok {
+			for _, e := range v {
+				c.walk(e, items, "")
+			}
+		}
+	}
 }
 
 // undeclaredQuery is the error of a query parameter the operation of r
