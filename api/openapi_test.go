@@ -221,18 +221,6 @@ func (c *contract) op(method, pattern string) (docOp, bool) {
 	return docOp{}, false
 }
 
-// opByID is the operation named id.
-func (c *contract) opByID(t *testing.T, id string) docOp {
-	t.Helper()
-	for _, o := range c.ops() {
-		if o.id() == id {
-			return o
-		}
-	}
-	t.Fatalf("no operation %s in the document", id)
-	return docOp{}
-}
-
 // schema is the component schema name.
 func (c *contract) schema(t *testing.T, name string) map[string]any {
 	t.Helper()
