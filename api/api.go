@@ -124,6 +124,7 @@ type Server struct {
 	auth        *Auth
 	limiter     *limiter
 	roles       map[string]sundial.Role // the role each route's pattern needs
+	params      map[string][]string     // the query parameters each built-in route reads
 	sealer      sundial.Sealer
 }
 
@@ -140,6 +141,7 @@ func NewServer(cfg Config) *Server {
 		sched:  cfg.Scheduler,
 		mux:    http.NewServeMux(),
 		roles:  make(map[string]sundial.Role),
+		params: make(map[string][]string),
 	}
 	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
 	if cfg.Auth != nil {
@@ -159,9 +161,11 @@ func NewServer(cfg Config) *Server {
 	// enable, disable, cancel), an editor writes tasks, an admin manages
 	// tokens and reads the audit log. RoleNone marks the open routes:
 	// health, readiness, and the callback and progress endpoints, which
-	// check the run's own token.
+	// check the run's own token. openapi.yaml describes every route: a
+	// route added here goes there too (openapi_test.go checks both ways).
 	s.route("GET /healthz", sundial.RoleNone, s.handleHealthz)
 	s.route("GET /api/v1/cron/next", sundial.RoleViewer, s.handleCronNext, "expr", "tz", "from", "count")
+	s.route("GET /api/v1/openapi.json", sundial.RoleViewer, s.handleOpenAPI)
 	if s.store == nil {
 		return s
 	}

@@ -35,6 +35,7 @@ func TestRoleTable(t *testing.T) {
 		{"/api/v1/runs/{id}/callback", sundial.RoleNone},
 		{"GET /metrics", sundial.RoleViewer},
 		{"GET /api/v1/cron/next", sundial.RoleViewer},
+		{"GET /api/v1/openapi.json", sundial.RoleViewer},
 		{"GET /api/v1/tasks", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}/runs", sundial.RoleViewer},
@@ -88,13 +89,20 @@ func TestRoleTable(t *testing.T) {
 type authBundle struct {
 	*storeBundle
 	secrets map[sundial.Role]string
+	sealer  sundial.Sealer
 }
 
 const testBootstrap = "bootstrap-secret-for-tests-0123456789"
 
 func setupAuth(t *testing.T, a Auth) *authBundle {
 	t.Helper()
-	sb := setupStore(t)
+	return setupAuthOn(t, setupStore(t).store, a)
+}
+
+// setupAuthOn is setupAuth on the store given.
+func setupAuthOn(t *testing.T, st sundial.Store, a Auth) *authBundle {
+	t.Helper()
+	sb := setupOn(t, st)
 	key, err := seal.ParseKey(seal.NewKey())
 	if err != nil {
 		t.Fatal(err)
@@ -103,9 +111,8 @@ func setupAuth(t *testing.T, a Auth) *authBundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb.srv = NewServer(Config{Logger: slog.New(slog.NewTextHandler(sb.log, nil)), Now: sb.now,
-		Store: sb.store, Scheduler: sb.sched, Auth: &a, Sealer: box})
-	ab := &authBundle{storeBundle: sb, secrets: map[sundial.Role]string{}}
+	ab := &authBundle{storeBundle: sb, secrets: map[sundial.Role]string{}, sealer: box}
+	sb.srv = ab.server(a)
 	for r := sundial.RoleViewer; r <= sundial.RoleAdmin; r++ {
 		id, secret := sundial.NewToken()
 		if err := sb.store.TokenCreate(t.Context(), &sundial.Token{ID: id, Name: r.String() + "-token", Role: r,
@@ -115,6 +122,13 @@ func setupAuth(t *testing.T, a Auth) *authBundle {
 		ab.secrets[r] = secret
 	}
 	return ab
+}
+
+// server is another Server on the bundle's store, scheduler and secrets
+// key, with the authentication a.
+func (b *authBundle) server(a Auth) *Server {
+	return NewServer(Config{Logger: slog.New(slog.NewTextHandler(b.log, nil)), Now: b.now,
+		Store: b.store, Scheduler: b.sched, Auth: &a, Sealer: b.sealer})
 }
 
 // req serves one request with the bearer secret (none if ""), a JSON body

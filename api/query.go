@@ -17,6 +17,7 @@ import (
 // refused with a 400 before h runs, so that a misspelt filter never
 // returns everything.
 func (s *Server) route(pattern string, role sundial.Role, h http.HandlerFunc, params ...string) {
+	s.params[pattern] = params
 	s.Handle(pattern, role, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := checkQuery(r, pattern, params); err != nil {
 			s.writeError(w, r, err)
