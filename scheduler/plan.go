@@ -110,11 +110,19 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 // cut at most a span after next, or the cut after it when that one is not
 // past until. So the first pass plans up to a cut, and each pass after it
 // a whole span; the next pass takes the task up when the cut comes within
-// the lookahead. The phases of consecutive IDs are spread evenly over the
-// span (the fractional parts of multiples of the golden ratio), so that
-// tasks created together are refilled at different passes, not all in
-// one. A task whose span is no longer than the lookahead is planned up to
-// until only.
+// the lookahead. A task whose span is no longer than the lookahead is
+// planned up to until only.
+//
+// The phase is one of the span's slots, a lookahead apart, taken by the
+// fractional part of the task's ID times the golden ratio, so that tasks
+// created together (consecutive IDs) fall evenly into the slots: one slot
+// is refilled every lookahead, not every task in one pass. And the tasks
+// of a slot are refilled in the same pass, which inserts their runs by
+// instant (Store.PlanDue): the runs due at one instant then come from a
+// few passes (span over lookahead), each pass's together in the table,
+// rather than from a pass each and scattered, and each claim and outcome
+// of them writes fewer pages (on SQLite about half the bytes a fire, see
+// docs/benchmarks.md).
 func refillAt(id int64, next, second, now, until time.Time, horizon time.Duration, maxRuns int) time.Time {
 	if second.IsZero() {
 		return time.Time{}
@@ -131,6 +139,7 @@ func refillAt(id int64, next, second, now, until time.Time, horizon time.Duratio
 		return time.Time{}
 	}
 	phase, _ := bits.Mul64(uint64(id)*0x9E3779B97F4A7C15, uint64(span))
+	phase -= phase % uint64(lookahead)
 	end := next.Add(span).UnixNano() - int64(phase)
 	cut := time.Unix(0, end-((end%int64(span))+int64(span))%int64(span)+int64(phase))
 	if !cut.After(until) {

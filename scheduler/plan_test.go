@@ -178,9 +178,10 @@ func samePlan(a, b sundial.Plan) bool {
 
 // TestPlanTaskRefillsSpread: a thousand tasks firing every second,
 // created together (consecutive IDs, the same first fire), are not
-// refilled in the same pass: after the first pass, each pass refills
-// about a ninetieth of them (the span is 90 s), never more than twice
-// that; the first pass plans about half a span of each, and the lookahead.
+// refilled in the same pass: they fall into the span's nine slots of a
+// lookahead, about a ninth of them in each, and one slot is refilled every
+// lookahead; the first pass plans about half a span of each, and the
+// lookahead.
 func TestPlanTaskRefillsSpread(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 5, 4, 10, 0, 0, 0, time.UTC)
@@ -189,7 +190,8 @@ func TestPlanTaskRefillsSpread(t *testing.T) {
 	for i := range tasks {
 		tasks[i] = cronTask(t, int64(1000+i), "* * * * * *", "UTC", start)
 	}
-	busiest, total := 0, 0
+	var refills []int // tasks refilled by each pass that refilled any
+	last := start
 	for now := start; now.Before(start.Add(10 * time.Minute)); now = now.Add(time.Second) {
 		refilled, runs := 0, 0
 		for _, tk := range tasks {
@@ -207,11 +209,20 @@ func TestPlanTaskRefillsSpread(t *testing.T) {
 			}
 			continue
 		}
-		busiest = max(busiest, refilled)
-		total += refilled
+		if refilled == 0 {
+			continue
+		}
+		if gap := now.Sub(last); len(refills) > 0 && gap != testLookahead {
+			t.Errorf("refills at +%s, %s after the ones before; want one slot every %s", now.Sub(start), gap, testLookahead)
+		}
+		refills = append(refills, refilled)
+		last = now
 	}
-	if mean := float64(total) / (10*60 - 1); busiest > 2*n/90 || mean < 0.9*n/90 || mean > 1.1*n/90 {
-		t.Errorf("refills: %.1f tasks a pass, %d at most; want about %d, at most %d", mean, busiest, n/90, 2*n/90)
+	for _, k := range refills {
+		if k < n/9*8/10 || k > n/9*12/10 {
+			t.Errorf("refills of %v tasks, want about %d each (a ninth)", refills, n/9)
+			break
+		}
 	}
 }
 

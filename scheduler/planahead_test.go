@@ -81,8 +81,8 @@ func TestPlanAheadTakeBack(t *testing.T) {
 				b.start()
 				start := time.Now()
 				tk := b.addTask(t, "* * * * * *", nil)
-				// By 50.5 s the task (ID 1, whose first cut is at 56 s) was
-				// refilled up to 146 s.
+				// By 50.5 s the task (ID 1, whose first cut is at 50 s) was
+				// refilled up to 140 s.
 				waitUntil(start.Add(50*time.Second + 500*time.Millisecond))
 				planned, err := b.store.RunUpcoming(ctx, tk.ID, 1000)
 				if err != nil {
@@ -171,7 +171,7 @@ func TestCatchUpAfterOutageWithPlannedAhead(t *testing.T) {
 		b := setup(t, cfg)
 		b.start()
 		start := time.Now()
-		const n = 200
+		const n = 250
 		tasks := make([]*sundial.Task, n)
 		for i := range tasks {
 			tasks[i] = b.addTask(t, "* * * * * *", nil)
