@@ -121,8 +121,8 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 // instant (Store.PlanDue): the runs due at one instant then come from a
 // few passes (span over lookahead), each pass's together in the table,
 // rather than from a pass each and scattered, and each claim and outcome
-// of them writes fewer pages (on SQLite about half the bytes a fire, see
-// docs/benchmarks.md).
+// of them writes fewer pages (on SQLite about half the bytes a fire:
+// BenchmarkSteadyWrites, docs/benchmarks.md).
 func refillAt(id int64, next, second, now, until time.Time, horizon time.Duration, maxRuns int) time.Time {
 	if second.IsZero() {
 		return time.Time{}
