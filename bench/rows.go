@@ -34,35 +34,29 @@ type Rows struct {
 }
 
 // AnalyzeRows accounts the rows written per delivery from readings in
-// time order: the difference of the mean counts of the readings in the
-// last group (those less than group before the last reading) and of those
-// in the first (less than group after the first), divided by the
-// difference of the mean deliveries of the same readings. Rows and
+// time order, evenly spaced: the difference of the mean counts of the
+// readings in the last group and of those in the first, divided by the
+// difference of the mean deliveries of the same readings. Each group is
+// as many readings as the readings' mean interval makes in group. Rows and
 // deliveries are thus counted over the same span, and a count that moves
 // in steps, the same each period (PostgreSQL's statistics, which each
 // connection adds to the view about once a second; a planner's pass each
 // second, or its refill of a slot of tasks every lookahead), comes out
-// exact when group is a whole number of periods and the readings are
-// evenly spaced: each group's mean weighs every phase of the period alike,
-// where two readings would catch a step, or miss it, at either end. A key
-// missing from a reading is 0 there (nothing written yet).
+// exact when group is a whole number of periods: each group's mean weighs
+// every phase of the period alike, where two readings would catch a step,
+// or miss it, at either end. A key missing from a reading is 0 there
+// (nothing written yet).
 func AnalyzeRows(source string, samples []RowSample, group time.Duration) (Rows, error) {
 	if len(samples) < 2 {
 		return Rows{}, fmt.Errorf("rows written: %d readings, want at least 2", len(samples))
 	}
-	first, last := samples[0].At, samples[len(samples)-1].At
-	var head, tail []RowSample
-	for _, s := range samples {
-		if s.At.Before(first.Add(group)) {
-			head = append(head, s)
-		}
-		if s.At.After(last.Add(-group)) {
-			tail = append(tail, s)
-		}
+	span := samples[len(samples)-1].At.Sub(samples[0].At)
+	step := span / time.Duration(len(samples)-1)
+	k := max(int((group+step/2)/max(step, 1)), 1) // readings in each group
+	if 2*k > len(samples) {
+		return Rows{}, fmt.Errorf("rows written: %d readings over %s, want two groups of %s", len(samples), span, group)
 	}
-	if len(head)+len(tail) > len(samples) {
-		return Rows{}, fmt.Errorf("rows written: readings over %s, want more than two groups of %s", last.Sub(first), group)
-	}
+	head, tail := samples[:k], samples[len(samples)-k:]
 	keys := map[string]bool{}
 	for _, s := range samples {
 		for k := range s.Rows {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func steps(sec, period, phase, step float64) int64 {
 // second the refills are caught or missed at the ends.
 func TestAnalyzeRowsSteps(t *testing.T) {
 	for _, phase := range []float64{0.3, 3.7, 9.9} {
-		samples := rowSamples(func(sec float64) map[string]int64 {
+		all := rowSamples(func(sec float64) map[string]int64 {
 			return map[string]int64{
 				// Four rows a delivery, visible once a second.
 				"runs.updated": steps(sec, 1, math.Mod(phase, 1), 4000),
@@ -43,6 +44,11 @@ func TestAnalyzeRowsSteps(t *testing.T) {
 				"runs.inserted": steps(sec, 10, phase, 10000),
 			}
 		})
+		// The first reading came a little late and the last a little
+		// early: still 40 in each group.
+		samples := slices.Clone(all)
+		samples[0].At = samples[0].At.Add(5 * time.Millisecond)
+		samples[80].At = samples[80].At.Add(-3 * time.Millisecond)
 		r, err := AnalyzeRows("test", samples, 10*time.Second)
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +56,7 @@ func TestAnalyzeRowsSteps(t *testing.T) {
 		if !near(r.ByTable["runs.updated"], 4) || !near(r.ByTable["runs.inserted"], 1) || !near(r.PerFire, 5) {
 			t.Errorf("phase %v: per fire %v, by table %v; want 5: 4 updated, 1 inserted", phase, r.PerFire, r.ByTable)
 		}
-		if r.Samples != 40 || !near(r.Seconds, 10.25) || !near(r.Deliveries, 10250) || r.Source != "test" {
+		if r.Samples != 40 || math.Abs(r.Seconds-10.25) > 1e-3 || !near(r.Deliveries, 10250) || r.Source != "test" {
 			t.Errorf("phase %v: %d readings a group, %v s apart, %v deliveries, source %q; want 40, 10.25 s, 10250, test",
 				phase, r.Samples, r.Seconds, r.Deliveries, r.Source)
 		}
@@ -104,6 +110,7 @@ func TestAnalyzeRowsRefused(t *testing.T) {
 	}{
 		{"one reading", samples[:1], "at least 2"},
 		{"groups overlap", samples[:60], "two groups"},
+		{"two readings too close", []RowSample{samples[0], samples[20]}, "two groups"},
 		{"no delivery", func() []RowSample {
 			s := append([]RowSample(nil), samples...)
 			for i := range s {
