@@ -5,6 +5,3 @@ func WithAdmitLaneCap(cfg Config, n int) Config {
 	cfg.admitLaneCap = n
 	return cfg
 }
-
-// MaxPlannedAhead is maxPlannedAhead.
-const MaxPlannedAhead = maxPlannedAhead
