@@ -81,11 +81,13 @@ type Store interface {
 	// before until, earliest first (NextFireTime, then ID: the order of the
 	// due index, so that a large backlog is never sorted), and calls plan
 	// for each inside one transaction. The runs plan returns are inserted (a
-	// fire already planned is left alone) with fence 1 and the task's
-	// priority, owned by nodeID, or by no node when nodeID is empty (any
-	// node then claims them with RunClaimDue), and the task's NextFireTime
-	// becomes Plan.Next. Concurrent calls never plan the same task. It
-	// returns the runs it inserted, with their IDs.
+	// fire already planned is left alone) in the order of their scheduled
+	// times, then of their tasks' IDs, so that the runs of the call due at
+	// the same instant lie together in the table; with fence 1 and the
+	// task's priority, owned by nodeID, or by no node when nodeID is empty
+	// (any node then claims them with RunClaimDue), and the task's
+	// NextFireTime becomes Plan.Next. Concurrent calls never plan the same
+	// task. It returns the runs it inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
 	// RunInsert inserts a run (a manual trigger, with its Params) with its
