@@ -28,7 +28,7 @@ func testRunUnplanMissed(t *testing.T, open Opener) {
 	laterCatchUp := f.run(tk.ID, at(-4), sundial.RunScheduled, withKey("later-c"), func(r *sundial.Run) { r.Trigger = sundial.TriggerCatchUp })
 	laterStarted := f.run(tk.ID, at(-1), sundial.RunRunning, withKey("later-started"))
 	laterManual := f.run(tk.ID, at(60), sundial.RunScheduled, manual, withKey("later-m"))
-	retry := f.retrying(tk.ID, at(-40), at(-35))                        // delivered before
+	retry := f.retrying(tk.ID, at(-40), at(-35)) // delivered before
 	manualRun := f.run(tk.ID, at(-31), sundial.RunScheduled, manual, withKey("m"))
 	catchUp := f.run(tk.ID, at(-32), sundial.RunScheduled, withKey("c"), func(r *sundial.Run) { r.Trigger = sundial.TriggerCatchUp })
 	started := f.run(tk.ID, at(-33), sundial.RunRunning, withKey("started"))
