@@ -39,9 +39,11 @@ func CheckDisabledReason(field, reason string) error {
 //     one given, or cur's when none is.
 func (t *Task) NoteDisabled(cur *Task, reason *string, by string, now time.Time) error {
 	if reason != nil {
-		if err := CheckDisabledReason("disabled_reason", *reason); err != nil {
+		given := *reason // reason may point into t
+		if err := CheckDisabledReason("disabled_reason", given); err != nil {
 			return err
 		}
+		reason = &given
 	}
 	if t.Status != TaskDisabled {
 		if reason != nil && *reason != "" && (cur == nil || *reason != cur.DisabledReason) {

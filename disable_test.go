@@ -17,6 +17,11 @@ func TestNoteDisabled(t *testing.T) {
 	str := func(s string) *string { return &s }
 	disabled := &Task{Status: TaskDisabled, DisabledReason: "vendor down", DisabledAt: &t0, DisabledBy: "alice"}
 	enabled := &Task{Status: TaskEnabled}
+	// A reason that points into the task itself, as a decoded request's may.
+	aliased := &Task{Status: TaskDisabled, DisabledReason: "new"}
+	if err := aliased.NoteDisabled(disabled, &aliased.DisabledReason, "bob", t1); err != nil || aliased.DisabledReason != "new" {
+		t.Errorf("a reason pointing into the task: %q, %v", aliased.DisabledReason, err)
+	}
 	for _, tc := range []struct {
 		name       string
 		status     TaskStatus
