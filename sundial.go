@@ -29,6 +29,11 @@ const (
 	EInternal    = "internal" // anything else; the detail goes to the log only: 500
 )
 
+// EPrecondition is the code of a precondition that does not hold: the
+// If-Match of a request, or the version a PATCH gives, names a version of
+// the task that is not the current one: 412.
+const EPrecondition = "precondition_failed"
+
 // Error is an error meant for the client: a machine-readable code, a message
 // that says what is wrong, the input field it concerns and the offending
 // token within it, if any.

@@ -149,12 +149,18 @@ type Task struct {
 	SigningSecret string `json:"signing_secret,omitempty"`
 	// OIDC, when set, has every delivery carry an OIDC ID token signed by
 	// the cluster's key as Authorization: Bearer.
-	OIDC         *OIDCOption `json:"oidc,omitempty"`
-	Status       TaskStatus  `json:"status"`
-	Version      int64       `json:"version"`
-	CreatedAt    time.Time   `json:"created_at"`
-	UpdatedAt    time.Time   `json:"updated_at"`
-	NextFireTime *time.Time  `json:"next_fire_time"`
+	OIDC   *OIDCOption `json:"oidc,omitempty"`
+	Status TaskStatus  `json:"status"`
+	// DisabledReason, DisabledAt and DisabledBy say why, when and by whom
+	// (the actor of the request) a DISABLED task was disabled; a task
+	// that is not DISABLED has none (see NoteDisabled).
+	DisabledReason string     `json:"disabled_reason,omitempty"`
+	DisabledAt     *time.Time `json:"disabled_at,omitempty"`
+	DisabledBy     string     `json:"disabled_by,omitempty"`
+	Version        int64      `json:"version"`
+	CreatedAt      time.Time  `json:"created_at"`
+	UpdatedAt      time.Time  `json:"updated_at"`
+	NextFireTime   *time.Time `json:"next_fire_time"`
 }
 
 // RedirectPolicy says which redirects a delivery follows. Whatever it
@@ -280,6 +286,7 @@ func (t *Task) InputHash() string {
 	in := *t
 	MaskTask(&in)
 	in.ID, in.Version, in.CreatedAt, in.UpdatedAt, in.NextFireTime = 0, 0, time.Time{}, time.Time{}, nil
+	in.DisabledAt, in.DisabledBy = nil, ""
 	in.RequestHash = ""
 	compact := func(raw json.RawMessage) json.RawMessage {
 		var b bytes.Buffer

@@ -174,9 +174,10 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/tasks", sundial.RoleEditor, s.handleTaskCreate)
 	s.route("POST /api/v1/tasks:batch", sundial.RoleEditor, s.handleTaskBatch)
 	s.route("GET /api/v1/tasks", sundial.RoleViewer, s.handleTaskList,
-		"status", "name", "name_prefix", "request_id", "biz_id", "limit", "cursor")
+		"status", "name", "name_prefix", "request_id", "biz_id", "limit", "cursor", "format")
 	s.route("GET /api/v1/tasks/{id}", sundial.RoleViewer, s.handleTaskGet)
 	s.route("PUT /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskReplace)
+	s.route("PATCH /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskPatch)
 	s.route("DELETE /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskDelete)
 	s.route("POST /api/v1/tasks/{id}/enable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskEnabled))
 	s.route("POST /api/v1/tasks/{id}/disable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskDisabled))

@@ -204,7 +204,10 @@ func checkCrossSite(r *http.Request) error {
 	if scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Bearer") {
 		return nil
 	}
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil && mt == "application/json" {
+	// Neither is a type a web page's form may send (both need a CORS
+	// preflight).
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err == nil &&
+		(mt == "application/json" || mt == mergePatchType) {
 		return nil
 	}
 	return sundial.Errorf(sundial.EForbidden, "Content-Type",

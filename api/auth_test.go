@@ -52,6 +52,7 @@ func TestRoleTable(t *testing.T) {
 		{"POST /api/v1/tasks", sundial.RoleEditor},
 		{"POST /api/v1/tasks:batch", sundial.RoleEditor},
 		{"PUT /api/v1/tasks/{id}", sundial.RoleEditor},
+		{"PATCH /api/v1/tasks/{id}", sundial.RoleEditor},
 		{"DELETE /api/v1/tasks/{id}", sundial.RoleEditor},
 		{"POST /api/v1/tokens", sundial.RoleAdmin},
 		{"GET /api/v1/tokens", sundial.RoleAdmin},

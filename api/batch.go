@@ -79,7 +79,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	generated := make([]string, len(req.Tasks))
 	failed := 0
 	for i, raw := range req.Tasks {
-		t, gen, err := s.batchTask(raw, now)
+		t, gen, err := s.batchTask(raw, now, actorOf(r))
 		if err != nil {
 			items[i] = itemError(i, err)
 			failed++
@@ -123,13 +123,13 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, batchResponse{Items: items})
 }
 
-// batchTask decodes and checks one task of a batch, as POST /tasks does,
-// and returns the signing secret generated for it, if any.
-func (s *Server) batchTask(raw json.RawMessage, now time.Time) (*sundial.Task, string, error) {
+// batchTask decodes and checks one task of a batch, as POST /tasks does
+// for actor, and returns the signing secret generated for it, if any.
+func (s *Server) batchTask(raw json.RawMessage, now time.Time, actor string) (*sundial.Task, string, error) {
 	if err := checkJSON(raw); err != nil {
 		return nil, "", err
 	}
-	var req taskRequest
+	req := taskRequest{actor: actor}
 	if err := decodeStrict(raw, &req); err != nil {
 		return nil, "", err
 	}

@@ -296,7 +296,7 @@ func (f *contractFixture) story(t *testing.T) {
 	body, _ = json.Marshal(got)
 	f.do(t, call{method: "PUT", path: taskPath(nightly.ID), body: string(body), status: 409, code: "conflict", field: "version"})
 	f.do(t, call{method: "PUT", path: taskPath(syncStats.ID), body: f.cronTask("sync_stats", ""), status: 400, code: "invalid",
-		field: "version", doc: docInvalid})
+		field: "version", doc: docSilent, why: "version may be left out for If-Match, a header the body's schema cannot see"})
 	f.do(t, call{method: "PUT", path: taskPath(syncStats.ID), body: f.cronTask("sync_stats", `,"version":1,"id":12345`),
 		status: 400, code: "invalid", field: "id", doc: docSilent, why: "the id of the body must be the path's"})
 	f.do(t, call{method: "PUT", path: taskPath(syncStats.ID), body: f.cronTask("sync_stats", `,"version":1,"status":"FAILED"`),
@@ -305,9 +305,56 @@ func (f *contractFixture) story(t *testing.T) {
 		status: 400, code: "invalid", field: "headers", doc: docSilent, why: "*** keeps a stored secret, and the task has none"})
 	f.do(t, call{method: "PUT", path: taskPath(syncStats.ID), body: f.cronTask("sync_stats", `,"version":1,"status":"DISABLED","headers_json":"{\"X-A\":\"b\"}"`), status: 200})
 
+	// If-Match: the ETag of the task as read, in place of the version.
+	rec = f.do(t, call{method: "GET", path: taskPath(nightly.ID), status: 200})
+	tag := rec.Header().Get("ETag")
+	delete(got, "version")
+	got["description"] = "changed again"
+	body, _ = json.Marshal(got)
+	rec = f.do(t, call{method: "PUT", path: taskPath(nightly.ID), body: string(body), header: []string{"If-Match", tag}, status: 200})
+	f.do(t, call{method: "PUT", path: taskPath(nightly.ID), body: string(body), header: []string{"If-Match", tag}, status: 412,
+		code: "precondition_failed", field: "If-Match"})
+	f.do(t, call{method: "PUT", path: taskPath(nightly.ID), body: string(body), header: []string{"If-Match", "7-3"}, status: 400,
+		code: "invalid", field: "If-Match", doc: docSilent, why: "the syntax of an entity tag is RFC 9110's"})
+
+	// A merge patch: only the fields it gives change, null removes one.
+	tag = rec.Header().Get("ETag")
+	rec = f.do(t, call{method: "PATCH", path: taskPath(nightly.ID), contentType: "application/merge-patch+json",
+		body:   `{"description":null,"headers":{"X-Team":"sre","X-Api-Key":null},"retry_policy":{"max_attempts":5}}`,
+		header: []string{"If-Match", tag}, token: f.secrets[sundial.RoleEditor], status: 200})
+	var patched sundial.Task
+	into(t, rec, &patched)
+	f.do(t, call{method: "PATCH", path: taskPath(nightly.ID), body: fmt.Sprintf(`{"priority":12,"version":%d}`, patched.Version), status: 200})
+	f.do(t, call{method: "PATCH", path: taskPath(nightly.ID), body: `{"priority":13}`, header: []string{"If-Match", tag},
+		status: 412, code: "precondition_failed", field: "If-Match"})
+	f.do(t, call{method: "PATCH", path: taskPath(nightly.ID), body: fmt.Sprintf(`{"priority":13,"version":%d}`, patched.Version),
+		status: 412, code: "precondition_failed", field: "version"})
+	f.do(t, call{method: "PATCH", path: taskPath(nightly.ID), body: `{"name":"sync_stats"}`, status: 409, code: "conflict", field: "name"})
+	for _, k := range []call{
+		invalid("PATCH", taskPath(nightly.ID), `{"id":5}`, "id"),
+		invalid("PATCH", taskPath(nightly.ID), `{"created_at":"2026-01-01T00:00:00Z"}`, "created_at"),
+		invalid("PATCH", taskPath(nightly.ID), `{"timezon":"UTC"}`, "timezon"),
+		invalid("PATCH", taskPath(nightly.ID), `{"version":0}`, "version"),
+		invalid("PATCH", taskPath(nightly.ID), `[1]`, ""),
+		silent("PATCH", taskPath(nightly.ID), `{"status":null}`, "status", "a patch's values are checked once merged into the task"),
+		silent("PATCH", taskPath(nightly.ID), `{"max_queue":-1}`, "max_queue", "a patch's values are checked once merged into the task"),
+	} {
+		f.do(t, k)
+	}
+
+	// The export, as apply reads it.
+	f.do(t, call{method: "GET", path: "/api/v1/tasks?format=yaml", token: f.secrets[sundial.RoleViewer], status: 200})
+	f.do(t, call{method: "GET", path: "/api/v1/tasks?format=json&status=ENABLED,DISABLED", status: 200})
+	f.do(t, invalid("GET", "/api/v1/tasks?format=xml", "", "format"))
+	f.do(t, silent("GET", "/api/v1/tasks?format=yaml&limit=5", "", "limit", "an export is not paged: a rule between two parameters"))
+
 	// Enable, disable, and a one-off task that has ended.
 	f.do(t, call{method: "POST", path: taskPath(syncStats.ID, "/enable"), token: f.secrets[sundial.RoleOperator], status: 200})
 	f.do(t, call{method: "POST", path: taskPath(syncStats.ID, "/disable"), token: f.secrets[sundial.RoleOperator], status: 200})
+	f.do(t, call{method: "POST", path: taskPath(syncStats.ID, "/disable"), body: `{"reason":"waiting for the vendor's fix"}`,
+		token: f.secrets[sundial.RoleOperator], status: 200})
+	f.do(t, invalid("POST", taskPath(syncStats.ID, "/disable"), fmt.Sprintf(`{"reason":%q}`, strings.Repeat("r", sundial.MaxDisabledReasonLen+1)), "reason"))
+	f.do(t, invalid("POST", taskPath(syncStats.ID, "/disable"), `{"reasons":"x"}`, "reasons"))
 	ended := &sundial.Run{TaskID: once.ID, FireKey: "o:1", Trigger: sundial.TriggerSchedule, ScheduledTime: now, NodeID: "node-a"}
 	if err := f.store.RunInsert(ctx, ended); err != nil {
 		t.Fatal(err)
@@ -555,6 +602,10 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			s.body = `{"tasks":[` + f.cronTask(f.name("sample"), "") + `]}`
 		case "replaceTask":
 			s.body = f.cronTask(tk.Name, `,"version":1`)
+		case "patchTask":
+			s.body = `{"description":"patched"}`
+		case "disableTask":
+			s.body = `{"reason":"sampled"}`
 		case "triggerTask":
 			s.body = `{"params":{"a":1}}`
 		case "createToken":
@@ -699,8 +750,11 @@ func (f *contractFixture) everyOperation(t *testing.T) {
 			}
 		}
 		wrong := "PATCH"
-		if slices.Contains(allowed, wrong) {
-			wrong = "PUT"
+		for _, m := range []string{"PATCH", "PUT", "POST"} {
+			if !slices.Contains(allowed, m) {
+				wrong = m
+				break
+			}
 		}
 		rec := f.do(t, call{method: wrong, path: fill(path, 1), status: 405, code: "method_not_allowed", doc: docInvalid})
 		if slices.Contains(allowed, "GET") {

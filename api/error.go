@@ -27,6 +27,7 @@ var statusByCode = map[string]int{
 	sundial.EInvalid:      http.StatusBadRequest,
 	sundial.ENotFound:     http.StatusNotFound,
 	sundial.EConflict:     http.StatusConflict,
+	sundial.EPrecondition: http.StatusPreconditionFailed,
 	sundial.ETooLarge:     http.StatusRequestEntityTooLarge,
 	sundial.EUnsupported:  http.StatusUnsupportedMediaType,
 	sundial.EUnauthorized: http.StatusUnauthorized,

@@ -55,6 +55,8 @@ var fieldExamples = map[string]string{
 	"oidc":                      `{"audience": "https://example.com"}`,
 	"oidc.audience":             `"https://example.com"`,
 	"status":                    `"ENABLED"`,
+	"disabled_reason":           `"waiting for the vendor's fix"`,
+	"reason":                    `"waiting for the vendor's fix"`,
 	"version":                   `3`,
 	"tasks":                     `[{"name": "a", "cron_expr": "0 * * * * *", "target_url": "https://example.com/hook"}]`,
 	"message":                   `"imported 120 rows"`,

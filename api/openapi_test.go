@@ -646,7 +646,8 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 			notInSchema: map[string]string{"delay_seconds": "input only: a create or replace turns it into run_at"}},
 		{schema: "TaskWritable", typ: reflect.TypeFor[taskRequest](), request: true,
 			notInSchema: map[string]string{"status": "TaskCreate and TaskReplace each have the statuses they take",
-				"id": serverSet, "version": serverSet, "created_at": serverSet, "updated_at": serverSet, "next_fire_time": serverSet}},
+				"id": serverSet, "version": serverSet, "created_at": serverSet, "updated_at": serverSet, "next_fire_time": serverSet,
+				"disabled_at": serverSet, "disabled_by": serverSet}},
 		{schema: "OIDC", typ: reflect.TypeFor[sundial.OIDCOption](), request: true},
 		{schema: "RunFields", typ: reflect.TypeFor[sundial.Run]()},
 		{schema: "RunDetail", typ: reflect.TypeFor[runDetail]()},
@@ -678,6 +679,7 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 			present: map[string]string{"secret": "the answer of a create has the secret"}},
 		{schema: "AuditEntry", typ: reflect.TypeFor[auditView]()},
 		{schema: "TriggerRequest", typ: reflect.TypeFor[triggerRequest](), request: true},
+		{schema: "DisableRequest", typ: reflect.TypeFor[disableRequest](), request: true},
 		{schema: "CallbackReport", typ: reflect.TypeFor[callbackRequest](), request: true},
 		{schema: "ProgressReport", typ: reflect.TypeFor[progressRequest](), request: true},
 	} {

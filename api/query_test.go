@@ -33,7 +33,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 		{"GET", "/api/v1/cron/next?expr=*+*+*+*+*", nil, " accepts expr, tz, from, count"},
 		{"POST", "/api/v1/tasks", task("b", nil), none},
 		{"POST", "/api/v1/tasks:batch", map[string]any{"tasks": []any{task("c", nil)}}, none},
-		{"GET", "/api/v1/tasks", nil, " accepts status, name, name_prefix, request_id, biz_id, limit, cursor"},
+		{"GET", "/api/v1/tasks", nil, " accepts status, name, name_prefix, request_id, biz_id, limit, cursor, format"},
 		{"GET", taskPath(tk.ID), nil, none},
 		{"PUT", taskPath(tk.ID), task("a", map[string]any{"version": 1, "description": "changed"}), none},
 		{"DELETE", taskPath(tk.ID), nil, none},

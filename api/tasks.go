@@ -18,15 +18,17 @@ import (
 
 // Limits of the task endpoints, and the paging shared by every list.
 const (
-	maxTaskBody       = 1 << 20 // bytes of a POST or PUT body
+	maxTaskBody       = 1 << 20  // bytes of a POST, PUT or PATCH body
+	maxDisableBody    = 16 << 10 // bytes of a disable's body: a reason of 1,024 characters, escaped
 	defaultPageLimit  = 50
 	maxPageLimit      = 1000
 	setStatusAttempts = 5 // enable and disable retry a stale version this often
 )
 
-// taskRequest is the body of POST /api/v1/tasks and PUT /api/v1/tasks/{id}:
-// the writable fields of sundial.Task, plus headers_json, seed 001's
-// spelling of headers as a string holding a JSON object.
+// taskRequest is the body of POST /api/v1/tasks and PUT /api/v1/tasks/{id}
+// (and a PATCH's patch applied to the task, see patch.go): the writable
+// fields of sundial.Task, plus headers_json, seed 001's spelling of headers
+// as a string holding a JSON object.
 //
 // The server-set fields are decoded only to be refused by name (PUT takes
 // version, and requires it). A null counts as present.
@@ -63,16 +65,25 @@ type taskRequest struct {
 	SigningSecret     string                    `json:"signing_secret"`
 	OIDC              *sundial.OIDCOption       `json:"oidc"`
 	Status            sundial.TaskStatus        `json:"status"`
+	// DisabledReason is the reason a DISABLED task is disabled for: left
+	// out, the current one is kept; null or "" removes it (see
+	// sundial.Task.NoteDisabled).
+	DisabledReason json.RawMessage `json:"disabled_reason"`
 
 	ID           json.RawMessage `json:"id"`
 	Version      json.RawMessage `json:"version"`
 	CreatedAt    json.RawMessage `json:"created_at"`
 	UpdatedAt    json.RawMessage `json:"updated_at"`
 	NextFireTime json.RawMessage `json:"next_fire_time"`
+	DisabledAt   json.RawMessage `json:"disabled_at"`
+	DisabledBy   json.RawMessage `json:"disabled_by"`
 
 	// generated is the signing secret the server made for "generate",
 	// answered once.
 	generated string
+	// actor is who makes the request: the task's disabled_by when the
+	// request disables it.
+	actor string
 }
 
 // generateSecret is the signing_secret that asks the server for one.
@@ -95,6 +106,8 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		{"created_at", req.CreatedAt},
 		{"updated_at", req.UpdatedAt},
 		{"next_fire_time", req.NextFireTime},
+		{"disabled_at", req.DisabledAt},
+		{"disabled_by", req.DisabledBy},
 	}
 	for _, ro := range readOnly {
 		if ro.raw == nil {
@@ -169,6 +182,13 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		}
 		t.Version = v
 	}
+	reason, err := req.reason()
+	if err != nil {
+		return nil, err
+	}
+	if reason != nil {
+		t.DisabledReason = *reason
+	}
 	if req.HeadersJSON != nil {
 		if req.Headers != nil {
 			return nil, sundial.Errorf(sundial.EInvalid, "headers_json",
@@ -195,10 +215,30 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 	if err := normalize(now); err != nil {
 		return nil, err
 	}
+	if err := t.NoteDisabled(cur, reason, req.actor, now); err != nil {
+		return nil, err
+	}
 	if err := executor.ValidateTemplate(t.BodyTemplate); err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// reason is the disabled_reason the request gives: nil when it gives
+// none, "" for null.
+func (req *taskRequest) reason() (*string, error) {
+	if req.DisabledReason == nil {
+		return nil, nil
+	}
+	var v *string
+	if err := json.Unmarshal(req.DisabledReason, &v); err != nil {
+		return nil, &sundial.Error{Code: sundial.EInvalid, Field: "disabled_reason",
+			Message: "must be a string, such as " + fieldExamples["disabled_reason"] + ", or null to remove it"}
+	}
+	if v == nil {
+		v = new(string)
+	}
+	return v, nil
 }
 
 // checkTask is what a task written through the API must pass besides its
@@ -299,7 +339,7 @@ func parseHeadersJSON(s string) (map[string]string, error) {
 
 // handleTaskCreate serves POST /api/v1/tasks.
 func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
-	var req taskRequest
+	req := taskRequest{actor: actorOf(r)}
 	if err := decodeJSON(w, r, &req, maxTaskBody); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -322,16 +362,17 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", "/api/v1/tasks/"+strconv.FormatInt(t.ID, 10))
 	if existed[0] {
 		// The same request_id and body again: the task it created.
-		writeJSON(w, http.StatusOK, taskView(t, now))
+		writeTask(w, http.StatusOK, taskView(t, now))
 		return
 	}
 	s.sched.Poke()
 	s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name))
 	s.audit(r, "task.create", taskTarget(t.ID), t.ID, nil, t)
-	writeJSON(w, http.StatusCreated, answerTask(t, now, req.generated))
+	writeTask(w, http.StatusCreated, answerTask(t, now, req.generated))
 }
 
-// handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=.
+// handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=,
+// and with format=json or format=yaml, the export of the tasks (export.go).
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sundial.TaskListParams{
@@ -347,6 +388,22 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.Status = statuses
+	if format := q.Get("format"); format != "" {
+		if _, ok := exportFormats[format]; !ok {
+			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "format", Token: format,
+				Message: "must be json or yaml (the format apply reads), or left out for a page of tasks"})
+			return
+		}
+		for _, p := range []string{"limit", "cursor"} {
+			if q.Get(p) != "" {
+				s.writeError(w, r, sundial.Errorf(sundial.EInvalid, p,
+					"format=%s answers every task the filters select, not a page: leave out limit and cursor", format))
+				return
+			}
+		}
+		s.handleTaskExport(w, r, f, format)
+		return
+	}
 	limit, err := parseLimit(q)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -385,18 +442,23 @@ func (s *Server) handleTaskGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, taskView(t, s.now()))
+	writeTask(w, http.StatusOK, taskView(t, s.now()))
 }
 
 // handleTaskReplace serves PUT /api/v1/tasks/{id}: the whole task, with the
-// version it was read at.
+// version it was read at, in the body or as the ETag of If-Match.
 func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 	id, err := pathID(r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	var req taskRequest
+	pre, err := readIfMatch(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req := taskRequest{actor: actorOf(r)}
 	if err := decodeJSON(w, r, &req, maxTaskBody); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -409,31 +471,80 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := pre.check(cur); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if pre.given() && req.Version == nil {
+		// If-Match names the version.
+		req.Version = json.RawMessage(strconv.FormatInt(cur.Version, 10))
+	}
 	now := s.now()
 	t, err := s.writable(&req, cur, now)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	t.ID = id
-	changed := changedFields(cur, t)
-	if len(changed) == 0 && t.Version == cur.Version {
+	s.update(w, r, cur, t, pre, req.generated, now)
+}
+
+// update writes t, the change of the task cur a PUT or PATCH makes, and
+// answers with the task. A change that changes no field writes nothing.
+// When pre is given, a task that changed since cur was read is 412.
+func (s *Server) update(w http.ResponseWriter, r *http.Request, cur, t *sundial.Task, pre precondition, generated string, now time.Time) {
+	err := s.tryUpdate(r, cur, t, now)
+	if err == nil {
+		writeTask(w, http.StatusOK, answerTask(t, now, generated))
+		return
+	}
+	if errors.Is(err, errUnchanged) {
 		// The task as it is: nothing to write, no fire to take back, and
 		// the version stays (as kubectl apply leaves an unchanged object).
-		writeJSON(w, http.StatusOK, taskView(cur, now))
+		writeTask(w, http.StatusOK, taskView(cur, now))
 		return
+	}
+	if pre.given() && staleWrite(err) {
+		err = s.stale(r, cur, pre)
+	}
+	s.writeError(w, r, err)
+}
+
+// errUnchanged is tryUpdate's answer to a change that changes nothing.
+var errUnchanged = errors.New("unchanged")
+
+// tryUpdate writes t, the change of the task cur, as an update does:
+// logged, audited with the fields it changed, the scheduler poked, and the
+// fires already on their way awaited. It returns errUnchanged, and writes
+// nothing, when t changes no field of cur.
+func (s *Server) tryUpdate(r *http.Request, cur, t *sundial.Task, now time.Time) error {
+	t.ID = cur.ID
+	changed := changedFields(cur, t)
+	if len(changed) == 0 && t.Version == cur.Version {
+		return errUnchanged
 	}
 	t.NextFireTime = nextFire(t, now)
 	if err := s.store.TaskUpdate(r.Context(), t, now); err != nil {
-		s.writeError(w, r, err)
-		return
+		return err
 	}
 	s.logChange(r, "task updated", slog.Int64("task_id", t.ID), slog.String("name", t.Name),
 		slog.Any("changed", changed))
 	s.audit(r, "task.update", taskTarget(t.ID), t.ID, cur, taskUpdate{Task: t, Changed: changed})
 	s.sched.Poke()
-	s.awaitSending(r.Context(), id)
-	writeJSON(w, http.StatusOK, answerTask(t, now, req.generated))
+	s.awaitSending(r.Context(), t.ID)
+	return nil
+}
+
+// stale is the 412 of a conditional change of the task cur that another
+// writer changed after it was read, naming the version it is at now.
+func (s *Server) stale(r *http.Request, cur *sundial.Task, pre precondition) error {
+	now, err := s.store.TaskGet(r.Context(), cur.ID)
+	if err != nil {
+		return err
+	}
+	if err := pre.check(now); err != nil {
+		return err
+	}
+	return staleVersion(now, cur.Version)
 }
 
 // awaitSending returns once the fires of task id that were already being
@@ -483,6 +594,7 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTaskSetStatus serves POST /api/v1/tasks/{id}/enable and /disable.
+// A disable takes an optional body, {"reason": "..."}.
 func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := pathID(r)
@@ -490,35 +602,61 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc
 			s.writeError(w, r, err)
 			return
 		}
-		t, before, err := s.setTaskStatus(r.Context(), id, status)
+		var reason *string
+		if status == sundial.TaskDisabled {
+			var req disableRequest
+			if err := decodeOptional(w, r, &req, maxDisableBody); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			if req.Reason != nil {
+				if err := sundial.CheckDisabledReason("reason", *req.Reason); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+			}
+			reason = req.Reason
+		}
+		t, before, err := s.setTaskStatus(r.Context(), id, status, reason, actorOf(r))
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		if before != nil {
 			msg, action := "task enabled", "task.enable"
+			attrs := []slog.Attr{slog.Int64("task_id", t.ID), slog.String("name", t.Name)}
 			if status == sundial.TaskDisabled {
 				msg, action = "task disabled", "task.disable"
+				attrs = append(attrs, slog.String("reason", t.DisabledReason))
 			}
-			s.logChange(r, msg, slog.Int64("task_id", t.ID), slog.String("name", t.Name))
+			s.logChange(r, msg, attrs...)
 			s.audit(r, action, taskTarget(t.ID), t.ID, before, t)
 		}
-		writeJSON(w, http.StatusOK, taskView(t, s.now()))
+		writeTask(w, http.StatusOK, taskView(t, s.now()))
 	})
 }
 
-// setTaskStatus enables or disables a task, reading it afresh and trying
-// again when another writer changed it in between. A task already in that
-// status is returned as it is, and changed is false: enabling twice does
-// not move its next fire. before is the task as it was, nil when
-// unchanged.
-func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus) (_, before *sundial.Task, _ error) {
+// disableRequest is the optional body of POST /api/v1/tasks/{id}/disable.
+type disableRequest struct {
+	// Reason is why the task is disabled, kept and shown until it is
+	// enabled again (sundial.Task.DisabledReason); null or absent: the
+	// current one, if the task is disabled already.
+	Reason *string `json:"reason"`
+}
+
+// setTaskStatus enables or disables a task for actor, reading it afresh
+// and trying again when another writer changed it in between. reason, when
+// given, is why it is disabled (see sundial.Task.NoteDisabled). A task
+// already in that status, and with that reason, is returned as it is, and
+// before is nil: enabling twice does not move its next fire. before is the
+// task as it was, nil when unchanged.
+func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.TaskStatus, reason *string, actor string) (_, before *sundial.Task, _ error) {
 	for attempt := 1; ; attempt++ {
 		t, err := s.store.TaskGet(ctx, id)
 		if err != nil {
 			return nil, nil, err
 		}
-		if t.Status == status {
+		if t.Status == status && (reason == nil || *reason == t.DisabledReason) {
 			return t, nil, nil
 		}
 		if t.Status == sundial.TaskCompleted || t.Status == sundial.TaskFailed {
@@ -528,6 +666,9 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 		now := s.now()
 		prev := *t
 		t.Status = status
+		if err := t.NoteDisabled(&prev, reason, actor, now); err != nil {
+			return nil, nil, err
+		}
 		t.NextFireTime = nextFire(t, now)
 		err = s.store.TaskUpdate(ctx, t, now)
 		if err == nil {
@@ -535,8 +676,7 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 			s.awaitSending(ctx, id)
 			return t, &prev, nil
 		}
-		if e, ok := errors.AsType[*sundial.Error](err); !ok || e.Code != sundial.EConflict ||
-			e.Field != "version" || attempt == setStatusAttempts {
+		if !staleWrite(err) || attempt == setStatusAttempts {
 			return nil, nil, err
 		}
 	}
@@ -580,24 +720,32 @@ func (s *Server) handleTaskTrigger(w http.ResponseWriter, r *http.Request) {
 // only, checked as a task's are (checkJSON, then strictly).
 func decodeTrigger(w http.ResponseWriter, r *http.Request) (triggerRequest, error) {
 	var req triggerRequest
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxTaskBody))
-	if err != nil {
-		return req, readError(r, err, maxTaskBody)
-	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return req, nil
-	}
-	if err := checkContentType(r); err != nil {
-		return req, err
-	}
-	if err := checkJSON(body); err != nil {
-		return req, err
-	}
-	if err := decodeStrict(body, &req); err != nil {
+	if err := decodeOptional(w, r, &req, maxTaskBody); err != nil {
 		return req, err
 	}
 	req.Params = sundial.NormParams(req.Params)
 	return req, sundial.CheckParams(req.Params)
+}
+
+// decodeOptional reads an optional body of at most maxBytes bytes into dst:
+// none, or one of white space only, leaves dst as it is; any other is a
+// JSON object (Content-Type application/json), checked (checkJSON) and
+// decoded strictly.
+func decodeOptional(w http.ResponseWriter, r *http.Request, dst any, maxBytes int64) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBytes))
+	if err != nil {
+		return readError(r, err, maxBytes)
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return nil
+	}
+	if err := checkContentType(r); err != nil {
+		return err
+	}
+	if err := checkJSON(body); err != nil {
+		return err
+	}
+	return decodeStrict(body, dst)
 }
 
 // nextFire is the planner's cursor for t changed at now: its first fire
@@ -628,6 +776,11 @@ func taskView(t *sundial.Task, now time.Time) *sundial.Task {
 	t.CreatedAt = t.CreatedAt.UTC()
 	t.UpdatedAt = t.UpdatedAt.UTC()
 	t.RunAt = utcPtr(t.RunAt)
+	if t.Status != sundial.TaskDisabled {
+		// An older node that enabled the task kept them (docs/design.md).
+		t.DisabledReason, t.DisabledAt, t.DisabledBy = "", nil, ""
+	}
+	t.DisabledAt = utcPtr(t.DisabledAt)
 	t.FollowRedirects = t.RedirectPolicyOf()
 	sundial.MaskTask(t)
 	return t

@@ -837,6 +837,7 @@ func TestTaskEnableDisable(t *testing.T) {
 	}
 
 	b.setNow(time.Date(2026, 1, 1, 0, 20, 30, 0, time.UTC))
+	got = sundial.Task{}
 	want(t, b.do(t, http.MethodPost, taskPath(tk.ID, "/enable"), nil), http.StatusOK, &got)
 	wantNext := time.Date(2026, 1, 1, 0, 21, 0, 0, time.UTC)
 	if got.Status != sundial.TaskEnabled || !sameTime(got.NextFireTime, &wantNext) || got.Version != 3 {

@@ -28,15 +28,18 @@ import (
 // a document holding a list of them (JSON is YAML: an array of tasks, as
 // "task ls -o json" prints, is read too). A directory is its .yaml, .yml
 // and .json files, in name order, not its subdirectories. The fields the
-// server sets (id, version, created_at, updated_at, next_fire_time, state)
-// are ignored, so that what "task get -o yaml" prints can be applied.
+// server sets (id, version, created_at, updated_at, next_fire_time,
+// disabled_at, disabled_by, state) are ignored, so that what "task get -o
+// yaml" prints can be applied. GET /api/v1/tasks?format=yaml exports the
+// live tasks in this format.
 
 // applyHelp is the help of apply and diff on what they read and compare.
 const applyHelp = `A file declares tasks by name, with the API's fields (docs/api.md#tasks): one YAML document
 per task ("---" between them), or a document that is a list of tasks. JSON is read as YAML. A
 directory is its .yaml, .yml and .json files, in name order (not its subdirectories); - is
 standard input. The fields the server sets (id, version, created_at, updated_at,
-next_fire_time, state) are ignored, so what "sundial task get -o yaml" prints can be applied.
+next_fire_time, disabled_at, disabled_by, state) are ignored, so what "sundial task get -o
+yaml" prints can be applied; GET /api/v1/tasks?format=yaml exports the live tasks as files.
 
   name: nightly-report
   cron_expr: "0 30 2 * * *"
@@ -49,10 +52,10 @@ next_fire_time, state) are ignored, so what "sundial task get -o yaml" prints ca
 A task missing from the server is created (POST); one that differs is replaced (PUT, with the
 version read, so a change made meanwhile is refused, not overwritten); one that is the same is
 left alone. A task is the whole of its fields: a field the file leaves out takes the API's
-default (status excepted: left out, it stays as it is, so a paused task stays paused). Merging
-only the fields given will come with PATCH. diff compares the file with the server field by
-field, after filling in those defaults and normalising the file as the server does
-(enum case, cron expression, retry_policy's every key).
+default (status and disabled_reason excepted: left out, they stay as they are, so a paused
+task stays paused). To change only some fields, see "sundial task patch". diff compares the
+file with the server field by field, after filling in those defaults and normalising the
+file as the server does (enum case, cron expression, retry_policy's every key).
 
 Secrets (sensitive header values, credentials in target_url, signing_secret) are write-only:
 the API answers them as "***". A file that gives "***" keeps the stored value (the task must
@@ -68,7 +71,7 @@ which the API does not have yet.`
 
 // serverSetFields are the fields of a task the server sets: a file may
 // hold them (task get -o yaml prints them), and they are ignored.
-var serverSetFields = []string{"id", "version", "created_at", "updated_at", "next_fire_time", "state"}
+var serverSetFields = []string{"id", "version", "created_at", "updated_at", "next_fire_time", "disabled_at", "disabled_by", "state"}
 
 // manifest is one task a file declares.
 type manifest struct {
@@ -431,6 +434,14 @@ func compare(m *manifest, live *sundial.Task, now time.Time) (*planned, error) {
 		err = want.Normalize(now)
 	} else {
 		err = want.NormalizeReplacing(live, now)
+	}
+	if err == nil {
+		// A reason left out is kept, as the server keeps it.
+		var reason *string
+		if _, ok := m.fields["disabled_reason"]; ok {
+			reason = &want.DisabledReason
+		}
+		err = want.NoteDisabled(live, reason, "", now)
 	}
 	if err != nil {
 		return nil, fileError(m, err)

@@ -209,11 +209,18 @@ func (a *apiClient) url(path string, q url.Values) string {
 // 2xx answer into out (if not nil). An error answer is an *remoteError; a GET
 // answered 429 or 503 is sent again after its Retry-After, a few times.
 func (a *apiClient) do(ctx context.Context, method, path string, q url.Values, body, out any) error {
+	_, err := a.send(ctx, method, path, q, body, out, nil)
+	return err
+}
+
+// send is do with more headers for the request (If-Match, or a
+// Content-Type other than application/json), and returns the answer's.
+func (a *apiClient) send(ctx context.Context, method, path string, q url.Values, body, out any, header http.Header) (http.Header, error) {
 	var data []byte
 	if body != nil {
 		var err error
 		if data, err = json.Marshal(body); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	for attempt := 1; ; attempt++ {
@@ -223,7 +230,7 @@ func (a *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		}
 		req, err := http.NewRequestWithContext(ctx, method, a.url(path, q), rd)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		req.Header.Set("Accept", "application/json")
 		req.Header.Set("User-Agent", "sundial-cli/"+cliVersion())
@@ -235,14 +242,17 @@ func (a *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 		if a.token != "" {
 			req.Header.Set("Authorization", "Bearer "+a.token)
 		}
+		for k, v := range header {
+			req.Header[k] = v
+		}
 		resp, err := a.http.Do(req)
 		if err != nil {
-			return a.connError(ctx, err)
+			return nil, a.connError(ctx, err)
 		}
 		answer, err := io.ReadAll(io.LimitReader(resp.Body, clientMaxAnswer))
 		resp.Body.Close()
 		if err != nil {
-			return fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
+			return nil, fmt.Errorf("reading the answer to %s %s: %w", method, path, err)
 		}
 		if (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) &&
 			method == http.MethodGet && attempt < clientRetries {
@@ -251,21 +261,27 @@ func (a *apiClient) do(ctx context.Context, method, path string, q url.Values, b
 				wait = min(time.Duration(s)*time.Second, clientMaxWait)
 			}
 			if err := sleep(ctx, wait); err != nil {
-				return err
+				return nil, err
 			}
 			continue
 		}
 		if resp.StatusCode >= 300 {
-			return answerError(resp, answer, method, path)
+			return resp.Header, answerError(resp, answer, method, path)
 		}
-		if out == nil || len(answer) == 0 {
-			return nil
+		switch out := out.(type) {
+		case nil:
+		case *[]byte: // the answer as it is, of any type
+			*out = answer
+		default:
+			if len(answer) == 0 {
+				break
+			}
+			if err := json.Unmarshal(answer, out); err != nil {
+				return nil, fmt.Errorf("the answer to %s %s is not what the Sundial API answers (%v): is %s a Sundial server?",
+					method, path, err, a.base.Redacted())
+			}
 		}
-		if err := json.Unmarshal(answer, out); err != nil {
-			return fmt.Errorf("the answer to %s %s is not what the Sundial API answers (%v): is %s a Sundial server?",
-				method, path, err, a.base.Redacted())
-		}
-		return nil
+		return resp.Header, nil
 	}
 }
 

@@ -140,6 +140,10 @@ type cliTask struct {
 	Version      int64       `json:"version"`
 	NextFireTime *time.Time  `json:"next_fire_time"`
 	State        *taskHealth `json:"state"`
+
+	DisabledReason string     `json:"disabled_reason"`
+	DisabledAt     *time.Time `json:"disabled_at"`
+	DisabledBy     string     `json:"disabled_by"`
 }
 
 // taskHealth is the health block of a task answer. The API does not carry
@@ -363,7 +367,7 @@ func printTasks(c *cli, cmd *cobra.Command, out string, items []taskItem) error 
 	now := c.now()
 	header := []string{"NAME", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS"}
 	if out == "wide" {
-		header = []string{"NAME", "ID", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS", "TARGET", "EXPLAINED"}
+		header = []string{"NAME", "ID", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS", "TARGET", "EXPLAINED", "REASON"}
 	}
 	rows := make([][]string, 0, len(items))
 	for _, it := range items {
@@ -379,11 +383,31 @@ func printTasks(c *cli, cmd *cobra.Command, out string, items []taskItem) error 
 		row := []string{t.Name, scheduleText(t), t.Timezone, next, last, t.Status}
 		if out == "wide" {
 			row = []string{t.Name, strconv.FormatInt(t.ID, 10), scheduleText(t), t.Timezone, next, last, t.Status,
-				t.HTTPMethod + " " + t.TargetURL, explainSchedule(t)}
+				t.HTTPMethod + " " + t.TargetURL, explainSchedule(t), disabledText(t, now)}
 		}
 		rows = append(rows, row)
 	}
 	return writeTable(w, header, rows)
+}
+
+// disabledText says why, by whom and how long ago a disabled task was
+// disabled: "vendor down (by ops-ci, 2h ago)"; "-" for a task that is not.
+func disabledText(t cliTask, now time.Time) string {
+	if t.Status != "DISABLED" {
+		return "-"
+	}
+	var who []string
+	if t.DisabledBy != "" {
+		who = append(who, "by "+t.DisabledBy)
+	}
+	if t.DisabledAt != nil {
+		who = append(who, ago(*t.DisabledAt, now))
+	}
+	text := t.DisabledReason
+	if len(who) > 0 {
+		text = strings.TrimSpace(text + " (" + strings.Join(who, ", ") + ")")
+	}
+	return dash(text)
 }
 
 // scheduleText is a task's cron expression, or "once" for a one-off task.

@@ -20,6 +20,7 @@ func (c *cli) taskCommand() *cobra.Command {
 		`Tasks are named by name or by id: a name is looked up first (GET /api/v1/tasks?name=),
 then a number as an id.`)
 	cmd.AddCommand(c.taskLsCommand(), c.taskGetCommand(), c.taskCreateCommand(), c.taskDeleteCommand(),
+		c.taskPatchCommand(), c.taskEditCommand(),
 		c.taskStatusCommand("enable", "ENABLED"), c.taskStatusCommand("disable", "DISABLED"),
 		c.taskTriggerCommand(), c.taskUpcomingCommand(), c.taskHistoryCommand())
 	return cmd
@@ -40,6 +41,9 @@ func (c *cli) taskLsCommand() *cobra.Command {
   NEXT      its next fire, in its time zone, and how soon
   LAST      the outcome of its newest run that ended, and how long ago it ended
   STATUS    ENABLED, DISABLED; COMPLETED or FAILED for a one-off task that has ended
+
+-o wide adds the id, the target, the schedule in English and, for a disabled task, why it
+was disabled, by whom and how long ago (REASON).
 
 -o json and -o yaml print the tasks as the API answers them, with a "state" block holding
 last_run (id, status, skip_reason, scheduled_time, finished_at), read from the task's runs.`,
@@ -208,15 +212,20 @@ func (c *cli) taskDeleteCommand() *cobra.Command {
 	}
 }
 
-// taskStatusCommand is "task enable" or "task disable".
+// taskStatusCommand is "task enable" or "task disable" (with --reason).
 func (c *cli) taskStatusCommand(verb, status string) *cobra.Command {
 	past := verb + "d"
-	return &cobra.Command{
+	var reason string
+	cmd := &cobra.Command{
 		Use:               verb + " NAME|ID...",
 		Short:             strings.ToUpper(verb[:1]) + verb[1:] + " tasks",
 		Args:              minArgs("the name or id of a task"),
 		ValidArgsFunction: c.completeTasks,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var body any
+			if cmd.Flags().Changed("reason") {
+				body = map[string]string{"reason": reason}
+			}
 			a, err := c.client()
 			if err != nil {
 				return err
@@ -227,11 +236,15 @@ func (c *cli) taskStatusCommand(verb, status string) *cobra.Command {
 					return err
 				}
 				var after cliTask
-				if err := a.do(cmd.Context(), http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/%s", it.t.ID, verb), nil, nil, &after); err != nil {
+				if err := a.do(cmd.Context(), http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/%s", it.t.ID, verb), nil, body, &after); err != nil {
 					return err
 				}
 				what := past
-				if it.t.Status == status {
+				switch {
+				case it.t.Status != status:
+				case after.Version != it.t.Version:
+					what = "was " + past + " already; its reason is now " + strconv.Quote(after.DisabledReason)
+				default:
 					what = "was " + past + " already"
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "task/%s %s\n", after.Name, what)
@@ -239,6 +252,15 @@ func (c *cli) taskStatusCommand(verb, status string) *cobra.Command {
 			return nil
 		},
 	}
+	if status == "DISABLED" {
+		cmd.Long = `Disable tasks: they plan no more fires, and their planned fires are taken back. --reason says
+why (at most 1,024 characters): the task keeps it, with when and who disabled it, until it is
+enabled again ("task get", "task ls -o wide" show them). Disabling a disabled task with a new
+reason changes its reason.`
+		cmd.Example = `  sundial task disable nightly-report --reason "waiting for the vendor's fix"`
+		cmd.Flags().StringVar(&reason, "reason", "", "why the tasks are disabled, kept until they are enabled again")
+	}
+	return cmd
 }
 
 func (c *cli) taskTriggerCommand() *cobra.Command {

@@ -63,7 +63,7 @@ Usage:
                                         print a shell completion script
 
 Talking to a running Sundial (--server, --token or a context say which one):
-  sundial task ls|get|create|delete|enable|disable|trigger|upcoming|history
+  sundial task ls|get|create|patch|edit|delete|enable|disable|trigger|upcoming|history
                                         list, read, change and run tasks, named by name or id
   sundial run ls|get|cancel             list, read and cancel runs
   sundial apply -f FILE|DIR [--dry-run] create the tasks declared in YAML files, update those that differ

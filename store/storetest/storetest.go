@@ -348,7 +348,7 @@ func normTimePtr(t *time.Time) *time.Time {
 func normTask(tk *sundial.Task) sundial.Task {
 	c := *tk
 	c.CreatedAt, c.UpdatedAt, c.NextFireTime = normTime(c.CreatedAt), normTime(c.UpdatedAt), normTimePtr(c.NextFireTime)
-	c.RunAt = normTimePtr(c.RunAt)
+	c.RunAt, c.DisabledAt = normTimePtr(c.RunAt), normTimePtr(c.DisabledAt)
 	if c.Headers == nil {
 		c.Headers = map[string]string{}
 	}

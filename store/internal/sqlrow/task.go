@@ -14,7 +14,8 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
 	signing_secret, oidc_json, status, version,
-	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, params_json`
+	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, params_json,
+	disabled_reason, disabled_at, disabled_by`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
@@ -22,7 +23,7 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
-	"follow_redirects", "signing_secret", "oidc_json", "status", "next_fire_at",
+	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "next_fire_at",
 	"run_at", "request_id", "request_hash", "biz_id", "params_json"}
 
 // ScanTask reads a row of TaskCols.
@@ -31,7 +32,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		t                       sundial.Task
 		headers, retry          string
 		created, updated        int64
-		next, runAt             sql.NullInt64
+		next, runAt, disabledAt sql.NullInt64
 		params, oidc            sql.NullString
 		redirects               string
 		execType, concPol       string
@@ -43,7 +44,8 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
 		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
-		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &params)
+		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &params,
+		&t.DisabledReason, &disabledAt, &t.DisabledBy)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +74,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	t.UpdatedAt = FromMicros(updated)
 	t.NextFireTime = TimePtr(next)
 	t.RunAt = TimePtr(runAt)
+	t.DisabledAt = TimePtr(disabledAt)
 	if params.Valid {
 		t.Params = json.RawMessage(params.String)
 	}
@@ -123,7 +126,8 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		t.TargetURL, hj, t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
-		redirects, t.SigningSecret, oidc, string(t.Status), NullMicros(t.NextFireTime),
+		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
+		NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, NullJSON(t.Params)}, nil
 }
 
