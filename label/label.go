@@ -43,12 +43,13 @@ func (e *Error) Error() string {
 	return fmt.Sprintf("label key %q: %s", e.Key, e.Reason)
 }
 
-// Check returns the first rule the labels break, in key order, or nil:
-// at most MaxLabels, each key valid (CheckKey) and each value (CheckValue).
-// Nil and empty are valid.
+// Check returns the first rule the labels break, or nil: at most
+// MaxLabels of them, then, in key order, each key valid (CheckKey) and
+// each value (CheckValue), an *Error naming the label. Nil and empty are
+// valid.
 func Check(labels map[string]string) error {
 	if len(labels) > MaxLabels {
-		return &Error{Reason: fmt.Sprintf("a task has at most %d labels, not %d", MaxLabels, len(labels))}
+		return fmt.Errorf("a task has at most %d labels, not %d", MaxLabels, len(labels))
 	}
 	keys := make([]string, 0, len(labels))
 	for k := range labels {

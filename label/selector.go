@@ -187,7 +187,9 @@ func isSymbol(c byte) bool {
 	return false
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 func (l *lexer) next() token {
 	for l.pos < len(l.text) && isSpace(l.text[l.pos]) {
