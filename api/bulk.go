@@ -121,6 +121,11 @@ func (s *Server) checkBulk(r *http.Request, req *bulkRequest) (string, error) {
 	if err := s.requireRole(r, role); err != nil {
 		return "", err
 	}
+	if action == "trigger" && !s.sched.Ready() {
+		// Every trigger would be refused: say so before any task is read.
+		return "", &sundial.Error{Code: sundial.EUnavailable,
+			Message: "this node is stopping or has lost its cluster membership; try again shortly"}
+	}
 	switch {
 	case req.IDs != nil && req.Selector != nil:
 		return "", sundial.Errorf(sundial.EInvalid, "selector", "give ids or selector, not both")

@@ -227,6 +227,16 @@ func TestBulkInvalid(t *testing.T) {
 	if got := f.statuses(t, append(f.pay, f.search...)...); fmt.Sprint(got) != "[ENABLED ENABLED ENABLED ENABLED ENABLED]" {
 		t.Fatalf("statuses = %v", got)
 	}
+	// A node that cannot trigger says so before any task is read.
+	f.sched.ready.Store(false)
+	rec := f.req(t, http.MethodPost, "/api/v1/tasks:bulk", f.secrets[sundial.RoleOperator], `{"action":"trigger","selector":"team"}`)
+	if e := errorOf(t, rec); rec.Code != http.StatusServiceUnavailable || e.Code != sundial.EUnavailable || rec.Header().Get("Retry-After") == "" {
+		t.Fatalf("trigger on a node that is not ready: %d %+v", rec.Code, e)
+	}
+	runs, err := f.store.RunList(context.Background(), sundial.RunListParams{})
+	if err != nil || len(runs) != 1 { // the one-off task's
+		t.Fatalf("runs = %d, %v", len(runs), err)
+	}
 }
 
 // TestBulkSelectorLimit: a selector that matches more than 1,000 tasks is

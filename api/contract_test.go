@@ -176,6 +176,7 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "GET", path: "/readyz", token: "-", status: 200})
 	f.sched.ready.Store(false)
 	f.do(t, call{method: "GET", path: "/readyz", token: "-", status: 503})
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"trigger","ids":[1]}`, status: 503, code: "unavailable"})
 	f.sched.ready.Store(true)
 	f.do(t, call{method: "GET", path: "/api/v1/openapi.json", token: f.secrets[sundial.RoleViewer], status: 200})
 	f.do(t, call{method: "GET", path: "/api/v1/cron/next?expr=0+30+9+*+*+MON-FRI&tz=Europe/Berlin&from=2026-01-01T00:00:00Z&count=3",
