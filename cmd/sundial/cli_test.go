@@ -529,7 +529,7 @@ func TestCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"task"}, "task: missing subcommand (create, delete, disable, enable, get, history, ls, trigger, upcoming)"},
+		{[]string{"task"}, "task: missing subcommand (bulk, create, delete, disable, enable, get, history, ls, trigger, upcoming)"},
 		{[]string{"task", "frob"}, `task: unknown subcommand "frob"`},
 		{[]string{"task", "ls", "--bogus"}, "task ls: unknown flag: --bogus; run 'sundial task ls -h' for the flags"},
 		{[]string{"task", "ls", "-o", "xml"}, `-o "xml": want table, wide, json, yaml, name`},
@@ -546,7 +546,7 @@ func TestCLIErrors(t *testing.T) {
 	writeText(t, bad, "name: bad\ncron_expr: \"0 0 32 * *\"\ntarget_url: http://127.0.0.1:9/\n")
 	failCLI(t, env, 1, []string{`bad.yaml:1: task "bad": day-of-month: "32": value out of range 1-31 (field cron_expr, token "32")`},
 		"task", "create", "-f", bad)
-	failCLI(t, env, 1, []string{`unknown query parameter "selector"`, "(field selector)"}, "task", "ls", "-l", "team=a")
+	failCLI(t, env, 1, []string{"selector: at character 9: want ( after in", `(field selector, token "a")`}, "task", "ls", "-l", "team in a")
 	failCLI(t, env, 1, []string{"run 999 not found"}, "run", "get", "999")
 	failCLI(t, env, 1, []string{"(field status, token \"PAUSED\")"}, "run", "ls", "--status", "PAUSED")
 }
