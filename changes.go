@@ -20,9 +20,22 @@ type RunChanges struct {
 	// Rewind holds, per task, the earliest fire among the runs deleted as
 	// unplanned: the task's NextFireTime moves back to it when that is
 	// earlier (Task.Rewind), so that the planner plans those fires again.
+	// The task's later fires still Planned (never delivered) are deleted
+	// with it (RewoundAway), so that the planner plans the task anew from
+	// there: a fire it counts as missed is then never also a run planned
+	// before (a frequent task is planned up to minutes ahead; see
+	// Store.PlanDue).
 	Rewind map[int64]time.Time
 	// Ends are tasks that end with a run (Task.End), each once.
 	Ends []TaskEnd
+}
+
+// RewoundAway reports whether the store deletes r, a run not in Delete,
+// with its task's rewind: r is Planned and later than the fire its task is
+// rewound to.
+func (c RunChanges) RewoundAway(r *Run) bool {
+	at, ok := c.Rewind[r.TaskID]
+	return ok && r.Planned() && r.ScheduledTime.After(at)
 }
 
 // TaskEnd ends a task with a run (Task.End): with Status, at At.

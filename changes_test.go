@@ -27,3 +27,34 @@ func TestRunChangesAdd(t *testing.T) {
 		t.Error("Empty is wrong")
 	}
 }
+
+// TestRunChangesRewoundAway: a rewind takes the task's later planned fires
+// with it, and nothing delivered, manual, earlier or of another task.
+func TestRunChangesRewoundAway(t *testing.T) {
+	c := RunChanges{Rewind: map[int64]time.Time{1: ts(10)}}
+	planned := func(task int64, at int, mods ...func(*Run)) *Run {
+		r := &Run{TaskID: task, ScheduledTime: ts(at), Status: RunScheduled, Trigger: TriggerSchedule}
+		for _, m := range mods {
+			m(r)
+		}
+		return r
+	}
+	for _, tt := range []struct {
+		name string
+		r    *Run
+		want bool
+	}{
+		{"later planned fire", planned(1, 11), true},
+		{"later catch-up run", planned(1, 12, func(r *Run) { r.Trigger = TriggerCatchUp }), true},
+		{"the rewind's own fire", planned(1, 10), false},
+		{"earlier fire", planned(1, 9), false},
+		{"later delivered fire", planned(1, 11, func(r *Run) { r.Deliveries = 1 }), false},
+		{"later running fire", planned(1, 11, func(r *Run) { r.Status = RunRunning }), false},
+		{"later manual trigger", planned(1, 11, func(r *Run) { r.Trigger = TriggerManual }), false},
+		{"another task's fire", planned(2, 11), false},
+	} {
+		if got := c.RewoundAway(tt.r); got != tt.want {
+			t.Errorf("%s: RewoundAway = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

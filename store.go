@@ -83,11 +83,13 @@ type Store interface {
 	// before until, earliest first (NextFireTime, then ID: the order of the
 	// due index, so that a large backlog is never sorted), and calls plan
 	// for each inside one transaction. The runs plan returns are inserted (a
-	// fire already planned is left alone) with fence 1 and the task's
-	// priority, owned by nodeID, or by no node when nodeID is empty (any
-	// node then claims them with RunClaimDue), and the task's NextFireTime
-	// becomes Plan.Next. Concurrent calls never plan the same task. It
-	// returns the runs it inserted, with their IDs.
+	// fire already planned is left alone) in the order of their scheduled
+	// times, then of their tasks' IDs, so that the runs of the call due at
+	// the same instant lie together in the table; with fence 1 and the
+	// task's priority, owned by nodeID, or by no node when nodeID is empty
+	// (any node then claims them with RunClaimDue), and the task's
+	// NextFireTime becomes Plan.Next. Concurrent calls never plan the same
+	// task. It returns the runs it inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
 	// RunInsert inserts a run (a manual trigger, with its Params) with its
@@ -175,8 +177,9 @@ type Store interface {
 	RunsOwned(ctx context.Context, nodeID string) ([]*Run, error)
 	// RunRelease gives up nodeID's runs on shutdown: planned SCHEDULED ones
 	// never delivered are deleted and their tasks' NextFireTime rewound to
-	// the earliest of them, so the next planner pass (on any node) plans
-	// them again under the task's catch-up mode; SCHEDULED ones delivered
+	// the earliest of them, with the tasks' later planned fires, whoever
+	// holds them (RunChanges.Rewind), so the next planner pass (on any
+	// node) plans them again under the task's catch-up mode; SCHEDULED ones delivered
 	// before (a retry, a redelivery) are handed back to no node, as they
 	// are; MANUAL ones are SKIPPED (MISFIRE); RUNNING ones become
 	// INTERRUPTED with the reason, each recorded as an INTERRUPTED attempt
@@ -212,8 +215,10 @@ type Store interface {
 	// oldest first, held by any node or by none, for which missed (called
 	// with the run and its task, deleted or not) reports true. Each
 	// task's NextFireTime is rewound to its earliest deleted run when that
-	// is earlier, so that the planner counts them under the task's
-	// catch-up mode, together with the fires it has not planned. A node
+	// is earlier, and its later planned fires are deleted too
+	// (RunChanges.Rewind), so that the planner counts them under the
+	// task's catch-up mode, together with the fires it has not planned,
+	// against one instant, and plans the rest anew. A node
 	// holding a deleted run finds it gone when it tries to start it. It
 	// returns how many runs it looked at and how many it deleted.
 	RunUnplanMissed(ctx context.Context, before time.Time, limit int, missed func(*Run, *Task) bool) (looked, deleted int, err error)

@@ -248,8 +248,9 @@ func (t *Task) FirstFire(now time.Time) *time.Time {
 // next_fire_time. It is nil for a task that will not fire again.
 //
 // NextFireTime is the planner's cursor, not that: it is the first fire not
-// yet planned, up to the planner's lookahead ahead, and every fire of an
-// enabled cron task from now up to it is planned already. So for an enabled
+// yet planned (up to the planner's lookahead ahead, or further for a task
+// planned up to its refill boundary), and every fire of an enabled cron
+// task from now up to it is planned already. So for an enabled
 // cron task the next fire is the schedule's first after now, unless the
 // cursor is earlier (a fire that is overdue but still goes out) or the
 // schedule has ended. An enabled one-off task fires at RunAt while its fire

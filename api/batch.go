@@ -175,8 +175,9 @@ func (s *Server) writeBatchError(w http.ResponseWriter, items []batchItem) {
 
 // upcomingResponse is the body of GET /api/v1/tasks/{id}/upcoming.
 type upcomingResponse struct {
-	// Runs are the fires already planned (materialised ahead, within the
-	// planner's lookahead), by scheduled time.
+	// Runs are the fires already planned (materialised ahead: within the
+	// planner's lookahead, or further for a frequent task), by scheduled
+	// time.
 	Runs []*sundial.Run `json:"runs"`
 	// Next are the fire times after them that are not planned yet.
 	Next []time.Time `json:"next"`

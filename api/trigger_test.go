@@ -306,3 +306,48 @@ func TestTriggerParams(t *testing.T) {
 		}
 	})
 }
+
+// TestTaskUpcomingPlannedAhead: a task firing every second is planned far
+// ahead by a real scheduler; its upcoming fires are the same list as its
+// schedule, whatever share of it is planned already, and its
+// next_fire_time is its next fire, not the planner's cursor.
+func TestTaskUpcomingPlannedAhead(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setupScheduler(t, &heldTarget{})
+		var tk sundial.Task
+		b.do(t, http.MethodPost, "/api/v1/tasks", `{"name": "every-second", "cron_expr": "* * * * * *",
+			"target_url": "http://127.0.0.1:9/hook"}`, http.StatusCreated, &tk)
+		time.Sleep(3*time.Second + 500*time.Millisecond)
+		next := time.Now().Truncate(time.Second).Add(time.Second)
+
+		b.do(t, http.MethodGet, taskPath(tk.ID, ""), "", http.StatusOK, &tk)
+		cursor, err := b.store.TaskGet(context.Background(), tk.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tk.NextFireTime == nil || !tk.NextFireTime.Equal(next) || !cursor.NextFireTime.After(next.Add(20*time.Second)) {
+			t.Errorf("next_fire_time %v, cursor %v; want %s, and the cursor past the 20 s after it", tk.NextFireTime, cursor.NextFireTime, next)
+		}
+		for _, limit := range []int{5, 300} {
+			var up struct {
+				Runs []sundial.Run `json:"runs"`
+				Next []time.Time   `json:"next"`
+			}
+			b.do(t, http.MethodGet, fmt.Sprintf("%s?limit=%d", taskPath(tk.ID, "/upcoming"), limit), "", http.StatusOK, &up)
+			var all []time.Time
+			for _, r := range up.Runs {
+				all = append(all, r.ScheduledTime)
+			}
+			all = append(all, up.Next...)
+			if len(all) != limit || (limit == 300 && (len(up.Runs) < 20 || len(up.Next) == 0)) {
+				t.Fatalf("limit %d: %d runs and %d computed fires, want %d in all (at 300, both kinds)", limit, len(up.Runs), len(up.Next), limit)
+			}
+			for i, at := range all {
+				if want := next.Add(time.Duration(i) * time.Second); !at.Equal(want) {
+					t.Fatalf("limit %d: upcoming fire %d is %s, want %s", limit, i, at, want)
+				}
+			}
+		}
+	})
+}

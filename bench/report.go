@@ -49,8 +49,11 @@ type Report struct {
 	DeliveriesPerSecond float64    `json:"deliveries_per_second,omitempty"` // received / last_delivery_seconds: the rate sustained
 
 	// RowsPerFire is the rows the database inserted, updated and deleted
-	// during the window per fire received; 0 where not measured (SQLite).
+	// per delivery during the window (Rows.PerFire); 0 where not measured
+	// (a --server node).
 	RowsPerFire float64 `json:"db_rows_per_fire,omitempty"`
+	// Rows is how RowsPerFire was counted, and its share of each table.
+	Rows *Rows `json:"db_rows,omitempty"`
 
 	// Floor is the bare client's lag for the same burst, by number of
 	// workers (Floor), measured before the nodes start; P99OverFloor is
@@ -212,8 +215,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		}
 		row("share", strings.Join(parts, ", "))
 	}
-	if r.RowsPerFire > 0 {
-		row("db rows", fmt.Sprintf("%.2f written per fire (inserted, updated, deleted)", r.RowsPerFire))
+	if r.Rows != nil {
+		row("db rows", fmt.Sprintf("%.2f written per fire: %s (%s; %.0f deliveries over %.1f s, %d readings at each end)",
+			r.Rows.PerFire, r.Rows.Summary(), r.Rows.Source, r.Rows.Deliveries, r.Rows.Seconds, r.Rows.Samples))
 	}
 	for _, s := range r.NodeStats {
 		cpu := fmt.Sprintf("cpu %.2f s", s.CPUSeconds)

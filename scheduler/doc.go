@@ -11,7 +11,8 @@
 // planner (planner.go, with the pure planning rule planTask in plan.go):
 // every poll interval, or when poked after a change of a task, PlanDue
 // claims the tasks due within the lookahead, inserts their runs, held by
-// no node, and advances their next fire, in one transaction. Fires later
+// no node, up to the lookahead (a frequent task's up to its refill
+// boundary, refillAt), and advances their next fire, in one transaction. Fires later
 // than their deadline follow the task's catch-up mode; the planned fires
 // that also came too late are unplanned first (unplanMissed), so that an
 // outage is counted once.

@@ -5,3 +5,6 @@ func WithAdmitLaneCap(cfg Config, n int) Config {
 	cfg.admitLaneCap = n
 	return cfg
 }
+
+// MaxPlannedAhead is maxPlannedAhead.
+const MaxPlannedAhead = maxPlannedAhead

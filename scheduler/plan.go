@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -24,7 +25,12 @@ const maxMissedCount = 1_000_000
 // maxRuns bounds the scheduled runs planned for one task in one pass (a
 // per-second task with an hour of lookahead would otherwise plan thousands);
 // the rest are planned on the next pass.
-func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxRuns int) sundial.Plan {
+//
+// A frequent task (refillAt) is planned further than until, up to its
+// refill boundary, so that its row is written once for many fires rather
+// than once a pass; the planner takes it up again when that boundary
+// comes within the lookahead. Rarer tasks are planned up to until.
+func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxRuns int, horizon time.Duration) sundial.Plan {
 	if t.NextFireTime == nil {
 		return sundial.Plan{}
 	}
@@ -74,8 +80,12 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 		}
 	}
 
+	var refill time.Time
+	if !next.IsZero() {
+		refill = refillAt(t.ID, next, sched.Next(next), now, until, horizon, maxRuns)
+	}
 	planned := 0
-	for !next.IsZero() && !next.After(until) && planned < maxRuns {
+	for !next.IsZero() && (!next.After(until) || next.Before(refill)) && planned < maxRuns {
 		runs = append(runs, newRun(t, next, sundial.TriggerSchedule, now))
 		planned++
 		next = sched.Next(next)
@@ -86,6 +96,56 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 		p.Next = &n
 	}
 	return p
+}
+
+// refillAt is how far a pass at now, whose lookahead ends at until, plans
+// the cron task id whose next unplanned fire is next, and the one after it
+// second (zero when there is none): the zero time (up to until only)
+// unless the task is frequent, its next two fires at most a lookahead
+// apart. A frequent task is planned up to its refill boundary, the fires
+// before it. Its span is horizon, or, if that is sooner, maxRuns fires at
+// the gap between next and second less a lookahead (so that a pass never
+// has more than maxRuns of its fires to plan); the span is cut into
+// intervals at a phase of the task's own, and the boundary is the last
+// cut at most a span after next, or the cut after it when that one is not
+// past until. So the first pass plans up to a cut, and each pass after it
+// a whole span; the next pass takes the task up when the cut comes within
+// the lookahead. A task whose span is no longer than the lookahead is
+// planned up to until only.
+//
+// The phase is one of the span's slots, a lookahead apart, taken by the
+// fractional part of the task's ID times the golden ratio, so that tasks
+// created together (consecutive IDs) fall evenly into the slots: one slot
+// is refilled every lookahead, not every task in one pass. And the tasks
+// of a slot are refilled in the same pass, which inserts their runs by
+// instant (Store.PlanDue): the runs due at one instant then come from a
+// few passes (span over lookahead), each pass's together in the table,
+// rather than from a pass each and scattered, and each claim and outcome
+// of them writes fewer pages (on SQLite about half the bytes a fire:
+// BenchmarkSteadyWrites, docs/benchmarks.md).
+func refillAt(id int64, next, second, now, until time.Time, horizon time.Duration, maxRuns int) time.Time {
+	if second.IsZero() {
+		return time.Time{}
+	}
+	gap, lookahead := second.Sub(next), until.Sub(now)
+	if gap <= 0 || gap > lookahead {
+		return time.Time{}
+	}
+	span := horizon
+	if maxRuns > 0 && time.Duration(maxRuns) <= (span+lookahead)/gap {
+		span = time.Duration(maxRuns)*gap - lookahead
+	}
+	if span <= lookahead {
+		return time.Time{}
+	}
+	phase, _ := bits.Mul64(uint64(id)*0x9E3779B97F4A7C15, uint64(span))
+	phase -= phase % uint64(lookahead)
+	end := next.Add(span).UnixNano() - int64(phase)
+	cut := time.Unix(0, end-((end%int64(span))+int64(span))%int64(span)+int64(phase))
+	if !cut.After(until) {
+		cut = cut.Add(span)
+	}
+	return cut
 }
 
 func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Time) *sundial.Run {

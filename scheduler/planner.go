@@ -30,6 +30,7 @@ type planner struct {
 	misfire        time.Duration // the server's misfire threshold
 	batch          int           // tasks per PlanDue
 	maxRunsPerTask int
+	horizon        time.Duration // how far ahead a frequent task is planned (refillAt)
 	// claimWindow: a run planned due sooner than this after now is due
 	// before the claimer's next regular claim.
 	claimWindow time.Duration
@@ -57,6 +58,7 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		misfire:        cfg.MisfireThreshold,
 		batch:          cfg.PlanBatch,
 		maxRunsPerTask: cfg.MaxRunsPerTask,
+		horizon:        cfg.PlanHorizon,
 		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
 		wake:           make(chan struct{}, 1),
 	}
@@ -129,11 +131,13 @@ func (p *planner) planOnce(ctx context.Context) {
 	}
 	for ctx.Err() == nil {
 		now := time.Now()
+		until := now.Add(p.lookahead)
 		tasks := make(map[int64]*sundial.Task)
 		deferred := false
+		ahead := 0 // fires planned past the lookahead in this transaction
 		// Planned runs belong to no node: every node claims its share
 		// shortly before they are due (the claimer).
-		runs, err := p.store.PlanDue(ctx, now.Add(p.lookahead), p.batch, "", now,
+		runs, err := p.store.PlanDue(ctx, until, p.batch, "", now,
 			func(t *sundial.Task) sundial.Plan {
 				tasks[t.ID] = t
 				if missedUnplanned(t, now, p.misfire) &&
@@ -141,7 +145,17 @@ func (p *planner) planOnce(ctx context.Context) {
 					deferred = true
 					return sundial.Plan{Next: t.NextFireTime}
 				}
-				return planTask(t, now, now.Add(p.lookahead), t.MissAfter(p.misfire), p.maxRunsPerTask)
+				horizon := p.horizon
+				if ahead >= maxPlannedAhead {
+					horizon = 0 // up to the lookahead; further at a later pass
+				}
+				plan := planTask(t, now, until, t.MissAfter(p.misfire), p.maxRunsPerTask, horizon)
+				for _, r := range plan.Runs {
+					if r.ScheduledTime.After(until) {
+						ahead++
+					}
+				}
+				return plan
 			})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -170,6 +184,15 @@ func (p *planner) planOnce(ctx context.Context) {
 		}
 	}
 }
+
+// maxPlannedAhead bounds the fires one PlanDue transaction plans past the
+// lookahead (refillAt): once it has planned as many, the other tasks it
+// plans are planned up to the lookahead only, and further at a later
+// pass. Many frequent tasks created at once then fill their spans over a
+// few passes rather than in one long transaction, during which SQLite's
+// single writer would hold every claim back. (Once under way, frequent
+// tasks firing 10,000 times a second in all need about as many a pass.)
+const maxPlannedAhead = 10_000
 
 // minMissAfter is the least lateness at which a fire can be missed: the
 // shortest starting_deadline_seconds, and the least misfire threshold.

@@ -32,6 +32,7 @@ type Config struct {
 	MisfireThreshold  time.Duration // a fire later than this is missed and follows the catch-up mode [60s]
 	PlanBatch         int           // tasks claimed per planner transaction [500]
 	MaxRunsPerTask    int           // runs planned per task per pass [100]
+	PlanHorizon       time.Duration // a frequent task's fires are planned this far ahead in one pass, if further than Lookahead (refillAt) [2m]
 	Workers           int           // concurrent HTTP deliveries [16]
 	RequestTimeout    time.Duration // delivery timeout of tasks without timeout_seconds [15s]
 	HeartbeatInterval time.Duration // [1s]
@@ -100,6 +101,7 @@ func DefaultConfig() Config {
 		MisfireThreshold:  time.Minute,
 		PlanBatch:         500,
 		MaxRunsPerTask:    100,
+		PlanHorizon:       2 * time.Minute,
 		Workers:           16,
 		RequestTimeout:    executor.DefaultTimeout,
 		HeartbeatInterval: time.Second,
@@ -138,6 +140,7 @@ func (c *Config) setDefaults() {
 		{&c.AuditRetention, &d.AuditRetention},
 		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
 		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
+		{&c.PlanHorizon, &d.PlanHorizon},
 	} {
 		positive(f.v, *f.def)
 	}

@@ -56,6 +56,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 }
 
+// rowsPeriod is the longest period of the steps in which a database's
+// count of rows written moves in a steady run (bench.AnalyzeRows): the
+// planner's default lookahead.
+const rowsPeriod = 10 * time.Second
+
 // benchPrecision runs N tasks firing every second for a set time on one or
 // more nodes and reports how late their fires reached a loopback target.
 func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -70,6 +75,7 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	workers := fs.Int("workers", 16, "executor.worker_pool_size of each node")
 	server := fs.String("server", "", "the base URL of a node already running (http://127.0.0.1:8080) to measure instead of starting nodes; it must reach this machine's loopback")
 	floor := fs.Bool("floor", true, "with --shape aligned, first measure the floor: the same burst sent by a bare net/http client to a target of its own (16, 64 and 256 workers, 3 bursts each), and report p99 over the best floor")
+	userstat := fs.Bool("userstat", false, "MySQL: turn the server's userstat on for the run (SET GLOBAL; off again after), to count the rows written in the bench's own tables rather than the server's Handler_* counters")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -85,6 +91,8 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageErrorf("bench precision: --nodes %d: want from 1 to 16", *nodes)
 	case *shape != "aligned" && *shape != "spread":
 		return usageErrorf("bench precision: --shape %q: want aligned or spread", *shape)
+	case *userstat && !strings.HasPrefix(*db, "mysql://"):
+		return usageErrorf("bench precision: --userstat is for a mysql:// --db")
 	}
 	if err := checkServer(*server); err != nil {
 		return usageErrorf("bench precision: %v", err)
@@ -158,17 +166,32 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 			}
 		}
 	}
+	// The rows the database wrote are read every 250 ms, each reading
+	// paired with the deliveries received at its instant, from the
+	// window's start to rowsGroup after its end; the readings of the first
+	// and of the last rowsGroup give the rows written per delivery over
+	// the window's length (bench.AnalyzeRows).
+	rowsGroup := min(rowsPeriod, *duration)
+	var sampler *rowSampler
+	var nodeURLs []string
+	for _, p := range procs {
+		nodeURLs = append(nodeURLs, p.url)
+	}
+	counter, err := newRowCounter(ctx, backend, dsn, nodeURLs, *userstat)
+	if err != nil {
+		return err
+	}
+	if counter != nil {
+		defer counter.close()
+		sampler = sampleRows(ctx, counter, rec.Count, from, to.Add(rowsGroup), 250*time.Millisecond)
+	}
 	// Progress every second until the window has closed and its last fires
-	// had two seconds to arrive. The database's row count is read at both
-	// ends of the window (PostgreSQL's statistics lag by up to a second).
-	var rows0 int64
-	rowsRead := false
+	// had two seconds to arrive, and the rows written were read.
 	end := to.Add(2 * time.Second)
+	if sampler != nil {
+		end = to.Add(max(2*time.Second, rowsGroup+100*time.Millisecond))
+	}
 	for now := time.Now(); now.Before(end); now = time.Now() {
-		if !rowsRead && !now.Before(from) {
-			rows0, _, _ = rowsWritten(ctx, backend, dsn)
-			rowsRead = true
-		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -184,10 +207,17 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 	r := bench.Analyze(expected, rec.Arrivals(), from, to)
 	r.Scenario, r.Backend, r.Nodes, r.Tasks = "precision/"+*shape, backend, max(len(procs), 1), *tasks
 	r.SetFloor(floorResults)
-	if rows1, ok, err := rowsWritten(ctx, backend, dsn); err != nil {
-		fmt.Fprintf(stderr, "bench: rows written: %v\n", err)
-	} else if ok && rowsRead && r.Received > 0 {
-		r.RowsPerFire = float64(rows1-rows0) / float64(r.Received)
+	if sampler != nil {
+		samples, err := sampler.wait()
+		if err == nil {
+			var rows bench.Rows
+			if rows, err = bench.AnalyzeRows(counter.source, samples, rowsGroup); err == nil {
+				r.Rows, r.RowsPerFire = &rows, rows.PerFire
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "bench: %v\n", err)
+		}
 	}
 	for _, p := range procs {
 		cpu, rss, err := bench.ReadProc(p.cmd.Process.Pid)
@@ -834,53 +864,4 @@ func randomSuffix() string {
 	b := make([]byte, 5)
 	_, _ = crand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// rowsWritten reads how many rows the database behind dsn has inserted,
-// updated and deleted so far: PostgreSQL's statistics of the bench's
-// schema, or MySQL's handler counters (Handler_write, _update, _delete, of
-// the whole server). SQLite keeps no such count: ok is false.
-func rowsWritten(ctx context.Context, backend, dsn string) (n int64, ok bool, err error) {
-	switch backend {
-	case "postgres":
-		u, err := url.Parse(dsn)
-		if err != nil {
-			return 0, false, err
-		}
-		schema := u.Query().Get("search_path")
-		conn, err := sql.Open("pgx", dsn)
-		if err != nil {
-			return 0, false, err
-		}
-		defer conn.Close()
-		err = conn.QueryRowContext(ctx, `SELECT COALESCE(SUM(n_tup_ins + n_tup_upd + n_tup_del), 0)
-			FROM pg_stat_user_tables WHERE schemaname = $1`, schema).Scan(&n)
-		return n, err == nil, err
-	case "mysql":
-		driverDSN, err := mysqlDSN(dsn)
-		if err != nil {
-			return 0, false, err
-		}
-		conn, err := sql.Open("mysql", driverDSN)
-		if err != nil {
-			return 0, false, err
-		}
-		defer conn.Close()
-		rows, err := conn.QueryContext(ctx, `SHOW GLOBAL STATUS WHERE Variable_name IN
-			('Handler_write', 'Handler_update', 'Handler_delete')`)
-		if err != nil {
-			return 0, false, err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var name string
-			var v int64
-			if err := rows.Scan(&name, &v); err != nil {
-				return 0, false, err
-			}
-			n += v
-		}
-		return n, true, rows.Err()
-	}
-	return 0, false, nil
 }

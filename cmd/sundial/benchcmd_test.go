@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -12,7 +13,8 @@ import (
 
 // TestBenchPrecisionCommand runs "sundial bench precision" (the built
 // binary, which starts a node of its own) on a small load and checks its
-// report: every expected fire received once, and the node's resources.
+// report: every expected fire received once, the node's resources, and
+// the rows its database wrote per fire.
 func TestBenchPrecisionCommand(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -33,7 +35,14 @@ func TestBenchPrecisionCommand(t *testing.T) {
 				P99 float64 `json:"p99"`
 			} `json:"lag_ms"`
 		} `json:"floor"`
-		OverFloor float64 `json:"p99_over_floor"`
+		OverFloor   float64 `json:"p99_over_floor"`
+		RowsPerFire float64 `json:"db_rows_per_fire"`
+		Rows        struct {
+			Source     string             `json:"source"`
+			Deliveries float64            `json:"deliveries"`
+			PerFire    float64            `json:"per_fire"`
+			ByTable    map[string]float64 `json:"per_fire_by_table"`
+		} `json:"db_rows"`
 	}
 	out, _ := benchReport(t, &r, "bench", "precision", "--tasks", "20", "--duration", "2s", "--warmup", "1s")
 	if r.Expected != 40 || r.Received != 40 || r.Lost != 0 || r.Dups != 0 {
@@ -48,6 +57,15 @@ func TestBenchPrecisionCommand(t *testing.T) {
 	// Aligned (the default), the floor comes first: 16, 64 and 256 workers.
 	if len(r.Floor) != 3 || r.Floor[0].Workers != 16 || r.Floor[2].Workers != 256 || r.Floor[0].LagMS.P99 <= 0 || r.OverFloor <= 0 {
 		t.Errorf("floor %+v, ratio %v; want three floors measured and the ratio", r.Floor, r.OverFloor)
+	}
+	// Every fire delivered had its run updated (claimed and started, then
+	// finished), and, delivered once, no attempt row inserted.
+	if rr := r.Rows; rr.Source != rowsWrittenMetric || rr.Deliveries <= 0 || rr.PerFire != r.RowsPerFire ||
+		rr.ByTable["runs.updated"] <= 0 || rr.ByTable["run_attempts.inserted"] != 0 {
+		t.Errorf("rows written %+v (per fire %v), want SQLite's count, runs updated and no attempt inserted", rr, r.RowsPerFire)
+	}
+	if !strings.Contains(out, "written per fire: ") {
+		t.Errorf("no rows written in the table:\n%s", out)
 	}
 }
 
@@ -229,4 +247,26 @@ func benchReport(t *testing.T, report any, args ...string) (out, stderr string) 
 		t.Fatalf("last line is not the JSON report: %v\n%s", err, b)
 	}
 	return string(b), errBuf.String()
+}
+
+// TestParseRowsWritten reads the rows written from a node's /metrics.
+func TestParseRowsWritten(t *testing.T) {
+	t.Parallel()
+	m, err := parseRowsWritten(strings.NewReader(`# HELP sundial_db_rows_written_total Rows.
+# TYPE sundial_db_rows_written_total counter
+sundial_db_rows_written_total{op="insert",table="runs"} 1200
+sundial_db_rows_written_total{op="update",table="runs"} 2.4e+06
+sundial_db_rows_written_total{op="delete",table="run_attempts"} 0
+sundial_db_rows_written_totals{op="insert",table="runs"} 7
+sundial_fires_total{status="SUCCESS"} 1200
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int64{"runs.insert": 1200, "runs.update": 2400000, "run_attempts.delete": 0}; fmt.Sprint(m) != fmt.Sprint(want) {
+		t.Errorf("parseRowsWritten = %v, want %v", m, want)
+	}
+	if _, err := parseRowsWritten(strings.NewReader("sundial_fires_total{status=\"SUCCESS\"} 1\n")); err == nil {
+		t.Error("parseRowsWritten of metrics without the rows written: no error")
+	}
 }

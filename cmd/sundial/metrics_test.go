@@ -49,7 +49,8 @@ func waitMetric(t *testing.T, n *node, name, what string, ok func(float64) bool)
 // TestServeMetrics reads the scheduler's metrics through /metrics: the lag
 // of every first delivery is observed, and a retry counts in
 // sundial_retries_total whichever path decided it (a failed callback, an
-// expired callback deadline).
+// expired callback deadline); the rows SQLite wrote count by table and
+// op.
 func TestServeMetrics(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -62,6 +63,13 @@ func TestServeMetrics(t *testing.T) {
 	h.wait(t, 3, 10*time.Second)
 	waitMetric(t, n, "sundial_fire_lag_seconds_count", "at least the 3 first deliveries seen",
 		func(v float64) bool { return v >= 3 })
+	// Each first delivery's run was inserted by the planner, and updated
+	// when it was claimed and started, then when its outcome was recorded
+	// (its one attempt stays on the run: no attempt row).
+	waitMetric(t, n, `sundial_db_rows_written_total{op="insert",table="runs"}`, "at least 3",
+		func(v float64) bool { return v >= 3 })
+	waitMetric(t, n, `sundial_db_rows_written_total{op="update",table="runs"}`, "at least 6",
+		func(v float64) bool { return v >= 6 })
 
 	if v := metricValue(t, n, "sundial_retries_total"); v != 0 {
 		t.Fatalf("sundial_retries_total = %v before any retry, want 0", v)

@@ -114,6 +114,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if s, ok := store.(*sqlite.Store); ok {
+		reg.MustRegister(newSQLiteRows(s))
+	}
 	guard := outboundGuard(cfg, ln.Addr(), pprofAddr)
 	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
 		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes, Guard: guard})

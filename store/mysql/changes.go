@@ -102,7 +102,8 @@ func rewindSQL(n int) string {
 		SET t.next_fire_at = LEAST(COALESCE(t.next_fire_at, v.rewind_at), v.rewind_at)`
 }
 
-// rewind rewinds the tasks of at (task ID -> fire), in ID order.
+// rewind rewinds the tasks of at (task ID -> fire), in ID order, and
+// deletes their planned fires after it (sundial.RunChanges.Rewind).
 func rewind(ctx context.Context, tx *sql.Tx, at map[int64]time.Time) error {
 	order := slices.Sorted(maps.Keys(at))
 	for part := range slices.Chunk(order, batchRows) {
@@ -111,6 +112,13 @@ func rewind(ctx context.Context, tx *sql.Tx, at map[int64]time.Time) error {
 			args = append(args, id, sqlrow.Micros(at[id]))
 		}
 		if _, err := tx.ExecContext(ctx, rewindSQL(len(part)), args...); err != nil {
+			return err
+		}
+	}
+	// Then their later planned fires, each task's own range of the
+	// (task_id, status, scheduled_at) index.
+	for _, id := range order {
+		if _, err := tx.ExecContext(ctx, sqlrow.RunsUnplanAfterSQL, id, sqlrow.Micros(at[id])); err != nil {
 			return err
 		}
 	}

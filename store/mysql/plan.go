@@ -73,7 +73,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 			}
 			nexts = append(nexts, t.ID, sqlrow.NullMicros(p.Next))
 		}
-		if out, err = insertPlanned(ctx, tx, runs); err != nil {
+		if out, err = insertPlanned(ctx, tx, sqlrow.ByInstant(runs)); err != nil {
 			return err
 		}
 		for _, part := range chunks(len(tasks), nil, nil) {

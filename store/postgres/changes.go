@@ -97,6 +97,13 @@ const tasksRewindSQL = `UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at
 	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, at)
 	WHERE tasks.id = ANY($1) AND tasks.id = u.id`
 
+// runsUnplanAfterSQL deletes the planned fires of the tasks $1 later than
+// the fires $2 they were rewound to (sundial.RunChanges.Rewind), queued
+// after the rewind, which locks the tasks first.
+const runsUnplanAfterSQL = `DELETE FROM runs USING unnest($1::bigint[], $2::bigint[]) AS u (id, at)
+	WHERE runs.task_id = u.id AND runs.status = 'SCHEDULED' AND runs.scheduled_at > u.at
+	AND runs.deliveries = 0 AND runs.trigger_type <> 'MANUAL'`
+
 // runsLockSQL locks the runs $1 in ID order, and reads them.
 const runsLockSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE`
 
@@ -120,6 +127,7 @@ func queueChanges(b *pgx.Batch, c sundial.RunChanges) {
 			at[i] = sqlrow.Micros(c.Rewind[id])
 		}
 		b.Queue(tasksRewindSQL, ids, at)
+		b.Queue(runsUnplanAfterSQL, ids, at)
 	}
 	for _, e := range c.Ends {
 		b.Queue(completeTaskSQL, string(e.Status), sqlrow.Micros(e.At), e.TaskID)

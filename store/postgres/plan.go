@@ -86,6 +86,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 			}
 			ids[i], nexts[i] = t.ID, nullMicros(p.Next)
 		}
+		runs = sqlrow.ByInstant(runs)
 		nb := &pgx.Batch{}
 		for start := 0; start < len(runs); start += planInsertChunk {
 			var a runArrays

@@ -892,6 +892,7 @@ func TestQueryPlans(t *testing.T) {
 		{"write back runs", runsWriteSQL, runsWriteArgs(writeBack), "runs_pkey", "runs_status_node"},
 		{"delete runs", runsDeleteSQL, []any{ids}, "runs_pkey", "runs_status_node"},
 		{"rewind tasks", tasksRewindSQL, []any{ids[:10], times[:10]}, "tasks_pkey", ""},
+		{"unplan after rewind", runsUnplanAfterSQL, []any{ids[:10], times[:10]}, "runs_task_status", "runs_status_node"},
 		// A run's attempts: its rows, and its own from its row.
 		{"RunAttempts", queries.RunAttempts, []any{40, 40}, "run_attempts_run", ""},
 		{"RunAttempts own", queries.RunAttempts, []any{40, 40}, "runs_pkey", ""},

@@ -45,6 +45,9 @@ func (s *Store) apply(ctx context.Context, tx *sql.Tx, c sundial.RunChanges) err
 		if _, err := tx.ExecContext(ctx, sqlrow.TaskRewindSQL, at, at, task); err != nil {
 			return err
 		}
+		if _, err := tx.ExecContext(ctx, sqlrow.RunsUnplanAfterSQL, task, at); err != nil {
+			return err
+		}
 	}
 	for _, e := range c.Ends {
 		if _, err := tx.ExecContext(ctx, sqlrow.TaskEndSQL, string(e.Status), sqlrow.Micros(e.At), e.TaskID); err != nil {

@@ -41,6 +41,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		}
 		insert := tx.StmtContext(ctx, s.st.runInsert)
 		next := tx.StmtContext(ctx, s.st.planNext)
+		var runs []*sundial.Run
 		for _, t := range tasks {
 			p := plan(t)
 			for _, r := range p.Runs {
@@ -49,16 +50,19 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 				if err := sqlrow.PrepareNew(r, now); err != nil {
 					return fmt.Errorf("plan task %d: %w", t.ID, err)
 				}
-				ok, err := insertRun(ctx, insert, r)
-				if err != nil {
-					return err
-				}
-				if ok {
-					out = append(out, r)
-				}
+				runs = append(runs, r)
 			}
 			if _, err := next.ExecContext(ctx, sqlrow.NullMicros(p.Next), t.ID); err != nil {
 				return err
+			}
+		}
+		for _, r := range sqlrow.ByInstant(runs) {
+			ok, err := insertRun(ctx, insert, r)
+			if err != nil {
+				return err
+			}
+			if ok {
+				out = append(out, r)
 			}
 		}
 		return nil

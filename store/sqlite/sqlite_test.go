@@ -476,3 +476,83 @@ func TestAttemptOnRunFinal(t *testing.T) {
 		}
 	}
 }
+
+// TestRowsWritten holds RowsWritten to what each write did, table by
+// table, and to SQLite's own total_changes() of the write connection.
+func TestRowsWritten(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s := open(t)
+	totalChanges := func() int64 {
+		t.Helper()
+		var n int64
+		if err := s.w.QueryRowContext(ctx, `SELECT total_changes()`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	counts := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, r := range s.RowsWritten() {
+			out[r.Table+".inserted"], out[r.Table+".updated"], out[r.Table+".deleted"] = r.Inserted, r.Updated, r.Deleted
+		}
+		return out
+	}
+	sum := func(m map[string]int64) (n int64) {
+		for _, v := range m {
+			n += v
+		}
+		return n
+	}
+	// The migrations wrote rows too (the ledger): counted like any.
+	changes0, before := totalChanges(), counts()
+	if sum(before) == 0 || sum(before) != changes0 {
+		t.Fatalf("RowsWritten after Open = %v, total_changes() %d: want the migrations' rows, as many", before, changes0)
+	}
+
+	now := time.Now()
+	var tasks []*sundial.Task
+	for i := range 2 {
+		tk := &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+		if err := tk.Normalize(now); err != nil {
+			t.Fatal(err)
+		}
+		tk.NextFireTime = tk.FirstFire(now)
+		tasks = append(tasks, tk)
+	}
+	if _, err := s.TaskCreateMany(ctx, tasks, now); err != nil {
+		t.Fatal(err)
+	}
+	// Each task gets three runs and a new next fire.
+	if _, err := s.PlanDue(ctx, now.Add(time.Hour), 10, "", now, func(tk *sundial.Task) sundial.Plan {
+		var p sundial.Plan
+		for i := range 3 {
+			at := tk.NextFireTime.Add(time.Duration(i) * time.Second)
+			p.Runs = append(p.Runs, &sundial.Run{FireKey: sundial.ScheduledFireKey(at), Trigger: sundial.TriggerSchedule,
+				ScheduledTime: at, Status: sundial.RunScheduled, Attempt: 1})
+		}
+		next := tk.NextFireTime.Add(3 * time.Second)
+		p.Next = &next
+		return p
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The delete of one task deletes its three planned runs.
+	if err := s.TaskDelete(ctx, tasks[0].ID, now); err != nil {
+		t.Fatal(err)
+	}
+	after := counts()
+	want := map[string]int64{"tasks.inserted": 2, "runs.inserted": 6, "tasks.updated": 3, "runs.deleted": 3}
+	got := map[string]int64{}
+	for k, v := range after {
+		if d := v - before[k]; d != 0 {
+			got[k] = d
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("rows written = %v, want %v", got, want)
+	}
+	if d, c := sum(after)-sum(before), totalChanges()-changes0; d != c {
+		t.Errorf("rows written sum to %d, total_changes() counted %d", d, c)
+	}
+}

@@ -72,6 +72,7 @@ type Store struct {
 	log   *slog.Logger
 	st    *stmts
 	clock func() time.Time // Options.Clock, also the "database's clock" of node liveness
+	rows  rowCounts        // the rows w changed (RowsWritten)
 	// closed is set by Close: every error after it is EUnavailable.
 	closed atomic.Bool
 }
@@ -116,10 +117,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			"the callback secret and the tokens' hashes in it (secrets are sealed): chmod 600 it",
 			"path", path, "mode", fmt.Sprintf("%#o", fi.Mode().Perm()))
 	}
-	w, err := sql.Open("sqlite", dsn(path, opts.BusyTimeout, false))
-	if err != nil {
-		return nil, fmt.Errorf("open sqlite: %w", err)
-	}
+	w := sql.OpenDB(newWriteConnector(dsn(path, opts.BusyTimeout, false), &s.rows))
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxLifetime(0)

@@ -8,17 +8,27 @@ import (
 
 // testRunUnplanMissed: the planned fires found too late to start are
 // deleted whoever holds them, and their tasks rewound, so that the planner
-// counts them with the fires it never planned; nothing else is touched.
+// counts them with the fires it never planned; so are the later fires
+// their tasks have planned (and never delivered), which the planner then
+// plans anew (sundial.RunChanges.Rewind); nothing else is touched.
 func testRunUnplanMissed(t *testing.T, open Opener) {
 	f := setup(t, open)
 	tk := f.task("late", withNext(at(100)))
 	early := f.task("rewound-already", withNext(at(-60)))
+	other := f.task("in-time", withNext(at(100)))
 
 	unheld := f.run(tk.ID, at(-30), sundial.RunScheduled, withNode(""))
 	held := f.run(tk.ID, at(-20), sundial.RunScheduled, withNode("node-b"))
-	spared := f.run(tk.ID, at(-10), sundial.RunScheduled, withNode("")) // missed says no
-	recent := f.run(tk.ID, at(-2), sundial.RunScheduled, withNode(""))  // due after before
-	retry := f.retrying(tk.ID, at(-40), at(-35))                        // delivered before
+	spared := f.run(other.ID, at(-10), sundial.RunScheduled, withNode("")) // missed says no
+	recent := f.run(other.ID, at(-2), sundial.RunScheduled, withNode(""))  // due after before
+	// The late task's later fires: planned ones go with the rewind,
+	// delivered and manual ones stay.
+	laterPlanned := f.run(tk.ID, at(-3), sundial.RunScheduled, withNode(""), withKey("later"))
+	laterHeld := f.run(tk.ID, at(50), sundial.RunScheduled, withNode("node-b"), withKey("later-held"))
+	laterCatchUp := f.run(tk.ID, at(-4), sundial.RunScheduled, withKey("later-c"), func(r *sundial.Run) { r.Trigger = sundial.TriggerCatchUp })
+	laterStarted := f.run(tk.ID, at(-1), sundial.RunRunning, withKey("later-started"))
+	laterManual := f.run(tk.ID, at(60), sundial.RunScheduled, manual, withKey("later-m"))
+	retry := f.retrying(tk.ID, at(-40), at(-35)) // delivered before
 	manualRun := f.run(tk.ID, at(-31), sundial.RunScheduled, manual, withKey("m"))
 	catchUp := f.run(tk.ID, at(-32), sundial.RunScheduled, withKey("c"), func(r *sundial.Run) { r.Trigger = sundial.TriggerCatchUp })
 	started := f.run(tk.ID, at(-33), sundial.RunRunning, withKey("started"))
@@ -42,17 +52,21 @@ func testRunUnplanMissed(t *testing.T, open Opener) {
 	for _, r := range []*sundial.Run{unheld, held, otherTask} {
 		f.gone("a missed planned fire", r.ID)
 	}
-	for _, r := range []*sundial.Run{spared, recent, retry, manualRun, catchUp, started} {
+	for _, r := range []*sundial.Run{laterPlanned, laterHeld, laterCatchUp} {
+		f.gone("a later planned fire of a rewound task", r.ID)
+	}
+	for _, r := range []*sundial.Run{spared, recent, retry, manualRun, catchUp, started, laterStarted, laterManual} {
 		if got := f.get(r.ID); got.Status != r.Status || got.Fence != r.Fence {
 			t.Errorf("run %d (%s %s) became %s fence %d", r.ID, r.Trigger, r.Status, got.Status, got.Fence)
 		}
 	}
 	eqTime(t, "rewound next fire", f.getTask(tk.ID).NextFireTime, at(-30))
 	eqTime(t, "next fire already earlier", f.getTask(early.ID).NextFireTime, at(-60))
+	eqTime(t, "next fire of a task none of whose fires was missed", f.getTask(other.ID).NextFireTime, at(100))
 
 	// The limit bounds the runs looked at, oldest first.
 	a := f.run(tk.ID, at(-50), sundial.RunScheduled, withNode(""), withKey("a"))
-	b := f.run(tk.ID, at(-49), sundial.RunScheduled, withNode("node-c"), withKey("b"))
+	b := f.run(early.ID, at(-49), sundial.RunScheduled, withNode("node-c"), withKey("b"))
 	looked, deleted, err = f.s.RunUnplanMissed(f.ctx, at(-5), 1, func(*sundial.Run, *sundial.Task) bool { return true })
 	if err != nil || looked != 1 || deleted != 1 {
 		t.Fatalf("RunUnplanMissed with limit 1 = %d, %d, %v; want 1, 1", looked, deleted, err)

@@ -310,7 +310,7 @@ func (f *fixture) agree(what string, after []*sundial.Run, c sundial.RunChanges,
 		gone[r.ID] = true
 	}
 	for _, r := range after {
-		if gone[r.ID] {
+		if gone[r.ID] || c.RewoundAway(r) {
 			if _, err := f.s.RunGet(f.ctx, r.ID); sundial.ErrorCode(err) != sundial.ENotFound {
 				f.t.Errorf("%s: run %d is still there (%v); the rule deleted it", what, r.ID, err)
 			}

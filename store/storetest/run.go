@@ -484,7 +484,10 @@ func testRunRelease(t *testing.T, open Opener) {
 
 	a50 := f.run(a.ID, at(50), sundial.RunScheduled)
 	a60 := f.run(a.ID, at(60), sundial.RunScheduled)
+	// Another node's planned fires: the one later than a50 goes with a's
+	// rewind, to be planned anew (sundial.RunChanges.Rewind).
 	a55 := f.run(a.ID, at(55), sundial.RunScheduled, withNode("node-b"))
+	a49 := f.run(a.ID, at(49), sundial.RunScheduled, withNode("node-b"))
 	running := f.run(a.ID, at(40), sundial.RunRunning)
 	queued := f.run(a.ID, at(45), sundial.RunQueued)
 	done := f.run(a.ID, at(30), sundial.RunSuccess)
@@ -496,7 +499,7 @@ func testRunRelease(t *testing.T, open Opener) {
 	if err := f.s.RunRelease(f.ctx, "node-a", "shutting down", at(200)); err != nil {
 		t.Fatalf("RunRelease: %v", err)
 	}
-	for _, r := range []*sundial.Run{a50, a60, b70, c20} {
+	for _, r := range []*sundial.Run{a50, a60, a55, b70, c20} {
 		_, err := f.s.RunGet(f.ctx, r.ID)
 		wantErr(t, err, sundial.ENotFound, "")
 	}
@@ -518,7 +521,7 @@ func testRunRelease(t *testing.T, open Opener) {
 	if got := f.get(man.ID); got.Status != sundial.RunSkipped || got.SkipReason != sundial.SkipMisfire {
 		t.Fatalf("released manual run = %s; want SKIPPED (MISFIRE)", fmtRun(*got))
 	}
-	for _, r := range []*sundial.Run{a55, queued, done, otherRunning} {
+	for _, r := range []*sundial.Run{a49, queued, done, otherRunning} {
 		eqRun(t, f.get(r.ID), r)
 	}
 	owned, err := f.s.RunsOwned(f.ctx, "node-a")

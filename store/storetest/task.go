@@ -1,7 +1,9 @@
 package storetest
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -517,6 +519,37 @@ func testPlanDue(t *testing.T, open Opener) {
 		eqRun(t, skip, runs[0])
 		if got := f.get(runs[1].ID); got.IdempotencyKey != "caller-key" || got.Status != sundial.RunScheduled {
 			t.Fatalf("scheduled run = %s", fmtRun(*got))
+		}
+	})
+	// The runs of a call go in by instant, then task, whatever the order of
+	// the plans: the runs due together lie together.
+	t.Run("InsertsByInstant", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		a := f.task("a", withNext(at(0)))
+		b := f.task("b", withNext(at(0)))
+		fires := map[int64][]int{a.ID: {20, 10, 0}, b.ID: {10, 30}}
+		runs, err := f.s.PlanDue(f.ctx, at(0), 10, "", at(-1), func(tk *sundial.Task) sundial.Plan {
+			var p sundial.Plan
+			for _, sec := range fires[tk.ID] {
+				p.Runs = append(p.Runs, &sundial.Run{TaskID: tk.ID, FireKey: sundial.ScheduledFireKey(at(sec)),
+					Trigger: sundial.TriggerSchedule, ScheduledTime: at(sec), Status: sundial.RunScheduled})
+			}
+			p.Next = ptr(at(60))
+			return p
+		})
+		if err != nil || len(runs) != 5 {
+			t.Fatalf("PlanDue: %d runs, %v; want 5", len(runs), err)
+		}
+		slices.SortFunc(runs, func(x, y *sundial.Run) int { return cmp.Compare(x.ID, y.ID) })
+		want := []struct {
+			task int64
+			sec  int
+		}{{a.ID, 0}, {a.ID, 10}, {b.ID, 10}, {a.ID, 20}, {b.ID, 30}}
+		for i, r := range runs {
+			if r.TaskID != want[i].task || !r.ScheduledTime.Equal(at(want[i].sec)) {
+				t.Errorf("run %d by ID: task %d at %s, want task %d at %s", i, r.TaskID, r.ScheduledTime, want[i].task, at(want[i].sec))
+			}
 		}
 	})
 }

@@ -234,6 +234,20 @@ func SortByDue(runs []*sundial.Run) {
 	})
 }
 
+// ByInstant returns the planned runs in the order a PlanDue inserts them:
+// by scheduled time, then task, the order of their plans among equals.
+// The runs of a task are planned a span ahead (a span of each task at a
+// different pass), so that in the order of the plans the runs due in the
+// same second would be as far apart in the table as the tasks refilled in
+// a pass, and each claim and outcome would write as many pages; in this
+// order they lie together, as the runs each pass plans for one second.
+func ByInstant(runs []*sundial.Run) []*sundial.Run {
+	slices.SortStableFunc(runs, func(a, b *sundial.Run) int {
+		return cmp.Or(a.ScheduledTime.Compare(b.ScheduledTime), cmp.Compare(a.TaskID, b.TaskID))
+	})
+	return runs
+}
+
 // startClears are the columns of a run that the end of a delivery writes
 // (its answer, its error, its callback's message, and whether its attempt
 // is on the run), with their empty values. Every write that starts a

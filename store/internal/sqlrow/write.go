@@ -107,3 +107,10 @@ const TaskEndSQL = `UPDATE tasks SET status = ?, version = version + 1, next_fir
 const TaskRewindSQL = `UPDATE tasks
 	SET next_fire_at = CASE WHEN next_fire_at IS NULL OR next_fire_at > ? THEN ? ELSE next_fire_at END
 	WHERE id = ?`
+
+// RunsUnplanAfterSQL deletes the Planned fires (sundial.Run.Planned) of a
+// task rewound to a fire that are later than it (sundial.RunChanges.Rewind),
+// after the task's rewind, which locks the task first: arguments the
+// task's ID, then the fire's time.
+const RunsUnplanAfterSQL = `DELETE FROM runs
+	WHERE task_id = ? AND status = 'SCHEDULED' AND scheduled_at > ? AND deliveries = 0 AND trigger_type <> 'MANUAL'`
