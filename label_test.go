@@ -1,6 +1,7 @@
 package sundial
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,5 +58,28 @@ func TestParseSelector(t *testing.T) {
 	if !errors.As(err, &e) || e.Code != EInvalid || e.Field != "selector" || e.Token != "a" ||
 		!strings.Contains(e.Message, "at character 23: want ( after in") {
 		t.Fatalf("ParseSelector = %#v", err)
+	}
+}
+
+// TestInputHashLabels: a task without labels hashes as it did before
+// tasks had labels (the hash below is that version's), so that a create
+// repeated with its request_id across an upgrade is the same request;
+// labels change the hash.
+func TestInputHashLabels(t *testing.T) {
+	mk := func(labels map[string]string) *Task {
+		return &Task{Name: "nightly", CronExpr: "0 0 3 * * *", TargetURL: "https://example.com/hook", RequestID: "req-1",
+			Headers: map[string]string{"X-Team": "ops"}, Params: json.RawMessage(`{"a": 1}`), Timezone: "Europe/Berlin",
+			Labels: labels}
+	}
+	const before = "499cfe82e358ac8422c75c154d387f4923950e1cca162fe955f4e71216b45ca6"
+	if got := mk(nil).InputHash(); got != before {
+		t.Errorf("InputHash without labels = %s, want %s (as before labels)", got, before)
+	}
+	if got := mk(map[string]string{}).InputHash(); got != before {
+		t.Errorf("InputHash with empty labels = %s, want %s", got, before)
+	}
+	a, b := mk(map[string]string{"team": "a"}).InputHash(), mk(map[string]string{"team": "b"}).InputHash()
+	if a == before || b == before || a == b {
+		t.Errorf("InputHash with labels: %s, %s; want each its own", a, b)
 	}
 }

@@ -298,9 +298,19 @@ func (t *Task) InputHash() string {
 		at := in.RunAt.UTC()
 		in.RunAt = &at
 	}
-	b, _ := json.Marshal(&in)
+	// No labels are left out, so that a task without any hashes as it did
+	// before tasks had labels: a request repeated across an upgrade is
+	// still the same request.
+	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// hashedTask is a task as InputHash encodes it: its labels, when it has
+// any, come last, in place of the task's own field.
+type hashedTask struct {
+	*Task
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Schedule parses the task's expression and loads its zone.
