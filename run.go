@@ -145,6 +145,9 @@ const (
 	TriggerCatchUp  Trigger = "CATCH_UP"
 )
 
+// Triggers returns every trigger.
+func Triggers() []Trigger { return []Trigger{TriggerSchedule, TriggerManual, TriggerCatchUp} }
+
 // MaxResponseBody is how much of a target's answer a run keeps.
 const MaxResponseBody = 4096
 
@@ -162,6 +165,9 @@ type Run struct {
 	TaskID  int64   `json:"task_id"`
 	FireKey string  `json:"fire_key"`
 	Trigger Trigger `json:"trigger"`
+	// RerunOf is the run this one runs again (POST /runs/{id}/rerun): a
+	// MANUAL run with that run's params. 0: none.
+	RerunOf int64 `json:"rerun_of,omitempty"`
 	// Params replace the task's params for this run only (a manual
 	// trigger's "run once with these params"): every delivery of the run
 	// renders {{params}} from them. Nil: the task's.

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/sundialhq/sundial/label"
 )
 
 // Store is the storage contract. Every database adapter implements it and
@@ -359,8 +361,10 @@ type TaskListParams struct {
 	NamePrefix string       // names starting with this (case-sensitive); empty: any
 	RequestID  string       // exactly this request_id; empty: any
 	BizID      string       // exactly this biz_id; empty: any
-	AfterID    int64        // paging: IDs greater than this
-	Limit      int
+	// Selector picks tasks by their labels; empty: any.
+	Selector label.Selector
+	AfterID  int64 // paging: IDs greater than this
+	Limit    int
 }
 
 // RunListParams selects runs for RunList: those that match every condition
@@ -368,7 +372,15 @@ type TaskListParams struct {
 type RunListParams struct {
 	TaskID   int64       // 0: any
 	Status   []RunStatus // any of these; empty: any
+	Trigger  []Trigger   // any of these; empty: any
 	From, To time.Time   // scheduled time in [From, To); zero: open
+	// FinishedFrom and FinishedTo select by finished time, in
+	// [FinishedFrom, FinishedTo); zero: open. A run not finished has none,
+	// and is left out when either is set.
+	FinishedFrom, FinishedTo time.Time
+	// Selector picks runs by the labels of their task, live or deleted;
+	// empty: any.
+	Selector label.Selector
 	// ExcludePlannedAfter, when set, leaves out the runs planned ahead of
 	// it: SCHEDULED, never delivered, and scheduled after it (the fires
 	// the planner made ahead of their time). A run waiting for a retry

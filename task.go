@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sundialhq/sundial/cron"
+	"github.com/sundialhq/sundial/label"
 )
 
 // ExecType says how a run is completed: SYNC by the HTTP answer, ASYNC by a
@@ -103,7 +104,11 @@ type Task struct {
 	ID          int64  `json:"id"`
 	Name        string `json:"name"`
 	Description string `json:"description"`
-	CronExpr    string `json:"cron_expr"` // "" for a one-off task
+	// Labels are the client's key/value pairs that selectors pick tasks
+	// by (GET /tasks?selector=), in Kubernetes' syntax (see package
+	// label); never nil once normalised.
+	Labels   map[string]string `json:"labels"`
+	CronExpr string            `json:"cron_expr"` // "" for a one-off task
 	// RunAt is the one moment a one-off task fires (seed 003's push task,
 	// seed 004's timer); nil for a cron task. DelaySeconds is its other
 	// spelling on input: RunAt becomes the time of the request plus it.
@@ -300,9 +305,19 @@ func (t *Task) InputHash() string {
 		at := in.RunAt.UTC()
 		in.RunAt = &at
 	}
-	b, _ := json.Marshal(&in)
+	// No labels are left out, so that a task without any hashes as it did
+	// before tasks had labels: a request repeated across an upgrade is
+	// still the same request.
+	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// hashedTask is a task as InputHash encodes it: its labels, when it has
+// any, come last, in place of the task's own field.
+type hashedTask struct {
+	*Task
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // Schedule parses the task's expression and loads its zone.
@@ -423,6 +438,9 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 	}
 	if t.Headers == nil {
 		t.Headers = map[string]string{}
+	}
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
 	}
 	// Stored with every key, so a read shows the policy in force.
 	policy, err := ParseRetryPolicy(t.RetryPolicy)
@@ -549,6 +567,9 @@ func (t *Task) validate() error {
 	if err := CheckParams(t.Params); err != nil {
 		return err
 	}
+	if err := CheckLabels(t.Labels); err != nil {
+		return err
+	}
 	if _, err := LoadLocation(t.Timezone); err != nil || t.Timezone == "Local" {
 		return &Error{Code: EInvalid, Field: "timezone", Token: t.Timezone,
 			Message: "not an IANA time zone name (for example UTC, Europe/Berlin)"}
@@ -668,6 +689,46 @@ func validateURL(raw string) error {
 			Message: "must be an absolute http or https URL"}
 	}
 	return nil
+}
+
+// CheckLabels refuses labels that break Kubernetes' rules (label.Check),
+// naming the label: field labels.<key>, the key or the value as token.
+func CheckLabels(labels map[string]string) error {
+	err := label.Check(labels)
+	le, ok := err.(*label.Error)
+	switch {
+	case err == nil:
+		return nil
+	case !ok:
+		return &Error{Code: EInvalid, Field: "labels", Message: "labels: " + err.Error()}
+	}
+	field := "labels." + le.Key
+	if le.Key == "" {
+		field = "labels"
+	}
+	if le.OnValue {
+		return &Error{Code: EInvalid, Field: field, Token: le.Value,
+			Message: fmt.Sprintf("label %q: not a label value: %s", le.Key, le.Reason)}
+	}
+	return &Error{Code: EInvalid, Field: field, Token: le.Key,
+		Message: fmt.Sprintf("label %q: not a label key: %s", le.Key, le.Reason)}
+}
+
+// ParseSelector reads a label selector (label.Parse) given as the field
+// (or query parameter) field, as a client error naming it: the position
+// and the problem in the message, the offending text as token.
+func ParseSelector(field, text string) (label.Selector, error) {
+	sel, err := label.Parse(text)
+	if err == nil {
+		return sel, nil
+	}
+	pe, ok := err.(*label.ParseError)
+	if !ok {
+		return nil, &Error{Code: EInvalid, Field: field, Message: field + ": " + err.Error()}
+	}
+	return nil, &Error{Code: EInvalid, Field: field, Token: pe.Token,
+		Message: fmt.Sprintf("%s: at character %d: %s (the syntax is Kubernetes': k=v, k!=v, k in (a,b), k notin (a,b), k, !k, separated by commas)",
+			field, pe.Pos, pe.Reason)}
 }
 
 // NormParams is params as a task or run stores them: nil for none, which a

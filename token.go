@@ -107,8 +107,8 @@ type AuditEntry struct {
 	At    time.Time `json:"at"`
 	Actor string    `json:"actor"`
 	// Action is what was done: task.create, task.update, task.delete,
-	// task.enable, task.disable, task.trigger, run.cancel, token.create,
-	// token.delete, compensation.trigger.
+	// task.enable, task.disable, task.trigger, run.cancel, run.rerun,
+	// token.create, token.delete, compensation.trigger.
 	Action string `json:"action"`
 	// Target names what it was done to: task/12, run/345, token/ID.
 	Target string `json:"target"`

@@ -90,6 +90,10 @@ type Scheduler interface {
 	// Trigger makes a manual run of a task now, with params in place of
 	// the task's (nil: the task's), and returns it as admitted.
 	Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error)
+	// Rerun makes a manual run of the task of the run of, with of's
+	// params, recording of as the run it runs again (Run.RerunOf), and
+	// returns it as Trigger does.
+	Rerun(ctx context.Context, of *sundial.Run) (*sundial.Run, error)
 	// Cancel cancels a run, or stops it if it is in flight.
 	Cancel(ctx context.Context, runID int64) (*sundial.Run, error)
 	// Poke asks for a planner pass now, after a task was created or changed.
@@ -158,7 +162,8 @@ func NewServer(cfg Config) *Server {
 	// Each built-in route names the role it needs and lists the query
 	// parameters it reads; it refuses any other (see route). The roles:
 	// a viewer reads, an operator acts on tasks and runs (trigger,
-	// enable, disable, cancel), an editor writes tasks, an admin manages
+	// enable, disable, cancel, rerun; a bulk action, but a bulk delete
+	// needs an editor's), an editor writes tasks, an admin manages
 	// tokens and reads the audit log. RoleNone marks the open routes:
 	// health, readiness, and the callback and progress endpoints, which
 	// check the run's own token. openapi.yaml describes every route: a
@@ -173,8 +178,9 @@ func NewServer(cfg Config) *Server {
 
 	s.route("POST /api/v1/tasks", sundial.RoleEditor, s.handleTaskCreate)
 	s.route("POST /api/v1/tasks:batch", sundial.RoleEditor, s.handleTaskBatch)
+	s.route("POST /api/v1/tasks:bulk", sundial.RoleOperator, s.handleTaskBulk)
 	s.route("GET /api/v1/tasks", sundial.RoleViewer, s.handleTaskList,
-		"status", "name", "name_prefix", "request_id", "biz_id", "limit", "cursor", "format")
+		"status", "name", "name_prefix", "request_id", "biz_id", "selector", "limit", "cursor", "format")
 	s.route("GET /api/v1/tasks/{id}", sundial.RoleViewer, s.handleTaskGet)
 	s.route("PUT /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskReplace)
 	s.route("PATCH /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskPatch)
@@ -182,12 +188,13 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/tasks/{id}/enable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskEnabled))
 	s.route("POST /api/v1/tasks/{id}/disable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskDisabled))
 	s.route("POST /api/v1/tasks/{id}/trigger", sundial.RoleOperator, s.handleTaskTrigger)
-	s.route("GET /api/v1/tasks/{id}/runs", sundial.RoleViewer, s.handleTaskRuns, "status", "from", "to", "planned", "limit", "cursor")
+	s.route("GET /api/v1/tasks/{id}/runs", sundial.RoleViewer, s.handleTaskRuns, runListParams[1:]...)
 	s.route("GET /api/v1/tasks/{id}/upcoming", sundial.RoleViewer, s.handleTaskUpcoming, "limit")
 
-	s.route("GET /api/v1/runs", sundial.RoleViewer, s.handleRunList, "task_id", "status", "from", "to", "planned", "limit", "cursor")
+	s.route("GET /api/v1/runs", sundial.RoleViewer, s.handleRunList, runListParams...)
 	s.route("GET /api/v1/runs/{id}", sundial.RoleViewer, s.handleRunGet)
 	s.route("POST /api/v1/runs/{id}/cancel", sundial.RoleOperator, s.handleRunCancel)
+	s.route("POST /api/v1/runs/{id}/rerun", sundial.RoleOperator, s.handleRunRerun)
 	// Any method: the task's callback_method decides which one is right.
 	// With GET (and only then) the outcome comes in the query.
 	s.route("GET /api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback, "status", "message")

@@ -48,6 +48,8 @@ func TestRoleTable(t *testing.T) {
 		{"POST /api/v1/tasks/{id}/enable", sundial.RoleOperator},
 		{"POST /api/v1/tasks/{id}/disable", sundial.RoleOperator},
 		{"POST /api/v1/runs/{id}/cancel", sundial.RoleOperator},
+		{"POST /api/v1/runs/{id}/rerun", sundial.RoleOperator},
+		{"POST /api/v1/tasks:bulk", sundial.RoleOperator},
 		{"POST /api/v1/admin/compensation/trigger", sundial.RoleOperator},
 		{"POST /api/v1/tasks", sundial.RoleEditor},
 		{"POST /api/v1/tasks:batch", sundial.RoleEditor},

@@ -63,11 +63,13 @@ type runChange struct {
 	// Params are those a manual trigger gave the run, in place of its
 	// task's.
 	Params json.RawMessage `json:"params,omitempty"`
+	// RerunOf is the run a rerun runs again.
+	RerunOf int64 `json:"rerun_of,omitempty"`
 }
 
 func newRunChange(r *sundial.Run) runChange {
 	return runChange{RunID: r.ID, Status: r.Status, SkipReason: string(r.SkipReason), CancelRequested: r.CancelRequested,
-		Params: r.Params}
+		Params: r.Params, RerunOf: r.RerunOf}
 }
 
 // runAttrs are the attributes of a run a change made or changed: its task,

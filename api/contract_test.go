@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,6 +48,7 @@ func TestOpenAPIContract(t *testing.T) {
 	for _, name := range []string{"Task", "RunFields", "RunDetail", "Attempt", "RetryPolicy", "OIDC", "Node",
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
+		"BulkItem", "BulkResult", "BulkError",
 		"TokenList", "NodeList"} {
 		for _, p := range c.ownProperties(c.schema(t, name)) {
 			if !c.fields[name+"."+p] {
@@ -174,6 +176,7 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "GET", path: "/readyz", token: "-", status: 200})
 	f.sched.ready.Store(false)
 	f.do(t, call{method: "GET", path: "/readyz", token: "-", status: 503})
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"trigger","ids":[1]}`, status: 503, code: "unavailable"})
 	f.sched.ready.Store(true)
 	f.do(t, call{method: "GET", path: "/api/v1/openapi.json", token: f.secrets[sundial.RoleViewer], status: 200})
 	f.do(t, call{method: "GET", path: "/api/v1/cron/next?expr=0+30+9+*+*+MON-FRI&tz=Europe/Berlin&from=2026-01-01T00:00:00Z&count=3",
@@ -191,6 +194,7 @@ func (f *contractFixture) story(t *testing.T) {
 
 	// Tasks: a task with every field, its repeats and conflicts.
 	full := `{"name":"nightly-report","description":"Sends the nightly report","cron_expr":"0 0 3 * * *",
+		"labels":{"team":"reports","app.kubernetes.io/name":"nightly","tier":""},
 		"request_id":"req-full","biz_id":"order-7","params":{"order_id":7,"items":[{"sku":"a"}]},
 		"timezone":"Europe/Berlin","exec_type":"ASYNC","http_method":"PUT",
 		"target_url":"https://user:pw@example.com/hook?x=1","headers":{"X-Team":"ops","X-Api-Key":"k-123"},
@@ -256,6 +260,10 @@ func (f *contractFixture) story(t *testing.T) {
 			"the secret's length is of the bytes it decodes to"),
 		silent("POST", "/api/v1/tasks", f.cronTask("x", `,"oidc":{},"headers":{"Authorization":"Bearer x"}`), "oidc",
 			"oidc and an Authorization header exclude each other, a rule between two fields' values"),
+		invalid("POST", "/api/v1/tasks", f.cronTask("x", `,"labels":{"team":"a b"}`), "labels.team"),
+		invalid("POST", "/api/v1/tasks", f.cronTask("x", `,"labels":{"Example.com/team":"a"}`), "labels.Example.com/team"),
+		silent("POST", "/api/v1/tasks", f.cronTask("x", `,"labels":{"`+strings.Repeat("n", 64)+`":"a"}`), "labels."+strings.Repeat("n", 64),
+			"a key's name and its prefix each have a length limit, which the key's pattern does not count"),
 	} {
 		f.do(t, k)
 	}
@@ -271,6 +279,14 @@ func (f *contractFixture) story(t *testing.T) {
 	}
 	f.do(t, call{method: "GET", path: "/api/v1/tasks?limit=1&cursor=" + page.NextCursor, status: 200})
 	f.do(t, call{method: "GET", path: "/api/v1/tasks?name=nightly-report&name_prefix=night&request_id=req-full&biz_id=order-7", status: 200})
+	var selected struct {
+		Items []sundial.Task `json:"items"`
+	}
+	into(t, f.do(t, call{method: "GET", path: "/api/v1/tasks?status=ENABLED&selector=" +
+		url.QueryEscape("team=reports,app.kubernetes.io/name in (nightly,daily),tier=,!canary"), status: 200}), &selected)
+	if len(selected.Items) != 1 || selected.Items[0].ID != nightly.ID {
+		t.Fatalf("the selector of nightly-report selected %+v", selected.Items)
+	}
 	f.do(t, call{method: "GET", path: "/api/v1/tasks?status=", status: 200, doc: docSilent,
 		why: "an empty value is the same as none (info.description); the validator reads one empty item"})
 	for _, k := range []call{
@@ -280,6 +296,7 @@ func (f *contractFixture) story(t *testing.T) {
 		invalid("GET", "/api/v1/tasks?task_id=1", "", "task_id"),
 		silent("GET", "/api/v1/tasks?limit=5&limit=6", "", "limit", "a parameter given twice: the document has no way to say once"),
 		silent("GET", "/api/v1/tasks?cursor=bm9wZQ", "", "cursor", "a cursor is opaque"),
+		silent("GET", "/api/v1/tasks?selector="+url.QueryEscape("tier in a"), "", "selector", "a selector's syntax is Kubernetes', told in prose"),
 	} {
 		f.do(t, k)
 	}
@@ -378,12 +395,18 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "POST", path: taskPath(syncStats.ID, "/trigger"), body: `{"params":null}`, status: 202})
 	f.do(t, invalid("POST", taskPath(syncStats.ID, "/trigger"), `{"param":1}`, "param"))
 	f.do(t, invalid("POST", taskPath(syncStats.ID, "/trigger"), `[1]`, ""))
+	var rerun sundial.Run
+	into(t, f.do(t, call{method: "POST", path: runPath(manual.ID, "/rerun"), token: f.secrets[sundial.RoleOperator], status: 202}), &rerun)
+	if rerun.RerunOf != manual.ID || rerun.Trigger != sundial.TriggerManual || rerun.ID == manual.ID {
+		t.Fatalf("rerun of run %d = %+v", manual.ID, rerun)
+	}
 
 	// Runs: one of each shape, lists, one, cancels.
 	planned := &sundial.Run{TaskID: nightly.ID, FireKey: "s:planned", Trigger: sundial.TriggerSchedule,
 		ScheduledTime: now.Add(time.Hour), Priority: 10}
+	missedAt := now.Add(-time.Hour)
 	misfire := &sundial.Run{TaskID: nightly.ID, FireKey: "m:1", Trigger: sundial.TriggerCatchUp, ScheduledTime: now.Add(-time.Hour),
-		Status: sundial.RunSkipped, SkipReason: sundial.SkipMisfire, MissedCount: 3, Attempt: 1}
+		Status: sundial.RunSkipped, SkipReason: sundial.SkipMisfire, MissedCount: 3, Attempt: 1, FinishedAt: &missedAt}
 	running := &sundial.Run{TaskID: nightly.ID, FireKey: "s:running", Trigger: sundial.TriggerSchedule,
 		ScheduledTime: now.Add(-time.Minute), NodeID: "node-a"}
 	for _, r := range []*sundial.Run{planned, misfire, running} {
@@ -411,6 +434,15 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/runs?task_id=%d&status=SKIPPED,RUNNING,SCHEDULED&planned=false", nightly.ID), status: 200})
 	f.do(t, call{method: "GET", path: taskPath(nightly.ID, "/runs?status=SKIPPED&planned=true&limit=10&from="+from+"&to="+to),
 		token: f.secrets[sundial.RoleViewer], status: 200})
+	var filtered struct {
+		Items []sundial.Run `json:"items"`
+	}
+	into(t, f.do(t, call{method: "GET", path: "/api/v1/runs?status=SKIPPED,FAILED&trigger=CATCH_UP,MANUAL&selector=" +
+		url.QueryEscape("team=reports") + "&finished_after=" + from + "&finished_before=" + to, status: 200}), &filtered)
+	if len(filtered.Items) != 1 || filtered.Items[0].ID != misfire.ID {
+		t.Fatalf("the filters of the misfire selected %+v", filtered.Items)
+	}
+	f.do(t, call{method: "GET", path: taskPath(nightly.ID, "/runs?trigger=SCHEDULE&selector=tier&finished_after="+from), status: 200})
 	for _, k := range []call{
 		invalid("GET", "/api/v1/runs?status=DONE", "", "status"),
 		invalid("GET", "/api/v1/runs?from=yesterday", "", "from"),
@@ -421,6 +453,11 @@ func (f *contractFixture) story(t *testing.T) {
 		silent("GET", "/api/v1/runs?from="+to+"&to="+from, "", "to", "to after from: a rule between two parameters"),
 		silent("GET", "/api/v1/runs?cursor="+page.NextCursor, "", "cursor", "a cursor is opaque"),
 		silent("GET", "/api/v1/runs?status=A;planned=true", "", "status", "a ; between parameters is a matter of the query's syntax"),
+		invalid("GET", "/api/v1/runs?trigger=CRON", "", "trigger"),
+		invalid("GET", "/api/v1/runs?finished_after=yesterday", "", "finished_after"),
+		silent("GET", "/api/v1/runs?selector="+url.QueryEscape("team=a,"), "", "selector", "a selector's syntax is Kubernetes', told in prose"),
+		silent("GET", "/api/v1/runs?finished_after="+to+"&finished_before="+from, "", "finished_before",
+			"finished_before after finished_after: a rule between two parameters"),
 	} {
 		f.do(t, k)
 	}
@@ -557,10 +594,58 @@ func (f *contractFixture) story(t *testing.T) {
 		f.do(t, k)
 	}
 
-	// A delete: the task is gone, its runs stay.
+	// Bulk actions, by selector and by ids.
+	var bulk []*sundial.Task
+	for range 3 {
+		bulk = append(bulk, f.createTask(t, f.cronTask(f.name("bulk"), `,"labels":{"group":"bulk"}`)))
+	}
+	ids := func(ts ...*sundial.Task) string {
+		var b []string
+		for _, tk := range ts {
+			b = append(b, strconv.FormatInt(tk.ID, 10))
+		}
+		return "[" + strings.Join(b, ",") + "]"
+	}
+	operator := f.secrets[sundial.RoleOperator]
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"disable","selector":"group=bulk"}`, token: operator, status: 200})
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"enable","ids":` + ids(bulk[0], bulk[1]) + `}`,
+		token: operator, status: 200})
+	var triggered bulkResponse
+	into(t, f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"trigger","selector":"group in (bulk)"}`,
+		token: operator, status: 200}), &triggered)
+	if len(triggered.Items) != 3 || triggered.Items[0].RunID == 0 || !triggered.Items[2].OK {
+		t.Fatalf("bulk trigger = %+v", triggered)
+	}
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"enable","ids":[` + strconv.FormatInt(bulk[2].ID, 10) + `,987654]}`,
+		status: 404, code: "not_found", field: "ids[1]"})
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"disable","ids":` + ids(bulk[2], once) + `}`,
+		status: 409, code: "conflict", field: "ids[1]"})
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"delete","selector":"group=bulk"}`, token: operator,
+		status: 403, code: "forbidden", doc: docSilent, why: "the role of an action is told in prose"})
+	for _, k := range []call{
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"pause","ids":[1]}`, "action"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"ids":[1]}`, "action"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable","ids":[1],"selector":"a"}`, "selector"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable"}`, "ids"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable","ids":[]}`, "ids"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable","ids":[0]}`, "ids[0]"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable","ids":[3,3]}`, "ids[1]"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable","selector":""}`, "selector"),
+		invalid("POST", "/api/v1/tasks:bulk", `{"action":"enable","selector":"a","reason":"x"}`, "reason"),
+		silent("POST", "/api/v1/tasks:bulk", `{"action":"enable","selector":"a in b"}`, "selector", "a selector's syntax is Kubernetes', told in prose"),
+	} {
+		f.do(t, k)
+	}
+	f.do(t, call{method: "POST", path: "/api/v1/tasks:bulk", body: `{"action":"DELETE","ids":` + ids(bulk...) + `}`,
+		token: f.secrets[sundial.RoleEditor], status: 200, doc: docSilent, why: "an action is taken in any case, as told in info.description"})
+
+	// A delete: the task is gone, its runs stay (those that ended), and
+	// cannot be run again.
+	f.do(t, call{method: "POST", path: runPath(rerun.ID, "/cancel"), status: 200})
 	f.do(t, call{method: "DELETE", path: taskPath(syncStats.ID), token: f.secrets[sundial.RoleEditor], status: 204})
 	f.do(t, call{method: "GET", path: taskPath(syncStats.ID), status: 404, code: "not_found"})
 	f.do(t, call{method: "GET", path: taskPath(syncStats.ID, "/runs"), status: 200})
+	f.do(t, call{method: "POST", path: runPath(rerun.ID, "/rerun"), status: 409, code: "conflict", field: "task_id"})
 
 	// No operation: a path no route serves, a path not in clean form,
 	// and an unknown path without a token.
@@ -608,6 +693,8 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			s.body = `{"reason":"sampled"}`
 		case "triggerTask":
 			s.body = `{"params":{"a":1}}`
+		case "bulkTasks":
+			s.body = fmt.Sprintf(`{"action":"trigger","ids":[%d]}`, tk.ID)
 		case "createToken":
 			s.body = `{"name":"sample","role":"viewer"}`
 		case "revokeToken":

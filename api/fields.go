@@ -25,6 +25,7 @@ type exampler interface {
 var fieldExamples = map[string]string{
 	"name":                      `"nightly-report"`,
 	"description":               `"Sends the nightly report"`,
+	"labels":                    `{"team": "payments"}`,
 	"cron_expr":                 `"0 0 3 * * *"`,
 	"run_at":                    `"2030-01-02T15:04:05Z"`,
 	"delay_seconds":             `60`,

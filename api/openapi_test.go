@@ -682,6 +682,10 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{schema: "DisableRequest", typ: reflect.TypeFor[disableRequest](), request: true},
 		{schema: "CallbackReport", typ: reflect.TypeFor[callbackRequest](), request: true},
 		{schema: "ProgressReport", typ: reflect.TypeFor[progressRequest](), request: true},
+		{schema: "BulkRequest", typ: reflect.TypeFor[bulkRequest](), request: true},
+		{schema: "BulkItem", typ: reflect.TypeFor[bulkItem]()},
+		{schema: "BulkResult", typ: reflect.TypeFor[bulkResponse]()},
+		{schema: "BulkError", typ: reflect.TypeFor[bulkErrorBody]()},
 	} {
 		props, required := c.properties(c.schema(t, s.schema))
 		fields, always := jsonFields(s.typ)

@@ -90,8 +90,13 @@ func unknownParam(r *http.Request, pattern, key string, params []string) error {
 // listHint tells how to give several values of a parameter that takes a
 // list.
 func listHint(key string) string {
-	if key == "status" {
+	switch key {
+	case "status":
 		return " (several statuses are one comma-separated value: status=A,B)"
+	case "trigger":
+		return " (several triggers are one comma-separated value: trigger=A,B)"
+	case "selector":
+		return " (a selector's requirements are one comma-separated value: selector=a=b,c!=d)"
 	}
 	return ""
 }
@@ -127,10 +132,15 @@ func enumList[E ~string](q url.Values, name string, valid []E) ([]E, error) {
 // leaving an absent one zero; what names what [from, to) selects ("runs
 // are selected by scheduled time") in the error of a to not after from.
 func timeRange(q url.Values, from, to *time.Time, what string) error {
+	return timeRangeOf(q, "from", "to", from, to, what)
+}
+
+// timeRangeOf is timeRange of the parameters named fromName and toName.
+func timeRangeOf(q url.Values, fromName, toName string, from, to *time.Time, what string) error {
 	for _, p := range []struct {
 		name string
 		dst  *time.Time
-	}{{"from", from}, {"to", to}} {
+	}{{fromName, from}, {toName, to}} {
 		v := q.Get(p.name)
 		if v == "" {
 			continue
@@ -143,8 +153,8 @@ func timeRange(q url.Values, from, to *time.Time, what string) error {
 		*p.dst = t.UTC()
 	}
 	if !from.IsZero() && !to.IsZero() && !to.After(*from) {
-		return &sundial.Error{Code: sundial.EInvalid, Field: "to", Token: q.Get("to"),
-			Message: "to must be after from: " + what + " in [from, to)"}
+		return &sundial.Error{Code: sundial.EInvalid, Field: toName, Token: q.Get(toName),
+			Message: toName + " must be after " + fromName + ": " + what + " in [" + fromName + ", " + toName + ")"}
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -11,9 +12,14 @@ import (
 	"github.com/sundialhq/sundial"
 )
 
+// runListParams are the query parameters of GET /api/v1/runs; those of
+// GET /api/v1/tasks/{id}/runs are the same less task_id, the first.
+var runListParams = []string{"task_id", "status", "trigger", "selector", "from", "to", "finished_after", "finished_before",
+	"planned", "limit", "cursor"}
+
 // handleRunList serves
-// GET /api/v1/runs?task_id=&status=&from=&to=&planned=&limit=&cursor=: runs
-// newest first by scheduled time.
+// GET /api/v1/runs?task_id=&status=&trigger=&selector=&from=&to=&finished_after=&finished_before=&planned=&limit=&cursor=:
+// runs newest first by scheduled time.
 func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
 	f, limit, err := runFilter(r.URL.Query(), 0, s.now())
 	if err != nil {
@@ -78,15 +84,22 @@ func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunListParams
 		}
 		f.TaskID = id
 	}
-	statuses, err := enumList(q, "status", []sundial.RunStatus{
-		sundial.RunScheduled, sundial.RunQueued, sundial.RunRunning, sundial.RunWaitingCallback,
-		sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout, sundial.RunFailedTimeout,
-		sundial.RunCanceled, sundial.RunSkipped, sundial.RunInterrupted})
+	statuses, err := enumList(q, "status", sundial.RunStatuses())
 	if err != nil {
 		return f, 0, err
 	}
 	f.Status = statuses
+	if f.Trigger, err = enumList(q, "trigger", sundial.Triggers()); err != nil {
+		return f, 0, err
+	}
+	if f.Selector, err = sundial.ParseSelector("selector", q.Get("selector")); err != nil {
+		return f, 0, err
+	}
 	if err := timeRange(q, &f.From, &f.To, "runs are selected by scheduled time"); err != nil {
+		return f, 0, err
+	}
+	if err := timeRangeOf(q, "finished_after", "finished_before", &f.FinishedFrom, &f.FinishedTo,
+		"runs are selected by finished time"); err != nil {
 		return f, 0, err
 	}
 	switch v := strings.ToLower(q.Get("planned")); v {
@@ -160,6 +173,45 @@ func (s *Server) handleRunCancel(w http.ResponseWriter, r *http.Request) {
 	s.logChange(r, "run canceled", append(runAttrs(run), slog.Bool("cancel_requested", run.CancelRequested))...)
 	s.audit(r, "run.cancel", "run/"+strconv.FormatInt(run.ID, 10), run.TaskID, nil, newRunChange(run))
 	writeJSON(w, http.StatusOK, utcRun(run))
+}
+
+// handleRunRerun serves POST /api/v1/runs/{id}/rerun: a new MANUAL run of
+// the run's task, with the run's params, made and admitted as a trigger
+// is (POST /api/v1/tasks/{id}/trigger), that records the run it runs again
+// in rerun_of. The answer is 202 with the new run as admission left it; an
+// unknown run is 404, a run whose task was deleted 409.
+func (s *Server) handleRunRerun(w http.ResponseWriter, r *http.Request) {
+	id, err := pathID(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	of, err := s.store.RunGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if _, err := s.store.TaskGet(r.Context(), of.TaskID); sundial.ErrorCode(err) == sundial.ENotFound {
+		s.writeError(w, r, &sundial.Error{Code: sundial.EConflict, Field: "task_id", Token: strconv.FormatInt(of.TaskID, 10),
+			Message: fmt.Sprintf("run %d is of task %d, which has been deleted: a rerun needs a live task", of.ID, of.TaskID)})
+		return
+	} else if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	run, err := s.sched.Rerun(r.Context(), of)
+	if err != nil {
+		if sundial.ErrorCode(err) == sundial.ENotFound {
+			// Deleted since it was read.
+			err = &sundial.Error{Code: sundial.EConflict, Field: "task_id", Token: strconv.FormatInt(of.TaskID, 10),
+				Message: fmt.Sprintf("run %d is of task %d, which has been deleted: a rerun needs a live task", of.ID, of.TaskID)}
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	s.logChange(r, "run rerun", append(runAttrs(run), slog.Int64("rerun_of", of.ID))...)
+	s.audit(r, "run.rerun", "run/"+strconv.FormatInt(of.ID, 10), run.TaskID, nil, newRunChange(run))
+	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
 
 // utcRun puts run's times in UTC, the zone every response uses.

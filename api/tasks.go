@@ -35,6 +35,7 @@ const (
 type taskRequest struct {
 	Name              string                    `json:"name"`
 	Description       string                    `json:"description"`
+	Labels            map[string]string         `json:"labels"`
 	CronExpr          string                    `json:"cron_expr"`
 	RunAt             json.RawMessage           `json:"run_at"`
 	DelaySeconds      *int                      `json:"delay_seconds"`
@@ -126,6 +127,7 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 	t := &sundial.Task{
 		Name:              req.Name,
 		Description:       req.Description,
+		Labels:            req.Labels,
 		CronExpr:          req.CronExpr,
 		DelaySeconds:      req.DelaySeconds,
 		RequestID:         req.RequestID,
@@ -371,8 +373,11 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	writeTask(w, http.StatusCreated, answerTask(t, now, req.generated))
 }
 
-// handleTaskList serves GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&limit=&cursor=,
+// handleTaskList serves
+// GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&selector=&limit=&cursor=,
 // and with format=json or format=yaml, the export of the tasks (export.go).
+// A selector is a condition of the store's query, like the others: each
+// page is read from the cursor on until it is full.
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sundial.TaskListParams{
@@ -381,13 +386,16 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		RequestID:  q.Get("request_id"),
 		BizID:      q.Get("biz_id"),
 	}
-	statuses, err := enumList(q, "status", []sundial.TaskStatus{
-		sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed})
+	statuses, err := enumList(q, "status", taskStatuses)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	f.Status = statuses
+	if f.Selector, err = sundial.ParseSelector("selector", q.Get("selector")); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if format := q.Get("format"); format != "" {
 		if _, ok := exportFormats[format]; !ok {
 			s.writeError(w, r, &sundial.Error{Code: sundial.EInvalid, Field: "format", Token: format,
@@ -429,6 +437,9 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, listResponse[*sundial.Task]{Items: tasks, NextCursor: next})
 }
+
+// taskStatuses are the statuses a task list filters by.
+var taskStatuses = []sundial.TaskStatus{sundial.TaskEnabled, sundial.TaskDisabled, sundial.TaskCompleted, sundial.TaskFailed}
 
 // handleTaskGet serves GET /api/v1/tasks/{id}.
 func (s *Server) handleTaskGet(w http.ResponseWriter, r *http.Request) {

@@ -54,6 +54,14 @@ type fakeScheduler struct {
 }
 
 func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
+	return f.trigger(ctx, taskID, params, 0)
+}
+
+func (f *fakeScheduler) Rerun(ctx context.Context, of *sundial.Run) (*sundial.Run, error) {
+	return f.trigger(ctx, of.TaskID, of.Params, of.ID)
+}
+
+func (f *fakeScheduler) trigger(ctx context.Context, taskID int64, params json.RawMessage, rerunOf int64) (*sundial.Run, error) {
 	t, err := f.store.TaskGet(ctx, taskID)
 	if err != nil {
 		return nil, err
@@ -63,6 +71,7 @@ func (f *fakeScheduler) Trigger(ctx context.Context, taskID int64, params json.R
 		TaskID:        t.ID,
 		FireKey:       fmt.Sprintf("manual:%d", f.seq.Add(1)),
 		Trigger:       sundial.TriggerManual,
+		RerunOf:       rerunOf,
 		Params:        params,
 		ScheduledTime: now,
 		Status:        sundial.RunScheduled,
@@ -279,6 +288,7 @@ func TestTaskCreateSeedExample(t *testing.T) {
 		CatchUpLimit:      sundial.DefaultCatchUp,
 		CallbackMethod:    "POST",
 		FollowRedirects:   sundial.RedirectSameOrigin,
+		Labels:            map[string]string{},
 		Status:            sundial.TaskEnabled,
 		Version:           1,
 		CreatedAt:         b.now(),

@@ -345,6 +345,18 @@ func (s *Scheduler) Poke() { s.planner.poke() }
 // if the database could not decide does the run come back SCHEDULED, for
 // the dispatcher to admit shortly.
 func (s *Scheduler) Trigger(ctx context.Context, taskID int64, params json.RawMessage) (*sundial.Run, error) {
+	return s.trigger(ctx, taskID, params, 0)
+}
+
+// Rerun makes a manual run of the task of run of, with of's params (none:
+// the task's as they are now), that records of as the run it runs again
+// (Run.RerunOf), and admits it as Trigger does. The task must be live.
+func (s *Scheduler) Rerun(ctx context.Context, of *sundial.Run) (*sundial.Run, error) {
+	return s.trigger(ctx, of.TaskID, of.Params, of.ID)
+}
+
+// trigger is Trigger, the run made recording rerunOf (0: none).
+func (s *Scheduler) trigger(ctx context.Context, taskID int64, params json.RawMessage, rerunOf int64) (*sundial.Run, error) {
 	if !s.Ready() {
 		// Stopping (its pool takes no more calls), or cut off from the
 		// cluster: another node, or this one shortly, takes the trigger.
@@ -360,6 +372,7 @@ func (s *Scheduler) Trigger(ctx context.Context, taskID int64, params json.RawMe
 		TaskID:        t.ID,
 		FireKey:       fmt.Sprintf("manual:%d-%d", now.UnixNano(), randN(1<<30)),
 		Trigger:       sundial.TriggerManual,
+		RerunOf:       rerunOf,
 		Params:        sundial.NormParams(params),
 		ScheduledTime: now.UTC(),
 		Status:        sundial.RunScheduled,

@@ -432,6 +432,40 @@ func TestManualTriggerAndCancel(t *testing.T) {
 	})
 }
 
+// TestRerun: a rerun is a manual run of the run's task, with the run's
+// params, delivered as a trigger's is, that records the run it reruns.
+func TestRerun(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.start()
+		tk := b.addTask(t, "0 0 0 1 1 *", func(tk *sundial.Task) { tk.Status = sundial.TaskDisabled })
+		synctest.Wait()
+		first, err := b.sched.Trigger(context.Background(), tk.ID, json.RawMessage(`{"day":"2030-01-02"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		again, err := b.sched.Rerun(context.Background(), first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		stored, err := b.store.RunGet(context.Background(), again.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if again.ID == first.ID || stored.RerunOf != first.ID || stored.Trigger != sundial.TriggerManual ||
+			string(stored.Params) != `{"day":"2030-01-02"}` {
+			t.Fatalf("rerun of run %d = %+v", first.ID, stored)
+		}
+		if calls := b.target.snapshot(); len(calls) != 2 || calls[1].runID != again.ID || calls[1].trigger != "MANUAL" {
+			t.Fatalf("deliveries = %+v, want the trigger's and the rerun's", calls)
+		}
+		b.stop(t)
+	})
+}
+
 func TestGracefulStop(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {

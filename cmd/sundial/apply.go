@@ -66,8 +66,13 @@ apply reports the task unchanged; a new secret is stored and reported. signing_s
 "generate" makes one when the task has none, and keeps the one it has otherwise.
 
 delay_seconds, relative to each request, is refused: give run_at.
---prune (delete the live tasks that match --selector and are in no file) needs labels on tasks,
-which the API does not have yet.`
+
+--prune --selector SEL (-l) deletes, after the files are applied, the live tasks whose labels
+match the selector and that no file declares (by name): give the tasks of a directory a label
+of their own (labels: {owner: reports-repo}) and apply with --prune -l owner=reports-repo, and
+removing a file removes its task. --prune needs --selector, which says which tasks the files
+own; a task the selector does not match is never pruned. With --dry-run apply says what it
+would prune; diff with --prune --selector lists the tasks apply would prune (-).`
 
 // serverSetFields are the fields of a task the server sets: a file may
 // hold them (task get -o yaml prints them), and they are ignored.
@@ -631,8 +636,9 @@ func (p *planned) paths() string {
 
 // writeDiff prints what apply would change: for each task it would create
 // or change, its fields; the secrets it would send that the API does not
-// show. It returns how many tasks differ.
-func writeDiff(w io.Writer, plans []*planned) (int, error) {
+// show; with prune (--prune), the tasks it would delete. It returns how
+// many tasks differ.
+func writeDiff(w io.Writer, plans []*planned, prune bool, pruned []pruneTarget) (int, error) {
 	var creates, updates, same int
 	var b strings.Builder
 	for _, p := range plans {
@@ -670,9 +676,16 @@ func writeDiff(w io.Writer, plans []*planned) (int, error) {
 			}
 		}
 	}
-	fmt.Fprintf(&b, "%d to create, %d to change, %d unchanged\n", creates, updates, same)
+	for _, p := range pruned {
+		fmt.Fprintf(&b, "- task/%s (id %d, to prune)\n", p.name, p.id)
+	}
+	fmt.Fprintf(&b, "%d to create, %d to change, %d unchanged", creates, updates, same)
+	if prune {
+		fmt.Fprintf(&b, ", %d to prune", len(pruned))
+	}
+	b.WriteString("\n")
 	_, err := io.WriteString(w, b.String())
-	return creates + updates, err
+	return creates + updates + len(pruned), err
 }
 
 // applyFlags are the flags of apply and diff.
@@ -689,31 +702,95 @@ func (f *applyFlags) add(cmd *cobra.Command, apply bool) {
 	if apply {
 		fl.BoolVar(&f.dryRun, "dry-run", false, "print what would be done, and do nothing")
 	}
-	fl.BoolVar(&f.prune, "prune", false, "delete the live tasks that match --selector and are in no file (not yet: needs labels)")
-	fl.StringVarP(&f.selector, "selector", "l", "", "with --prune: the tasks the files own (not yet: needs labels)")
+	fl.BoolVar(&f.prune, "prune", false, "delete the live tasks that match --selector and that no file declares")
+	fl.StringVarP(&f.selector, "selector", "l", "", "with --prune: the label selector of the tasks the files own (owner=reports-repo)")
 }
 
-// check refuses what apply and diff cannot do yet.
+// check refuses flags that do not go together.
 func (f *applyFlags) check(cmd *cobra.Command) error {
 	if len(f.files) == 0 {
 		return usageErrorf("%s: give the tasks' files with -f FILE|DIR (- for standard input)", commandName(cmd))
 	}
-	if f.prune || f.selector != "" {
-		return usageErrorf("%s: --prune and --selector are not there yet: pruning deletes the live tasks that match a "+
-			"label selector and are in no file, and tasks have no labels yet; delete a task with sundial task delete NAME",
-			commandName(cmd))
+	if f.prune && strings.TrimSpace(f.selector) == "" {
+		return usageErrorf("%s: --prune needs --selector (-l): the label selector of the tasks the files own, "+
+			"so that a task they do not own is never deleted", commandName(cmd))
+	}
+	if !f.prune && f.selector != "" {
+		return usageErrorf("%s: --selector says which live tasks --prune may delete; give --prune too", commandName(cmd))
 	}
 	return nil
 }
 
+// pruneTarget is a live task that apply --prune deletes.
+type pruneTarget struct {
+	id   int64
+	name string
+}
+
+// planPrune lists the live tasks that match selector and that no manifest
+// declares, by id.
+func planPrune(ctx context.Context, a *apiClient, ms []*manifest, selector string) ([]pruneTarget, error) {
+	raws, err := a.list(ctx, "/api/v1/tasks", url.Values{"selector": {selector}}, 0)
+	if err != nil {
+		return nil, err
+	}
+	declared := map[string]bool{}
+	for _, m := range ms {
+		declared[m.name] = true
+	}
+	var out []pruneTarget
+	for _, raw := range raws {
+		it, err := decodeTask(raw)
+		if err != nil {
+			return nil, err
+		}
+		if !declared[it.t.Name] {
+			out = append(out, pruneTarget{id: it.t.ID, name: it.t.Name})
+		}
+	}
+	return out, nil
+}
+
+// prune deletes the tasks, in bulks of up to 1,000 (each all or none),
+// and says so of each; with dryRun it only says what it would delete.
+func prune(cmd *cobra.Command, a *apiClient, targets []pruneTarget, dryRun bool) error {
+	w := cmd.OutOrStdout()
+	for start := 0; start < len(targets); start += maxBulk {
+		part := targets[start:min(start+maxBulk, len(targets))]
+		if dryRun {
+			for _, p := range part {
+				fmt.Fprintf(w, "task/%s would be pruned (dry run)\n", p.name)
+			}
+			continue
+		}
+		ids := make([]int64, len(part))
+		for i, p := range part {
+			ids[i] = p.id
+		}
+		var res bulkResult
+		if err := a.do(cmd.Context(), http.MethodPost, "/api/v1/tasks:bulk", nil,
+			map[string]any{"action": "delete", "ids": ids}, &res); err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+		for _, it := range res.Items {
+			fmt.Fprintf(w, "task/%s pruned\n", it.Name)
+		}
+	}
+	return nil
+}
+
+// maxBulk is the most tasks one POST /api/v1/tasks:bulk takes.
+const maxBulk = 1000
+
 func (c *cli) applyCommand() *cobra.Command {
 	var f applyFlags
 	cmd := &cobra.Command{
-		Use:   "apply -f FILE|DIR... [--dry-run]",
+		Use:   "apply -f FILE|DIR... [--dry-run] [--prune --selector SEL]",
 		Short: "Create the tasks that files declare, and update those that differ",
 		Long:  "Create the tasks that files declare and update those that differ, leaving alone those that do not.\n\n" + applyHelp,
 		Example: `  sundial diff -f tasks/ && echo "nothing to do"
   sundial apply -f tasks/
+  sundial apply -f tasks/ --prune -l owner=reports-repo
   sundial task get nightly-report -o yaml > tasks/nightly-report.yaml`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -732,7 +809,16 @@ func (c *cli) applyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return c.apply(cmd, a, plans, f.dryRun)
+			var pruned []pruneTarget
+			if f.prune {
+				if pruned, err = planPrune(cmd.Context(), a, ms, f.selector); err != nil {
+					return err
+				}
+			}
+			if err := c.apply(cmd, a, plans, f.dryRun); err != nil {
+				return err
+			}
+			return prune(cmd, a, pruned, f.dryRun)
 		},
 	}
 	f.add(cmd, true)
@@ -786,10 +872,11 @@ func (c *cli) apply(cmd *cobra.Command, a *apiClient, plans []*planned, dryRun b
 func (c *cli) diffCommand() *cobra.Command {
 	var f applyFlags
 	cmd := &cobra.Command{
-		Use:   "diff -f FILE|DIR...",
+		Use:   "diff -f FILE|DIR... [--prune --selector SEL]",
 		Short: "Print what apply would change, field by field; exit 3 when it would change anything",
 		Long: `Print what apply would do, field by field: the tasks it would create (+) with the fields the
-files give, and those it would change (~) with each field's value on the server and in the files.
+files give, and those it would change (~) with each field's value on the server and in the files;
+with --prune --selector, the live tasks it would delete (-).
 It exits 0 when apply would change nothing, 3 when it would, 1 on an error, 2 on a usage
 mistake or a file that is not valid.
 
@@ -815,7 +902,13 @@ mistake or a file that is not valid.
 			if err != nil {
 				return err
 			}
-			n, err := writeDiff(cmd.OutOrStdout(), plans)
+			var pruned []pruneTarget
+			if f.prune {
+				if pruned, err = planPrune(cmd.Context(), a, ms, f.selector); err != nil {
+					return err
+				}
+			}
+			n, err := writeDiff(cmd.OutOrStdout(), plans, f.prune, pruned)
 			if err != nil || n == 0 {
 				return err
 			}

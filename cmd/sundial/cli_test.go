@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,7 +267,9 @@ func TestCLIApplyRefuses(t *testing.T) {
 		failCLI(t, env, 2, tc.want, "apply", "-f", path)
 	}
 	failCLI(t, env, 2, []string{"give the tasks' files with -f"}, "apply")
-	failCLI(t, env, 2, []string{"--prune and --selector are not there yet"}, "apply", "-f", dir, "--prune", "-l", "team=a")
+	failCLI(t, env, 2, []string{"--prune needs --selector (-l)"}, "apply", "-f", dir, "--prune")
+	failCLI(t, env, 2, []string{"--prune needs --selector (-l)"}, "diff", "-f", dir, "--prune", "-l", " ")
+	failCLI(t, env, 2, []string{"--selector says which live tasks --prune may delete; give --prune too"}, "apply", "-f", dir, "-l", "team=a")
 	failCLI(t, env, 2, []string{"no such file or directory"}, "diff", "-f", filepath.Join(dir, "missing"))
 	if v := taskVersions(t, n); len(v) != 0 {
 		t.Fatalf("refused files created tasks: %v", v)
@@ -427,6 +430,21 @@ func TestCLITriggerWait(t *testing.T) {
 		t.Errorf("trigger printed %q", out)
 	}
 	failCLI(t, env, 2, []string{"--params: not valid JSON"}, "task", "trigger", "working", "--params", "{nope")
+
+	// A rerun: a new run of the run's task, followed as a trigger's is.
+	failedID := strings.TrimPrefix(strings.Fields(res.stdout)[0], "run/")
+	res = failCLI(t, env, 1, []string{"(a rerun of run " + failedID + ") ended FAILED: HTTP 503 Service Unavailable"},
+		"run", "rerun", failedID, "--wait")
+	if !regexp.MustCompile(`^run/\d+ FAILED in \S+ \(HTTP 503\) after 2 deliveries`).MatchString(res.stdout) {
+		t.Errorf("run rerun --wait of a failing run printed %q", res.stdout)
+	}
+	raw := mustCLI(t, env, "run", "rerun", "run/"+failedID, "-o", "json")
+	var got map[string]any
+	if err := json.Unmarshal([]byte(raw), &got); err != nil || fmt.Sprint(got["rerun_of"]) != failedID || got["trigger"] != "MANUAL" {
+		t.Errorf("run rerun -o json = %s (%v)", raw, err)
+	}
+	failCLI(t, env, 1, []string{"run 987654 not found"}, "run", "rerun", "987654")
+	failCLI(t, env, 2, []string{"want a run's id"}, "run", "rerun", "x")
 	failCLI(t, env, 1, []string{`task "nope" not found`}, "task", "trigger", "nope")
 }
 
@@ -511,7 +529,7 @@ func TestCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"task"}, "task: missing subcommand (create, delete, disable, edit, enable, get, history, ls, patch, trigger, upcoming)"},
+		{[]string{"task"}, "task: missing subcommand (bulk, create, delete, disable, edit, enable, get, history, ls, patch, trigger, upcoming)"},
 		{[]string{"task", "frob"}, `task: unknown subcommand "frob"`},
 		{[]string{"task", "ls", "--bogus"}, "task ls: unknown flag: --bogus; run 'sundial task ls -h' for the flags"},
 		{[]string{"task", "ls", "-o", "xml"}, `-o "xml": want table, wide, json, yaml, name`},
@@ -528,7 +546,7 @@ func TestCLIErrors(t *testing.T) {
 	writeText(t, bad, "name: bad\ncron_expr: \"0 0 32 * *\"\ntarget_url: http://127.0.0.1:9/\n")
 	failCLI(t, env, 1, []string{`bad.yaml:1: task "bad": day-of-month: "32": value out of range 1-31 (field cron_expr, token "32")`},
 		"task", "create", "-f", bad)
-	failCLI(t, env, 1, []string{`unknown query parameter "selector"`, "(field selector)"}, "task", "ls", "-l", "team=a")
+	failCLI(t, env, 1, []string{"selector: at character 9: want ( after in", `(field selector, token "a")`}, "task", "ls", "-l", "team in a")
 	failCLI(t, env, 1, []string{"run 999 not found"}, "run", "get", "999")
 	failCLI(t, env, 1, []string{"(field status, token \"PAUSED\")"}, "run", "ls", "--status", "PAUSED")
 }
@@ -759,5 +777,145 @@ func TestWriteYAML(t *testing.T) {
 		strings.Join(ms[0].keys, " ") != "name cron_expr target_url retry_policy priority run_at headers" ||
 		ms[1].fields["run_at"] != "2030-01-01T00:00:00Z" || ms[1].where != "x.yaml:13" {
 		t.Errorf("read back: %+v, %+v", ms[0], ms[1])
+	}
+}
+
+// TestCLIApplyPrune: apply a directory of three labeled tasks, remove one
+// file, and apply --prune --selector deletes exactly that task: not a task
+// of another owner, not one without labels. diff reports it first, and
+// --dry-run only says so.
+func TestCLIApplyPrune(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	env := clientEnv(t, n.url)
+	env["PATH"] = os.Getenv("PATH")
+	dir := t.TempDir()
+	task := func(name string) string {
+		return "name: " + name + "\ncron_expr: \"0 0 3 * * *\"\ntarget_url: http://127.0.0.1:9/" + name +
+			"\nlabels:\n  owner: reports-repo\n  app.kubernetes.io/part-of: reports\n"
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		writeText(t, filepath.Join(dir, name+".yaml"), task(name))
+	}
+	other := filepath.Join(t.TempDir(), "other.yaml")
+	writeText(t, other, "name: other\ncron_expr: \"0 0 3 * * *\"\ntarget_url: http://127.0.0.1:9/o\nlabels: {owner: another-repo}\n"+
+		"---\nname: plain\ncron_expr: \"0 0 3 * * *\"\ntarget_url: http://127.0.0.1:9/p\n")
+	if out := mustCLI(t, env, "apply", "-f", dir); out != "task/a created (id 1)\ntask/b created (id 2)\ntask/c created (id 3)\n" {
+		t.Fatalf("apply: %q", out)
+	}
+	mustCLI(t, env, "apply", "-f", other)
+	if out := mustCLI(t, env, "task", "ls", "-l", "owner=reports-repo", "-o", "name"); out != "task/a\ntask/b\ntask/c\n" {
+		t.Fatalf("task ls -l owner=reports-repo: %q", out)
+	}
+	wide := mustCLI(t, env, "task", "ls", "-o", "wide")
+	if !regexp.MustCompile(`(?m)^a +1 .* ENABLED +app\.kubernetes\.io/part-of=reports,owner=reports-repo +POST `).MatchString(wide) ||
+		!regexp.MustCompile(`(?m)^plain +5 .* ENABLED +- +POST `).MatchString(wide) || !strings.Contains(wide, " LABELS ") {
+		t.Errorf("task ls -o wide:\n%s", wide)
+	}
+	if res := runBinary(t, env, "diff", "-f", dir, "--prune", "-l", "owner=reports-repo"); res.status != 0 ||
+		res.stdout != "0 to create, 0 to change, 3 unchanged, 0 to prune\n" {
+		t.Fatalf("diff --prune before a file is removed: status %d %q", res.status, res.stdout)
+	}
+
+	if err := os.Remove(filepath.Join(dir, "b.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if res := runBinary(t, env, "apply", "-f", dir, "--prune"); res.status != 2 || !strings.Contains(res.stderr, "--prune needs --selector") {
+		t.Fatalf("apply --prune without a selector: status %d, stderr %q", res.status, res.stderr)
+	}
+	res := runBinary(t, env, "diff", "-f", dir, "--prune", "-l", "owner=reports-repo")
+	if want := "- task/b (id 2, to prune)\n0 to create, 0 to change, 2 unchanged, 1 to prune\n"; res.status != 3 || res.stdout != want {
+		t.Fatalf("diff --prune: status %d\n%s%s\nwant status 3 and:\n%s", res.status, res.stdout, res.stderr, want)
+	}
+	if out := mustCLI(t, env, "apply", "-f", dir, "--prune", "-l", "owner=reports-repo", "--dry-run"); out !=
+		"task/a unchanged\ntask/c unchanged\ntask/b would be pruned (dry run)\n" {
+		t.Fatalf("apply --prune --dry-run: %q", out)
+	}
+	if v := taskVersions(t, n); len(v) != 5 {
+		t.Fatalf("tasks after a dry run: %v", v)
+	}
+	res = runBinary(t, env, "apply", "-f", dir, "--prune", "-l", "owner=reports-repo")
+	if want := "task/a unchanged\ntask/c unchanged\ntask/b pruned\n"; res.status != 0 || res.stdout != want {
+		t.Fatalf("apply --prune: status %d\n%s%s\nwant:\n%s", res.status, res.stdout, res.stderr, want)
+	}
+	v := taskVersions(t, n)
+	if _, gone := v["b"]; gone || len(v) != 4 || v["a"] != 1 || v["c"] != 1 || v["other"] != 1 || v["plain"] != 1 {
+		t.Fatalf("tasks after apply --prune = %v, want a, c, other and plain, unchanged", v)
+	}
+	var audit struct {
+		Items []struct {
+			Target string `json:"target"`
+		} `json:"items"`
+	}
+	n.do(t, "GET", "/api/v1/audit?action=task.delete", "", 200, &audit)
+	if len(audit.Items) != 1 || audit.Items[0].Target != "task/2" {
+		t.Fatalf("deletes in the audit log: %+v", audit.Items)
+	}
+	if res := runBinary(t, env, "diff", "-f", dir, "--prune", "-l", "owner=reports-repo"); res.status != 0 {
+		t.Fatalf("diff --prune after apply --prune: status %d %q", res.status, res.stdout)
+	}
+	failCLI(t, env, 1, []string{"selector: at character 10", "(field selector"}, "apply", "-f", dir, "--prune", "-l", "owner in x")
+}
+
+// TestCLIBulkAndRunFilters: task bulk by selector and by name, and the
+// run list's filters by trigger, selector, status and time.
+func TestCLIBulkAndRunFilters(t *testing.T) {
+	t.Parallel()
+	target := newHook(t)
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	env := clientEnv(t, n.url)
+	file := filepath.Join(t.TempDir(), "tasks.yaml")
+	never := "cron_expr: \"0 0 0 1 1 * 2099\"\ntarget_url: " + target.srv.URL + "/x\n"
+	writeText(t, file, "name: pay-1\n"+never+"labels: {team: payments}\n---\nname: pay-2\n"+never+"labels: {team: payments}\n---\n"+
+		"name: search\n"+never+"labels: {team: search}\n")
+	mustCLI(t, env, "apply", "-f", file)
+
+	if out := mustCLI(t, env, "task", "bulk", "disable", "-l", "team=payments"); out != "task/pay-1 disabled\ntask/pay-2 disabled\n" {
+		t.Fatalf("task bulk disable -l: %q", out)
+	}
+	if out := mustCLI(t, env, "task", "ls", "--status", "DISABLED", "-o", "name"); out != "task/pay-1\ntask/pay-2\n" {
+		t.Fatalf("disabled tasks: %q", out)
+	}
+	out := mustCLI(t, env, "task", "bulk", "trigger", "pay-1", "search", "3")
+	if !regexp.MustCompile(`^task/pay-1 triggered: run/\d+ (RUNNING|SUCCESS|QUEUED)\ntask/search triggered: run/\d+ \S+\n$`).MatchString(out) {
+		t.Fatalf("task bulk trigger: %q", out)
+	}
+	target.wait(t, 2, 10*time.Second)
+	failCLI(t, env, 2, []string{`"pause" is not an action`}, "task", "bulk", "pause", "pay-1")
+	failCLI(t, env, 2, []string{"give the tasks by name or id, or by --selector"}, "task", "bulk", "enable")
+	failCLI(t, env, 2, []string{"not both"}, "task", "bulk", "enable", "pay-1", "-l", "team=payments")
+	failCLI(t, env, 1, []string{`task "nope" not found`}, "task", "bulk", "enable", "nope")
+	if out := mustCLI(t, env, "task", "bulk", "enable", "-l", "team=nobody"); out != "no task matches team=nobody\n" {
+		t.Errorf("bulk of nothing: %q", out)
+	}
+
+	// The two manual runs, by trigger, by selector, by status and time.
+	for _, tc := range []struct {
+		args []string
+		want int
+	}{
+		{[]string{"--trigger", "MANUAL"}, 2},
+		{[]string{"--trigger", "SCHEDULE,CATCH_UP"}, 0},
+		{[]string{"-l", "team=payments", "--trigger", "manual"}, 1},
+		{[]string{"-l", "team notin (payments)", "--since", "1h", "--until", "0s"}, 1},
+		{[]string{"--status", "SUCCESS,FAILED", "--finished-after", "1h"}, 2},
+		{[]string{"--finished-before", "1h"}, 0},
+	} {
+		args := append([]string{"run", "ls", "-o", "name"}, tc.args...)
+		if out := mustCLI(t, env, args...); strings.Count(out, "run/") != tc.want {
+			t.Errorf("sundial %s = %q, want %d runs", strings.Join(args, " "), out, tc.want)
+		}
+	}
+	failCLI(t, env, 2, []string{"--since and --from are the same"}, "run", "ls", "--since", "1h", "--from", "1h")
+	failCLI(t, env, 1, []string{"(field trigger", `token "CRON"`}, "run", "ls", "--trigger", "CRON")
+	failCLI(t, env, 2, []string{"--finished-after"}, "run", "ls", "--finished-after", "soon")
+
+	// A delete needs an editor, which the anonymous client of a loopback
+	// node is.
+	if out := mustCLI(t, env, "task", "bulk", "delete", "pay-1", "pay-2"); out != "task/pay-1 deleted\ntask/pay-2 deleted\n" {
+		t.Fatalf("task bulk delete: %q", out)
+	}
+	if out := mustCLI(t, env, "task", "ls", "-o", "name"); out != "task/search\n" {
+		t.Fatalf("tasks after bulk delete: %q", out)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -129,17 +130,18 @@ func parallel(n int, f func(i int) error) error {
 
 // cliTask is a task.
 type cliTask struct {
-	ID           int64       `json:"id"`
-	Name         string      `json:"name"`
-	CronExpr     string      `json:"cron_expr"`
-	RunAt        *time.Time  `json:"run_at"`
-	Timezone     string      `json:"timezone"`
-	HTTPMethod   string      `json:"http_method"`
-	TargetURL    string      `json:"target_url"`
-	Status       string      `json:"status"`
-	Version      int64       `json:"version"`
-	NextFireTime *time.Time  `json:"next_fire_time"`
-	State        *taskHealth `json:"state"`
+	ID           int64             `json:"id"`
+	Name         string            `json:"name"`
+	Labels       map[string]string `json:"labels"`
+	CronExpr     string            `json:"cron_expr"`
+	RunAt        *time.Time        `json:"run_at"`
+	Timezone     string            `json:"timezone"`
+	HTTPMethod   string            `json:"http_method"`
+	TargetURL    string            `json:"target_url"`
+	Status       string            `json:"status"`
+	Version      int64             `json:"version"`
+	NextFireTime *time.Time        `json:"next_fire_time"`
+	State        *taskHealth       `json:"state"`
 
 	DisabledReason string     `json:"disabled_reason"`
 	DisabledAt     *time.Time `json:"disabled_at"`
@@ -367,7 +369,7 @@ func printTasks(c *cli, cmd *cobra.Command, out string, items []taskItem) error 
 	now := c.now()
 	header := []string{"NAME", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS"}
 	if out == "wide" {
-		header = []string{"NAME", "ID", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS", "TARGET", "EXPLAINED", "REASON"}
+		header = []string{"NAME", "ID", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS", "LABELS", "TARGET", "EXPLAINED", "REASON"}
 	}
 	rows := make([][]string, 0, len(items))
 	for _, it := range items {
@@ -383,7 +385,7 @@ func printTasks(c *cli, cmd *cobra.Command, out string, items []taskItem) error 
 		row := []string{t.Name, scheduleText(t), t.Timezone, next, last, t.Status}
 		if out == "wide" {
 			row = []string{t.Name, strconv.FormatInt(t.ID, 10), scheduleText(t), t.Timezone, next, last, t.Status,
-				t.HTTPMethod + " " + t.TargetURL, explainSchedule(t), disabledText(t, now)}
+				labelsText(t.Labels), t.HTTPMethod + " " + t.TargetURL, explainSchedule(t), disabledText(t, now)}
 		}
 		rows = append(rows, row)
 	}
@@ -408,6 +410,19 @@ func disabledText(t cliTask, now time.Time) string {
 		text = strings.TrimSpace(text + " (" + strings.Join(who, ", ") + ")")
 	}
 	return dash(text)
+}
+
+// labelsText is a task's labels as a selector of them would say:
+// key=value, by key, separated by commas; "-" for none.
+func labelsText(labels map[string]string) string {
+	if len(labels) == 0 {
+		return "-"
+	}
+	keys := slices.Sorted(maps.Keys(labels))
+	for i, k := range keys {
+		keys[i] = k + "=" + labels[k]
+	}
+	return strings.Join(keys, ",")
 }
 
 // scheduleText is a task's cron expression, or "once" for a one-off task.

@@ -16,28 +16,44 @@ import (
 
 // runCommand is "sundial run".
 func (c *cli) runCommand() *cobra.Command {
-	cmd := groupCommand("run", "List, read and cancel runs", "")
-	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand())
+	cmd := groupCommand("run", "List, read, cancel and rerun runs", "")
+	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runRerunCommand())
 	return cmd
 }
 
 // runFilter holds the flags of the run lists.
 type runFilter struct {
-	status, from, to, out string
-	planned               bool
-	limit                 int
+	status, trigger, selector, out string
+	since, until                   string // scheduled time (--from and --to are their other names)
+	from, to                       string
+	finishedAfter, finishedBefore  string
+	planned                        bool
+	limit                          int
 }
 
-func (f *runFilter) flags(cmd *cobra.Command) {
+// flags adds the run list's flags to cmd; withSelector the one that
+// selects by the labels of the runs' tasks (a list of one task's runs has
+// no use for it).
+func (f *runFilter) flags(cmd *cobra.Command, withSelector bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.status, "status", "", "only runs in these statuses, comma-separated: FAILED,TIMEOUT")
-	fl.StringVar(&f.from, "from", "", "only runs scheduled from this time on: RFC 3339, or how long ago (24h)")
-	fl.StringVar(&f.to, "to", "", "only runs scheduled before this time: RFC 3339, or how long ago")
+	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP")
+	if withSelector {
+		fl.StringVarP(&f.selector, "selector", "l", "", "only the runs of the tasks whose labels match this label selector: team=payments")
+	}
+	fl.StringVar(&f.since, "since", "", "only runs scheduled from this time on: RFC 3339, or how long ago (24h)")
+	fl.StringVar(&f.until, "until", "", "only runs scheduled before this time: RFC 3339, or how long ago")
+	fl.StringVar(&f.from, "from", "", "the same as --since")
+	fl.StringVar(&f.to, "to", "", "the same as --until")
+	fl.StringVar(&f.finishedAfter, "finished-after", "", "only runs that finished from this time on: RFC 3339, or how long ago")
+	fl.StringVar(&f.finishedBefore, "finished-before", "", "only runs that finished before this time: RFC 3339, or how long ago")
 	fl.BoolVar(&f.planned, "planned", false, "list the planned runs too (fires not due yet), first")
 	fl.IntVar(&f.limit, "limit", 20, "at most this many runs (0: all)")
 	addOutputFlag(cmd, &f.out, "table", "table", "wide", "json", "yaml", "name")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"SCHEDULED", "QUEUED", "RUNNING",
 		"WAITING_CALLBACK", "SUCCESS", "FAILED", "TIMEOUT", "FAILED_TIMEOUT", "CANCELED", "SKIPPED", "INTERRUPTED"},
+		cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"SCHEDULE", "MANUAL", "CATCH_UP"},
 		cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -48,6 +64,12 @@ func (f *runFilter) check() error {
 	if f.limit < 0 {
 		return usageErrorf("--limit %d: want 0 (all) or more", f.limit)
 	}
+	if f.since != "" && f.from != "" {
+		return usageErrorf("--since and --from are the same; give one")
+	}
+	if f.until != "" && f.to != "" {
+		return usageErrorf("--until and --to are the same; give one")
+	}
 	return nil
 }
 
@@ -57,15 +79,24 @@ func (f *runFilter) query(now time.Time) (url.Values, error) {
 	if f.status != "" {
 		q.Set("status", f.status)
 	}
-	for _, tf := range []struct{ name, v string }{{"from", f.from}, {"to", f.to}} {
+	if f.trigger != "" {
+		q.Set("trigger", f.trigger)
+	}
+	if f.selector != "" {
+		q.Set("selector", f.selector)
+	}
+	for _, tf := range []struct{ flag, param, v string }{
+		{"since", "from", f.since}, {"until", "to", f.until}, {"from", "from", f.from}, {"to", "to", f.to},
+		{"finished-after", "finished_after", f.finishedAfter}, {"finished-before", "finished_before", f.finishedBefore},
+	} {
 		if tf.v == "" {
 			continue
 		}
-		t, err := parseWhen(tf.name, tf.v, now)
+		t, err := parseWhen(tf.flag, tf.v, now)
 		if err != nil {
 			return nil, err
 		}
-		q.Set(tf.name, t.UTC().Format(time.RFC3339Nano))
+		q.Set(tf.param, t.UTC().Format(time.RFC3339Nano))
 	}
 	if f.planned {
 		q.Set("planned", "true")
@@ -77,10 +108,18 @@ func (c *cli) runLsCommand() *cobra.Command {
 	var f runFilter
 	var task string
 	cmd := &cobra.Command{
-		Use:     "ls [--task NAME|ID]",
+		Use:     "ls [--task NAME|ID] [--selector SEL] [--status S,...] [--trigger T,...] [--since T] [--until T]",
 		Aliases: []string{"list"},
 		Short:   "List runs, newest first by scheduled time",
-		Example: `  sundial run ls --status FAILED,TIMEOUT,FAILED_TIMEOUT --from 1h
+		Long: `List runs, newest first by scheduled time. Every filter given must hold: --task, the
+runs of one task; --selector (-l), the runs of the tasks whose labels match a label
+selector (team=payments,env!=prod), deleted tasks' included; --status and --trigger,
+one value or several separated by commas; --since and --until, the scheduled time;
+--finished-after and --finished-before, the finished time. A time is RFC 3339, or how
+long ago (90m, 24h).`,
+		Example: `  sundial run ls --status FAILED,TIMEOUT,FAILED_TIMEOUT --since 1h
+  sundial run ls -l team=payments --status FAILED --trigger SCHEDULE --since 24h
+  sundial run ls --trigger MANUAL --finished-after 2h --finished-before 1h
   sundial run ls --task nightly-report -o wide`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -111,7 +150,7 @@ func (c *cli) runLsCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&task, "task", "", "only the runs of this task (a name, or the id of a task, deleted ones too)")
 	_ = cmd.RegisterFlagCompletionFunc("task", c.completeTasks)
-	f.flags(cmd)
+	f.flags(cmd, true)
 	return cmd
 }
 
@@ -329,6 +368,55 @@ func (c *cli) describeRun(cmd *cobra.Command, a *apiClient, r cliRun) error {
 		rows = append(rows, []string{strconv.Itoa(at.Delivery), at.Status, httpStatus, started, dur, dash(at.NodeID), dash(at.Error)})
 	}
 	return writeTable(w, []string{"DELIVERY", "STATUS", "HTTP", "STARTED", "DURATION", "NODE", "ERROR"}, rows)
+}
+
+func (c *cli) runRerunCommand() *cobra.Command {
+	var out string
+	var wait bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "rerun ID [--wait [--timeout D]]",
+		Short: "Run a run's task again now, with the run's params; --wait waits for the outcome",
+		Long: `Run a run's task again now, with the run's params (POST /runs/{id}/rerun): a new MANUAL
+run, admitted under the task's concurrency policy as a trigger is, whose rerun_of is the
+run given. It prints the new run as admission left it.
+
+With --wait it follows the new run until it has an outcome, prints it, and exits 0 if it
+is SUCCESS, 1 otherwise, or when --timeout passes first (the run goes on).`,
+		Example: `  sundial run ls --status FAILED --since 1h -o name
+  sundial run rerun 812 --wait`,
+		Args: exactArgs(1, "a run's id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(out, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			if timeout < 0 {
+				return usageErrorf("run rerun: --timeout %s: must not be negative", timeout)
+			}
+			id, err := runArg(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			a, err := c.client()
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := a.do(cmd.Context(), http.MethodPost, fmt.Sprintf("/api/v1/runs/%d/rerun", id), nil, nil, &raw); err != nil {
+				return err
+			}
+			run, err := c.showRun(cmd, a, raw, out, wait, timeout)
+			if err != nil || !wait || run.Status == "SUCCESS" {
+				return err
+			}
+			return fmt.Errorf("run %d (a rerun of run %d) ended %s%s", run.ID, id, run.Status, failureText(run))
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&wait, "wait", false, "wait for the new run's outcome; exit 1 unless it is SUCCESS")
+	f.DurationVar(&timeout, "timeout", 0, "with --wait: give up waiting after this long, and exit 1 (0: wait as long as it takes)")
+	addOutputFlag(cmd, &out, "table", "table", "json", "yaml")
+	return cmd
 }
 
 func (c *cli) runCancelCommand() *cobra.Command {

@@ -22,7 +22,7 @@ then a number as an id.`)
 	cmd.AddCommand(c.taskLsCommand(), c.taskGetCommand(), c.taskCreateCommand(), c.taskDeleteCommand(),
 		c.taskPatchCommand(), c.taskEditCommand(),
 		c.taskStatusCommand("enable", "ENABLED"), c.taskStatusCommand("disable", "DISABLED"),
-		c.taskTriggerCommand(), c.taskUpcomingCommand(), c.taskHistoryCommand())
+		c.taskTriggerCommand(), c.taskUpcomingCommand(), c.taskHistoryCommand(), c.taskBulkCommand())
 	return cmd
 }
 
@@ -42,13 +42,17 @@ func (c *cli) taskLsCommand() *cobra.Command {
   LAST      the outcome of its newest run that ended, and how long ago it ended
   STATUS    ENABLED, DISABLED; COMPLETED or FAILED for a one-off task that has ended
 
--o wide adds the id, the target, the schedule in English and, for a disabled task, why it
-was disabled, by whom and how long ago (REASON).
+-o wide adds ID, LABELS (key=value, by key), TARGET, EXPLAINED and, for a disabled task,
+why it was disabled, by whom and how long ago (REASON). --selector (-l) keeps
+the tasks whose labels match a label selector in Kubernetes' syntax: requirements
+separated by commas, all of which hold (team=payments, env!=prod, tier in (a,b),
+tier notin (a,b), canary, !canary).
 
 -o json and -o yaml print the tasks as the API answers them, with a "state" block holding
 last_run (id, status, skip_reason, scheduled_time, finished_at), read from the task's runs.`,
 		Example: `  sundial task ls
   sundial task ls --status DISABLED -o wide
+  sundial task ls -l 'team=payments,env!=prod'
   sundial task ls -o yaml > tasks.yaml     # what apply reads`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -87,7 +91,7 @@ last_run (id, status, skip_reason, scheduled_time, finished_at), read from the t
 	}
 	f := cmd.Flags()
 	f.StringVar(&status, "status", "", "only tasks in these statuses: ENABLED, DISABLED, COMPLETED, FAILED (comma-separated)")
-	f.StringVarP(&selector, "selector", "l", "", "only tasks whose labels match (needs labels, which the API does not have yet)")
+	f.StringVarP(&selector, "selector", "l", "", "only tasks whose labels match this label selector: team=payments,env!=prod")
 	f.IntVar(&limit, "limit", 0, "at most this many tasks (0: all)")
 	addOutputFlag(cmd, &out, "table", "table", "wide", "json", "yaml", "name")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
@@ -307,42 +311,11 @@ FAILED_TIMEOUT, CANCELED, SKIPPED), or when --timeout passes first (the run goes
 			if err := a.do(cmd.Context(), http.MethodPost, fmt.Sprintf("/api/v1/tasks/%d/trigger", it.t.ID), nil, body, &raw); err != nil {
 				return err
 			}
-			var run cliRun
-			if err := json.Unmarshal(raw, &run); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if wait && !finalRun(run.Status) {
-				if out == "table" {
-					fmt.Fprintf(c.stderr, "run/%d %s; waiting for its outcome\n", run.ID, statusText(run.Status, run.SkipReason))
-				}
-				if raw, err = c.awaitRun(cmd, a, run.ID, timeout); err != nil {
-					return err
-				}
-				run = cliRun{}
-				if err := json.Unmarshal(raw, &run); err != nil {
-					return err
-				}
-			}
-			switch out {
-			case "json":
-				err = writeJSON(w, raw)
-			case "yaml":
-				err = writeYAML(w, raw)
-			default:
-				_, err = fmt.Fprintln(w, runLine(run))
-			}
+			run, err := c.showRun(cmd, a, raw, out, wait, timeout)
 			if err != nil || !wait || run.Status == "SUCCESS" {
 				return err
 			}
-			why := run.Error
-			if why == "" && run.SkipReason != "" {
-				why = "skip_reason " + run.SkipReason
-			}
-			if why != "" {
-				why = ": " + why
-			}
-			return fmt.Errorf("run %d of task %q ended %s%s", run.ID, it.t.Name, run.Status, why)
+			return fmt.Errorf("run %d of task %q ended %s%s", run.ID, it.t.Name, run.Status, failureText(run))
 		},
 	}
 	f := cmd.Flags()
@@ -351,6 +324,52 @@ FAILED_TIMEOUT, CANCELED, SKIPPED), or when --timeout passes first (the run goes
 	f.DurationVar(&timeout, "timeout", 0, "with --wait: give up waiting after this long, and exit 1 (0: wait as long as it takes)")
 	addOutputFlag(cmd, &out, "table", "table", "json", "yaml")
 	return cmd
+}
+
+// showRun prints the run raw, as a trigger or a rerun answered it; with
+// wait, once it has an outcome (see awaitRun). It returns the run printed.
+func (c *cli) showRun(cmd *cobra.Command, a *apiClient, raw json.RawMessage, out string, wait bool, timeout time.Duration) (cliRun, error) {
+	var run cliRun
+	if err := json.Unmarshal(raw, &run); err != nil {
+		return run, err
+	}
+	if wait && !finalRun(run.Status) {
+		if out == "table" {
+			fmt.Fprintf(c.stderr, "run/%d %s; waiting for its outcome\n", run.ID, statusText(run.Status, run.SkipReason))
+		}
+		var err error
+		if raw, err = c.awaitRun(cmd, a, run.ID, timeout); err != nil {
+			return run, err
+		}
+		run = cliRun{}
+		if err := json.Unmarshal(raw, &run); err != nil {
+			return run, err
+		}
+	}
+	w := cmd.OutOrStdout()
+	var err error
+	switch out {
+	case "json":
+		err = writeJSON(w, raw)
+	case "yaml":
+		err = writeYAML(w, raw)
+	default:
+		_, err = fmt.Fprintln(w, runLine(run))
+	}
+	return run, err
+}
+
+// failureText says why a run did not succeed: ": " and its error or skip
+// reason, or nothing.
+func failureText(run cliRun) string {
+	why := run.Error
+	if why == "" && run.SkipReason != "" {
+		why = "skip_reason " + run.SkipReason
+	}
+	if why != "" {
+		why = ": " + why
+	}
+	return why
 }
 
 // readParams reads --params: JSON, or @FILE holding it.
@@ -484,7 +503,7 @@ func (c *cli) taskHistoryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:               "history NAME|ID",
 		Short:             "List a task's runs, newest first",
-		Example:           "  sundial task history nightly-report --status FAILED,TIMEOUT --from 24h",
+		Example:           "  sundial task history nightly-report --status FAILED,TIMEOUT --since 24h",
 		Args:              exactArgs(1, "the name or id of a task"),
 		ValidArgsFunction: c.completeTasks,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -510,6 +529,6 @@ func (c *cli) taskHistoryCommand() *cobra.Command {
 			return c.printRuns(cmd, a, f.out, raws, false)
 		},
 	}
-	f.flags(cmd)
+	f.flags(cmd, false)
 	return cmd
 }

@@ -154,6 +154,17 @@ func TestServeOpenAPI(t *testing.T) {
 	if run.Status != "SUCCESS" {
 		t.Fatalf("the run is %s, want SUCCESS", run.Status)
 	}
+	// A rerun and a bulk trigger, admitted by the real scheduler.
+	var again struct {
+		Status  string `json:"status"`
+		RerunOf int64  `json:"rerun_of"`
+	}
+	json.Unmarshal(check("POST", fmt.Sprintf("/api/v1/runs/%d/rerun", run.ID), bootstrapSecret, "", 202), &again)
+	if again.RerunOf != run.ID || again.Status != "RUNNING" {
+		t.Errorf("the rerun answered %+v, want RUNNING, a rerun of run %d", again, run.ID)
+	}
+	check("POST", "/api/v1/tasks:bulk", bootstrapSecret, fmt.Sprintf(`{"action":"trigger","ids":[%d]}`, tk.ID), 200)
+	target.wait(t, 2, 10*time.Second)
 	check("GET", fmt.Sprintf("/api/v1/runs?task_id=%d&planned=true", tk.ID), viewer, "", 200)
 	check("GET", fmt.Sprintf("/api/v1/tasks/%d/upcoming", tk.ID), viewer, "", 200)
 	check("GET", "/api/v1/audit", bootstrapSecret, "", 200)

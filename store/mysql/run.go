@@ -24,7 +24,7 @@ func getRun(ctx context.Context, tx *sql.Tx, id int64, lock bool) (*sundial.Run,
 	return sqlrow.ScanRun(tx.QueryRowContext(ctx, q, id))
 }
 
-const runInsertWidth = 29
+const runInsertWidth = 30
 
 // runInsertSQL inserts n runs.
 func runInsertSQL(n int) string {
@@ -50,7 +50,7 @@ func runInsertArgs(args []any, r *sundial.Run) []any {
 		sqlrow.NullMicros(r.StartedAt), sqlrow.NullMicros(r.FinishedAt), r.HTTPStatus, bin(r.ResponseBody), r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, sqlrow.Micros(r.CreatedAt), sqlrow.Micros(r.UpdatedAt),
 		sqlrow.Micros(r.DueAt), jsonText(r.Result), jsonText(r.Progress), jsonText(r.Checkpoint), r.Priority,
-		r.StartAhead, jsonText(r.Params), text(r.Message))
+		r.StartAhead, jsonText(r.Params), text(r.Message), sqlrow.NullID(r.RerunOf))
 }
 
 // bin passes s as a binary string (_binary'...'): response bodies are the

@@ -154,6 +154,13 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return col + ` LIKE ` + arg(likePrefix(p)) + ` ESCAPE '!'`
 	},
+	// The label's JSON path, its key quoted: a key holds no '"'. A task
+	// made before labels existed has NULL: no label. The value compares
+	// byte for byte (utf8mb4_bin): values are case-sensitive, and hold no
+	// space for the collation's padding to ignore.
+	Label: func(col, key string, arg func(any) string) string {
+		return `JSON_UNQUOTE(JSON_EXTRACT(` + col + `, ` + arg(`$."`+key+`"`) + `)) COLLATE utf8mb4_bin`
+	},
 	Duplicate: isDup,
 })
 

@@ -24,6 +24,9 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return `starts_with(` + col + `, ` + arg(p) + `)`
 	},
+	Label: func(col, key string, arg func(any) string) string {
+		return `(` + col + `::jsonb ->> ` + arg(key) + `::text)`
+	},
 	Err:       badTextOr,
 	Duplicate: func(err error) bool { return pgCode(err) == codeUniqueViolation },
 })

@@ -26,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/label"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 	"github.com/sundialhq/sundial/store/migrate"
 	"github.com/sundialhq/sundial/store/storetest"
@@ -841,6 +842,19 @@ func TestQueryPlans(t *testing.T) {
 	taskRuns, taskRunsArgs := queries.RunList(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now, Limit: 51})
 	taskRunsPage, taskRunsPageArgs := queries.RunList(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now,
 		BeforeTime: mark, BeforeID: 120_000, Limit: 51})
+	// The filters of a client's lists: a task's runs by statuses, trigger
+	// and finished time; runs by the labels of their task. (Tasks by a
+	// selector are read whole, as no index holds labels: an index on
+	// tasks would be written by every advance of the planner, whose
+	// update of next_fire_at is never HOT.)
+	sel, err := label.Parse("team=payments,env!=prod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskRunsFiltered, taskRunsFilteredArgs := queries.RunList(sundial.RunListParams{TaskID: 10, ExcludePlannedAfter: now,
+		Status:  []sundial.RunStatus{sundial.RunFailed, sundial.RunTimeout, sundial.RunSuccess},
+		Trigger: []sundial.Trigger{sundial.TriggerManual, sundial.TriggerSchedule}, FinishedFrom: mark, Limit: 51})
+	runsBySelector, runsBySelectorArgs := queries.RunList(sundial.RunListParams{Selector: sel, ExcludePlannedAfter: now, Limit: 51})
 	// The statements whose index reads the rows in their order, stopping
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
@@ -915,6 +929,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunList page", runPage, runPageArgs, "runs_scheduled", ""},
 		{"RunList of a task", taskRuns, taskRunsArgs, "runs_task_scheduled", ""},
 		{"RunList page of a task", taskRunsPage, taskRunsPageArgs, "runs_task_scheduled", ""},
+		{"RunList of a task, filtered", taskRunsFiltered, taskRunsFilteredArgs, "runs_task_", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.
@@ -932,6 +947,11 @@ func TestQueryPlans(t *testing.T) {
 				t.Errorf("%s: want a limited scan of %s in its order, and no sort:\n%s", tc.name, tc.use, plan)
 			}
 		}
+	}
+	// Runs by the labels of their task: the tasks are read whole (no index
+	// holds labels), the runs through an index, never a scan of runs.
+	if plan := strings.Join(explain(t, s, planSettings(runsBySelector), "EXPLAIN "+runsBySelector, runsBySelectorArgs...), "\n"); strings.Contains(plan, "Seq Scan on runs") || !strings.Contains(plan, "using runs_") {
+		t.Errorf("RunList by selector: want the runs through an index:\n%s", plan)
 	}
 	// RunClaimDue is not planned for its arguments: its generic plan, made
 	// without knowing how many runs are due, must use runs_unclaimed too.

@@ -41,7 +41,7 @@ const runUnnest = `unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5
 	$7::integer[], $8::integer[], $9::integer[], $10::text[], $11::bigint[], $12::bigint[], $13::bigint[],
 	$14::integer[], $15::bytea[], $16::text[], $17::text[], $18::text[], $19::boolean[], $20::bigint[],
 	$21::bigint[], $22::bigint[], $23::text[], $24::text[], $25::text[], $26::integer[],
-	$27::boolean[], $28::text[], $29::text[])`
+	$27::boolean[], $28::text[], $29::text[], $30::bigint[])`
 
 // runsInsertSQL inserts the runs of runArrays in one statement, leaving
 // alone every (task, fire key) that exists, and returns those it inserted.
@@ -55,9 +55,9 @@ const runsInsertSQL = `INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 // a concurrent TaskDelete waits for it (and then deletes the run if it is
 // SCHEDULED) or goes first (and the insert finds no task). It returns the
 // task's priority, NULL if the task is not live, and the new run's ID, NULL
-// if the fire key is taken. $30 is the task's ID.
+// if the fire key is taken. $31 is the task's ID.
 var runInsertSQL = `WITH task AS (
-		SELECT priority FROM tasks WHERE id = $30 AND NOT deleted FOR SHARE
+		SELECT priority FROM tasks WHERE id = $31 AND NOT deleted FOR SHARE
 	), ins AS (
 		INSERT INTO runs (` + sqlrow.RunWriteCols + `)
 		SELECT ` + runInsertCols + `
@@ -96,6 +96,7 @@ type runArrays struct {
 	startAhead                                 []bool
 	params                                     []*string
 	message                                    []string
+	rerunOf                                    []*int64
 }
 
 func (a *runArrays) add(r *sundial.Run) {
@@ -128,13 +129,18 @@ func (a *runArrays) add(r *sundial.Run) {
 	a.startAhead = append(a.startAhead, r.StartAhead)
 	a.params = append(a.params, nullJSON(r.Params))
 	a.message = append(a.message, cleanText(r.Message))
+	var rerunOf *int64
+	if r.RerunOf != 0 {
+		rerunOf = &r.RerunOf
+	}
+	a.rerunOf = append(a.rerunOf, rerunOf)
 }
 
 func (a *runArrays) args() []any {
 	return []any{a.taskID, a.fireKey, a.trigger, a.scheduled, a.status, a.skipReason, a.missed,
 		a.attempt, a.deliveries, a.nodeID, a.fence, a.started, a.finished, a.httpStatus, a.body,
 		a.errText, a.traceID, a.idemKey, a.cancel, a.created, a.updated, a.due, a.result, a.progress,
-		a.checkpoint, a.priority, a.startAhead, a.params, a.message}
+		a.checkpoint, a.priority, a.startAhead, a.params, a.message, a.rerunOf}
 }
 
 // nullJSON is raw JSON as a nullable text column holds it, nil for NULL:

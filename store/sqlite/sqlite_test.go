@@ -15,6 +15,7 @@ import (
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/label"
 	"github.com/sundialhq/sundial/store/storetest"
 )
 
@@ -215,6 +216,10 @@ func TestListPlans(t *testing.T) {
 	tasks := func(f sundial.TaskListParams) stmt { q, args := queries.TaskList(f); return stmt{q, args} }
 	runs := func(f sundial.RunListParams) stmt { q, args := queries.RunList(f); return stmt{q, args} }
 	now, at := time.Unix(1000, 0), time.Unix(900, 0)
+	sel, err := label.Parse("team=payments,env!=prod")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name string
 		stmt stmt
@@ -234,11 +239,27 @@ func TestListPlans(t *testing.T) {
 		{"TaskList by request_id", tasks(sundial.TaskListParams{RequestID: "r"}),
 			"SEARCH tasks USING INDEX tasks_request_live (request_id=?"},
 		{"TaskList by biz_id", tasks(sundial.TaskListParams{BizID: "b"}), "SEARCH tasks USING INDEX tasks_biz (biz_id=?"},
+		// A selector: the live tasks in id order, from the cursor.
+		{"TaskList by selector", tasks(sundial.TaskListParams{Selector: sel, AfterID: 5}),
+			"SEARCH tasks USING INTEGER PRIMARY KEY (rowid>?)"},
+		// A trigger and a finished time filter the runs of the order's index.
+		{"RunList by trigger and finished time", runs(sundial.RunListParams{Trigger: []sundial.Trigger{sundial.TriggerManual},
+			FinishedFrom: at, FinishedTo: now, ExcludePlannedAfter: now}), "SCAN runs USING INDEX runs_scheduled"},
+		{"RunList of a task by statuses and trigger", runs(sundial.RunListParams{TaskID: 3, ExcludePlannedAfter: now,
+			Status: []sundial.RunStatus{sundial.RunFailed, sundial.RunTimeout}, Trigger: []sundial.Trigger{sundial.TriggerManual},
+			FinishedFrom: at}), "SEARCH runs USING INDEX runs_task_scheduled (task_id=?)"},
 	} {
 		plan := strings.Join(queryPlan(t, s, tc.stmt.sql, tc.stmt.args...), "\n")
 		if !strings.Contains(plan, tc.use) || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("%s: want %q and no sort in the plan:\n%s", tc.name, tc.use, plan)
 		}
+	}
+	// Runs by the labels of their task: the tasks are read whole (no index
+	// holds labels), their runs through an index, never a scan of runs.
+	q := runs(sundial.RunListParams{Selector: sel, ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5})
+	plan := strings.Join(queryPlan(t, s, q.sql, q.args...), "\n")
+	if strings.Contains(plan, "SCAN runs\n") || strings.HasSuffix(plan, "SCAN runs") || !strings.Contains(plan, "USING INDEX runs_") {
+		t.Errorf("RunList by selector: want runs through an index:\n%s", plan)
 	}
 }
 

@@ -161,6 +161,10 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return `substr(` + col + `, 1, length(` + arg(p) + `)) = ` + arg(p)
 	},
+	// The label's JSON path, its key quoted: a key holds no '"'.
+	Label: func(col, key string, arg func(any) string) string {
+		return `json_extract(` + col + `, ` + arg(`$."`+key+`"`) + `)`
+	},
 	Duplicate: isUniqueViolation,
 })
 

@@ -15,14 +15,14 @@ import (
 const RunCols = `id, task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead, params_json, message, attempt_on_run`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message, attempt_on_run, rerun_of`
 
 // RunWriteCols are the columns a new run is inserted with: RunCols but id
 // and attempt_on_run (a new run has none: its default).
 const RunWriteCols = `task_id, fire_key, trigger_type, scheduled_at, status, skip_reason, missed_count,
 	attempt, deliveries, node_id, fence, started_at, finished_at, http_status, response_body, error,
 	trace_id, idempotency_key, cancel_requested, created_at, updated_at, due_at, result_json,
-	progress_json, checkpoint_json, priority, start_ahead, params_json, message`
+	progress_json, checkpoint_json, priority, start_ahead, params_json, message, rerun_of`
 
 // RunWriteArgs are the values of RunWriteCols for r, as database/sql
 // drivers take them.
@@ -32,8 +32,11 @@ func RunWriteArgs(r *sundial.Run) []any {
 		NullMicros(r.StartedAt), NullMicros(r.FinishedAt), r.HTTPStatus, r.ResponseBody, r.Error,
 		r.TraceID, r.IdempotencyKey, r.CancelRequested, Micros(r.CreatedAt), Micros(r.UpdatedAt),
 		Micros(r.DueAt), NullJSON(r.Result), NullJSON(r.Progress), NullJSON(r.Checkpoint), r.Priority,
-		r.StartAhead, NullJSON(r.Params), r.Message}
+		r.StartAhead, NullJSON(r.Params), r.Message, NullID(r.RerunOf)}
 }
+
+// NullID is an ID as a nullable column: NULL for 0 (none).
+func NullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
 
 // ScanRun reads a row of RunCols from any of the drivers: database/sql's
 // (SQLite, MySQL) and pgx's (PostgreSQL), whose Scan takes the same
@@ -52,11 +55,12 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		due                     int64
 		result, progress, chk   sql.NullString
 		params                  sql.NullString
+		rerunOf                 sql.NullInt64
 	)
 	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
 		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
 		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &ahead, &params, &r.Message, &onRun)
+		&due, &result, &progress, &chk, &r.Priority, &ahead, &params, &r.Message, &onRun, &rerunOf)
 	if err != nil {
 		return nil, err
 	}
@@ -75,6 +79,7 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 	r.DueAt = FromMicros(due)
 	r.Result, r.Progress, r.Checkpoint = JSONOf(result), JSONOf(progress), JSONOf(chk)
 	r.Params = JSONOf(params)
+	r.RerunOf = rerunOf.Int64
 	return &r, nil
 }
 

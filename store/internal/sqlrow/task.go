@@ -14,7 +14,7 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	concurrency_policy, max_queue, overlap_action, failure_action, catch_up_mode, catch_up_limit,
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
 	signing_secret, oidc_json, status, version,
-	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, params_json,
+	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, labels_json, params_json,
 	disabled_reason, disabled_at, disabled_by`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
@@ -24,7 +24,7 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
 	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "next_fire_at",
-	"run_at", "request_id", "request_hash", "biz_id", "params_json"}
+	"run_at", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
 
 // ScanTask reads a row of TaskCols.
 func ScanTask(sc Scanner) (*sundial.Task, error) {
@@ -38,13 +38,14 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		execType, concPol       string
 		overlap, failure, catch string
 		status                  string
+		labels                  sql.NullString
 	)
 	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
 		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
 		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
 		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
-		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &params,
+		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
 		&t.DisabledReason, &disabledAt, &t.DisabledBy)
 	if err != nil {
 		return nil, err
@@ -68,6 +69,16 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	}
 	if t.Headers == nil {
 		t.Headers = map[string]string{}
+	}
+	// NULL on MySQL for the tasks made before labels existed: none.
+	t.Labels = map[string]string{}
+	if labels.Valid && labels.String != "" {
+		if err := json.Unmarshal([]byte(labels.String), &t.Labels); err != nil {
+			return nil, fmt.Errorf("decode labels of task %d: %w", t.ID, err)
+		}
+		if t.Labels == nil {
+			t.Labels = map[string]string{}
+		}
 	}
 	t.RetryPolicy = json.RawMessage(retry)
 	t.CreatedAt = FromMicros(created)
@@ -99,10 +110,15 @@ func ScanTasks(rows *sql.Rows, err error) ([]*sundial.Task, error) {
 	return out, rows.Err()
 }
 
-// TaskArgs are the values of TaskWriteCols for t: headers and retry policy
-// as JSON (an empty object for none), the next fire time as NullMicros.
+// TaskArgs are the values of TaskWriteCols for t: headers, labels and
+// retry policy as JSON (an empty object for none), the next fire time as
+// NullMicros.
 func TaskArgs(t *sundial.Task) ([]any, error) {
 	hj, err := HeadersJSON(t.Headers)
+	if err != nil {
+		return nil, err
+	}
+	lj, err := LabelsJSON(t.Labels)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +144,21 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
 		NullMicros(t.NextFireTime),
-		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, NullJSON(t.Params)}, nil
+		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
+}
+
+// LabelsJSON is the labels_json column of labels: a JSON object, its keys
+// sorted, "{}" for none. The stores' selectors read a label's value from
+// it with the database's JSON functions (sqlstore.Dialect.Label).
+func LabelsJSON(labels map[string]string) (string, error) {
+	if labels == nil {
+		return "{}", nil
+	}
+	b, err := json.Marshal(labels)
+	if err != nil {
+		return "", fmt.Errorf("encode labels: %w", err)
+	}
+	return string(b), nil
 }
 
 // HeadersJSON is the headers_json column of headers: a JSON object, its

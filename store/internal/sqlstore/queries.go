@@ -120,6 +120,11 @@ func (q *Queries) TaskList(f sundial.TaskListParams) (string, []any) {
 	if f.NamePrefix != "" {
 		where = append(where, q.d.HasPrefix("name", f.NamePrefix, arg))
 	}
+	if len(f.Selector) > 0 {
+		// No index holds labels: the live tasks are read in id order
+		// (the primary key, from AfterID) until the page is full.
+		where = append(where, selectorCond(f.Selector, func(key string) string { return q.d.Label("labels_json", key, arg) }, arg))
+	}
 	limit := arg(sqlrow.ClampLimit(f.Limit))
 	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + strings.Join(where, ` AND `) +
 		` ORDER BY id LIMIT ` + limit, args
@@ -143,7 +148,7 @@ func (q *Queries) equal(col, v string, arg func(any) string) string {
 // (runs_task_scheduled, in order, or runs_task_status for a status), never
 // by a scan of the table.
 func (q *Queries) RunList(f sundial.RunListParams) (string, []any) {
-	where, args := runFilter(f, q.d.Placeholder)
+	where, args := runFilter(f, q.d.Placeholder, q.d.Label)
 	s := `SELECT ` + sqlrow.RunCols + ` FROM runs`
 	if f.TaskID == 0 {
 		s += q.d.hint("runs_scheduled")

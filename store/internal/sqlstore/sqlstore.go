@@ -89,6 +89,11 @@ type Dialect struct {
 	// HasPrefix returns the condition that the text column col starts
 	// with p, case-sensitive and with no wildcard, p bound with arg.
 	HasPrefix func(col, p string, arg func(any) string) string
+	// Label returns the expression of the value of the label key (its
+	// JSON path bound with arg) in the task row's labels_json column (col,
+	// which may be qualified): the value as text, NULL when the task has
+	// no such label. Selectors compare it (see selectorCond).
+	Label func(col, key string, arg func(any) string) string
 	// Err returns the *sundial.Error of a driver error that the client's
 	// input caused (PostgreSQL's refusal of text it cannot hold), or err
 	// as it is. Nil: every error as it is.
