@@ -39,6 +39,9 @@ type claimer struct {
 	inHeap func(runID int64) bool
 	// missed asks the planner to unplan the missed fires a claim found.
 	missed func()
+	// ready, when not nil, is closed when claims may start: the planner's
+	// first pass has swept (planner.Run).
+	ready <-chan struct{}
 
 	wake chan struct{}
 }
@@ -59,6 +62,13 @@ func newClaimer(cfg Config, store claimStore, log *slog.Logger) *claimer {
 // Run claims every claim interval (jittered) and when poked, until ctx is
 // done.
 func (c *claimer) Run(ctx context.Context) error {
+	if c.ready != nil {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.ready:
+		}
+	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,10 +48,13 @@ type planner struct {
 	// sweepWanted asks the next pass to unplan missed fires first: a claim
 	// found some, or a sweep failed.
 	sweepWanted atomic.Bool
+	// swept is closed once the first pass has swept (see Run).
+	swept     chan struct{}
+	sweptOnce sync.Once
 }
 
 func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
-	return &planner{
+	p := &planner{
 		store:          store,
 		log:            log.With("component", "planner"),
 		pollInterval:   cfg.PollInterval,
@@ -61,8 +65,15 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		horizon:        cfg.PlanHorizon,
 		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
 		wake:           make(chan struct{}, 1),
+		swept:          make(chan struct{}),
 	}
+	// A node starting sweeps first: see Run.
+	p.sweepWanted.Store(true)
+	return p
 }
+
+// started is closed once the planner's first pass has swept.
+func (p *planner) started() <-chan struct{} { return p.swept }
 
 // poke asks for a pass now.
 func (p *planner) poke() {
@@ -81,6 +92,15 @@ func (p *planner) sweep() {
 
 // Run plans every poll interval (with jitter, so nodes do not collide) and
 // when poked, until ctx is done.
+//
+// Its first pass unplans the missed fires first, and the claimer starts
+// claiming once it has (started): after an outage, the fires planned before
+// it that were missed are unplanned, with their tasks' later planned fires
+// (sundial.RunChanges.Rewind), before any fire is claimed, so that none of
+// those tasks' fires is delivered until the planner has counted the missed
+// ones and planned the rest anew. Otherwise a fire claimed and delivered
+// on the restart could also be counted missed by a pass that swept a
+// moment later.
 func (p *planner) Run(ctx context.Context) error {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -129,6 +149,7 @@ func (p *planner) planOnce(ctx context.Context) {
 	if p.sweepWanted.Swap(false) {
 		swept = p.unplanMissed(ctx)
 	}
+	p.sweptOnce.Do(func() { close(p.swept) })
 	for ctx.Err() == nil {
 		now := time.Now()
 		until := now.Add(p.lookahead)

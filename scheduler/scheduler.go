@@ -234,8 +234,8 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 
 	s.planner.healthy, s.planner.record, s.planner.claimSoon = healthy, record, s.claimer.poke
 
-	s.claimer.healthy, s.claimer.add, s.claimer.inHeap, s.claimer.missed =
-		healthy, s.disp.add, s.disp.has, s.planner.sweep
+	s.claimer.healthy, s.claimer.add, s.claimer.inHeap, s.claimer.missed, s.claimer.ready =
+		healthy, s.disp.add, s.disp.has, s.planner.sweep, s.planner.started()
 
 	s.disp.submit, s.disp.finish, s.disp.record, s.disp.cancel = s.pool.submit, s.writer.finish, record, s.pool.cancel
 
