@@ -105,6 +105,7 @@ const (
 // Wait).
 type Hub struct {
 	relay     sundial.EventRelay
+	node      string
 	log       *slog.Logger
 	now       func() time.Time
 	capacity  int
@@ -145,7 +146,7 @@ func NewHub(o Options) *Hub {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	h := &Hub{relay: o.Relay, log: o.Logger.With("component", "events"), now: o.Now, capacity: o.Capacity,
+	h := &Hub{relay: o.Relay, node: o.Node, log: o.Logger.With("component", "events"), now: o.Now, capacity: o.Capacity,
 		retention: o.Retention, mark: mark(o.Node), ready: make(chan struct{}), ring: make([]*Entry, o.Capacity),
 		next: 1, byID: make(map[string]uint64), wake: make(chan struct{})}
 	h.complete = h.now()
@@ -181,14 +182,18 @@ func mark(node string) string {
 	return fmt.Sprintf("%06x", (x^rand.Uint32())&0xffffff)
 }
 
-// Publish hands the hub events this node made: each gets its ID (if it has
-// none) and goes to every node's streams, this one's included. It never
+// Publish hands the hub events this node made: each gets its ID and this
+// node's ID (if it has none) and goes to every node's streams, this one's
+// included. It never
 // blocks: should the events come faster than they can be sent, those in
 // excess are dropped, counted, and the streams told (a reset).
 func (h *Hub) Publish(evs ...sundial.Event) {
 	for i := range evs {
 		if evs[i].ID == "" {
 			evs[i].ID = sundial.NewEventID(evs[i].At, h.mark+"."+strconv.FormatUint(h.seq.Add(1), 10))
+		}
+		if evs[i].NodeID == "" {
+			evs[i].NodeID = h.node
 		}
 		h.m.published.Inc()
 	}
