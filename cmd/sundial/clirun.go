@@ -16,8 +16,8 @@ import (
 
 // runCommand is "sundial run".
 func (c *cli) runCommand() *cobra.Command {
-	cmd := groupCommand("run", "List, read and cancel runs", "")
-	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand())
+	cmd := groupCommand("run", "List, read, cancel and follow runs", "")
+	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runTailCommand())
 	return cmd
 }
 
