@@ -22,8 +22,9 @@ type EventKind string
 // The kinds of events: a run's by the status it entered, a task's by what
 // was done to it.
 const (
-	// EventRunScheduled: a run was made, SCHEDULED: a fire planned, a
-	// manual trigger.
+	// EventRunScheduled: a manual trigger made a run, SCHEDULED. (A fire
+	// the planner plans ahead has no event before it starts, is queued or
+	// skipped: see scheduler/events.go.)
 	EventRunScheduled EventKind = "run.scheduled"
 	// EventRunQueued: admission queued the run behind its task's active
 	// runs (concurrency_policy QUEUE).
@@ -156,7 +157,7 @@ func EventError(s string) string {
 }
 
 // RunEvent is the event of run r of task t (nil: deleted) entering the
-// status it has, as stored: the run as a planner made it, as admission
+// status it has, as stored: the run as a trigger made it, as admission
 // left it, as a node found it in the database.
 func RunEvent(r *Run, t *Task, at time.Time) Event {
 	e := Event{Kind: RunEventKind(r.Status, r.Deliveries > 0), At: at, Task: EventTask{ID: r.TaskID},

@@ -7,16 +7,18 @@ import (
 )
 
 // The live events (sundial.Event) of the changes of runs this node makes,
-// handed to Config.Events by the component that made each change: the
-// planner's planned fires (run.scheduled), a manual trigger's run
-// (run.scheduled), admission's queued runs (run.queued), the pool's
-// deliveries as each begins (run.started: a run committed RUNNING ahead of
-// its instant starts at its instant), membership's redeliveries
+// handed to Config.Events by the component that made each change: a manual
+// trigger's run (run.scheduled), admission's queued runs (run.queued), the
+// pool's deliveries as each begins (run.started: a run committed RUNNING
+// ahead of its instant starts at its instant), membership's redeliveries
 // (run.retrying), and every outcome, whichever path recorded it, in the
 // writer's record (run.waiting, run.retrying, run.interrupted,
-// run.finished). The changes a store makes inside another change (the
-// queued runs a task's disabling skips, the runs of a node that stopped or
-// died) have none of their own: see docs/design.md, "Live events".
+// run.finished). A fire the planner plans has no event until it starts (or
+// is queued, or skipped): a frequent task's fires are planned minutes
+// ahead, many at a time, and unplanned again when the task changes. The
+// changes a store makes inside another change (the queued runs a task's
+// disabling skips, the runs of a node that stopped or died) have none of
+// their own: see docs/design.md, "Live events".
 
 // publishFunc hands events to Config.Events; it never blocks.
 type publishFunc func(...sundial.Event)

@@ -52,7 +52,8 @@ func (l *eventLog) find(t *testing.T, id int64, kind sundial.EventKind) sundial.
 }
 
 // TestEvents: a node publishes one event per change of a run it makes: a
-// fire planned, started at its instant and finished; a failed delivery
+// fire started at its instant and finished (planned, it has no event
+// before); a failed delivery
 // retried after its backoff; a run queued, then started when the slot
 // frees; a skip; a manual trigger. Every event names its task and node.
 func TestEvents(t *testing.T) {
@@ -85,7 +86,7 @@ func TestEvents(t *testing.T) {
 		waitUntil(start.Add(25 * time.Second))
 		b.stop(t)
 
-		finished := []string{"run.scheduled SCHEDULED", "run.started RUNNING", "run.finished SUCCESS"}
+		finished := []string{"run.started RUNNING", "run.finished SUCCESS"}
 		fire := b.runs(t, plain.ID)[0]
 		if got := log.ofRun(fire.ID); !slices.Equal(got, finished) {
 			t.Errorf("events of a fire: %v, want %v", got, finished)
@@ -106,8 +107,8 @@ func TestEvents(t *testing.T) {
 		qs := b.runs(t, queued.ID)
 		for i, want := range [][]string{
 			finished,
-			{"run.scheduled SCHEDULED", "run.queued QUEUED", "run.started RUNNING", "run.finished SUCCESS"},
-			{"run.scheduled SCHEDULED", "run.finished SKIPPED"},
+			{"run.queued QUEUED", "run.started RUNNING", "run.finished SUCCESS"},
+			{"run.finished SKIPPED"},
 		} {
 			if got := log.ofRun(qs[i].ID); !slices.Equal(got, want) {
 				t.Errorf("events of queued run %d: %v, want %v", i, got, want)
@@ -118,8 +119,7 @@ func TestEvents(t *testing.T) {
 		}
 
 		r := b.runs(t, retried.ID)[0]
-		want := []string{"run.scheduled SCHEDULED", "run.started RUNNING", "run.retrying SCHEDULED",
-			"run.started RUNNING", "run.finished FAILED"}
+		want := []string{"run.started RUNNING", "run.retrying SCHEDULED", "run.started RUNNING", "run.finished FAILED"}
 		if got := log.ofRun(r.ID); !slices.Equal(got, want) {
 			t.Errorf("events of a retried run: %v, want %v", got, want)
 		}

@@ -24,7 +24,6 @@ type planStore interface {
 type planner struct {
 	store planStore
 	log   *slog.Logger
-	node  string
 
 	pollInterval   time.Duration
 	lookahead      time.Duration
@@ -43,8 +42,6 @@ type planner struct {
 	record func(outcome)
 	// claimSoon asks the claimer for a claim now.
 	claimSoon func()
-	// publish hands on the live events of the fires planned.
-	publish publishFunc
 
 	wake chan struct{}
 	// sweepWanted asks the next pass to unplan missed fires first: a claim
@@ -56,7 +53,6 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 	return &planner{
 		store:          store,
 		log:            log.With("component", "planner"),
-		node:           cfg.Node.ID,
 		pollInterval:   cfg.PollInterval,
 		lookahead:      cfg.Lookahead,
 		misfire:        cfg.MisfireThreshold,
@@ -64,7 +60,6 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		maxRunsPerTask: cfg.MaxRunsPerTask,
 		horizon:        cfg.PlanHorizon,
 		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
-		publish:        publishOrNone(nil),
 		wake:           make(chan struct{}, 1),
 	}
 }
@@ -173,16 +168,11 @@ func (p *planner) planOnce(ctx context.Context) {
 				return // the sweep failed: the next pass tries again
 			}
 		}
-		var planned []sundial.Event
 		for _, r := range runs {
-			switch r.Status {
-			case sundial.RunSkipped:
+			if r.Status == sundial.RunSkipped {
 				p.record(outcome{run: r, task: tasks[r.TaskID], status: r.Status, attempt: r.Attempt})
-			case sundial.RunScheduled:
-				planned = append(planned, storedEvent(r, tasks[r.TaskID], p.node))
 			}
 		}
-		p.publish(planned...)
 		for _, r := range runs {
 			if r.Status == sundial.RunScheduled && r.ScheduledTime.Before(now.Add(p.claimWindow)) {
 				p.claimSoon() // due before the next regular claim

@@ -238,8 +238,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	healthy, record := s.members.healthy, s.writer.record
 	publish := publishOrNone(cfg.Events)
 	s.publish = publish
-	s.planner.publish, s.disp.publish, s.pool.publish, s.writer.publish, s.members.publish =
-		publish, publish, publish, publish, publish
+	s.disp.publish, s.pool.publish, s.writer.publish, s.members.publish = publish, publish, publish, publish
 
 	s.planner.healthy, s.planner.record, s.planner.claimSoon = healthy, record, s.claimer.poke
 

@@ -225,7 +225,8 @@ const pollRunsSQL = `SELECT r.id, r.task_id, t.name, r.status, r.skip_reason, r.
 	ORDER BY r.updated_at, r.id LIMIT ?`
 
 // pollRuns returns the event of each run written since since, as it is
-// now, at the time it was written.
+// now, at the time it was written; a fire planned and not due yet has
+// none.
 func (r *relay) pollRuns(ctx context.Context, since time.Time) ([]sundial.Event, error) {
 	var evs []sundial.Event
 	after, afterID := sqlrow.Micros(since)-1, int64(0)
@@ -258,12 +259,15 @@ func (r *relay) pollRuns(ctx context.Context, since time.Time) ([]sundial.Event,
 				t := sqlrow.FromMicros(finished.Int64)
 				run.FinishedAt = &t
 			}
+			after, afterID = updated, run.ID
+			n++
+			if run.Planned() {
+				continue // a fire planned ahead has no event before it starts (see scheduler/events.go)
+			}
 			at := sqlrow.FromMicros(updated)
 			e := sundial.RunEvent(&run, &sundial.Task{Name: name}, at)
 			e.ID = sundial.NewEventID(at, "r"+strconv.FormatInt(run.ID, 10)+"."+strconv.Itoa(run.Deliveries)+"."+status)
 			evs = append(evs, e)
-			after, afterID = updated, run.ID
-			n++
 		}
 		if err := rows.Close(); err != nil {
 			return nil, err
