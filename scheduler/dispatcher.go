@@ -539,7 +539,9 @@ func (d *dispatcher) admit(ctx context.Context, run *sundial.Run) (*sundial.Run,
 		d.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
 	case sundial.RunQueued:
 		d.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
-		d.publish(storedEvent(r, task, d.node))
+		if run.Status != sundial.RunQueued {
+			d.publish(storedEvent(r, task, d.node)) // queued now, not again
+		}
 		if freeSlot && run.Status != sundial.RunQueued {
 			// Queued behind older runs while a slot is free: start the
 			// oldest.
