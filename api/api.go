@@ -22,9 +22,11 @@ import (
 	"log/slog"
 	"net/http"
 	"path"
+	"sync"
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/event"
 	"github.com/sundialhq/sundial/executor"
 )
 
@@ -58,6 +60,12 @@ type Config struct {
 	// secret (a sensitive header, credentials in target_url, a
 	// signing_secret) is refused with a message saying how to set a key.
 	Sealer sundial.Sealer
+
+	// Events is the node's hub of live events, which GET /api/v1/events
+	// reads and to which the API publishes the changes of tasks it makes.
+	// Nil: a hub of the API's own events (a server without a scheduler
+	// to publish its runs' events, in tests).
+	Events *event.Hub
 }
 
 // Store is what the API reads and writes in the database: a sundial.Store
@@ -130,6 +138,9 @@ type Server struct {
 	roles       map[string]sundial.Role // the role each route's pattern needs
 	params      map[string][]string     // the query parameters each built-in route reads
 	sealer      sundial.Sealer
+	events      *event.Hub
+	streamsDone chan struct{} // closed by EndStreams
+	endStreams  sync.Once
 }
 
 // NewServer returns a Server with the built-in routes registered. It panics
@@ -146,6 +157,12 @@ func NewServer(cfg Config) *Server {
 		mux:    http.NewServeMux(),
 		roles:  make(map[string]sundial.Role),
 		params: make(map[string][]string),
+
+		events:      cfg.Events,
+		streamsDone: make(chan struct{}),
+	}
+	if s.events == nil {
+		s.events = event.NewHub(event.Options{Now: cfg.Now})
 	}
 	s.maxBody, s.checkTarget = cfg.MaxBodyBytes, cfg.CheckTarget
 	if cfg.Auth != nil {
@@ -200,6 +217,8 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback, "status", "message")
 	s.route("/api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback)
 	s.route("POST /api/v1/runs/{id}/progress", sundial.RoleNone, s.handleRunProgress)
+
+	s.route("GET /api/v1/events", sundial.RoleViewer, s.handleEvents, "task"+repeatable, "kinds"+repeatable, "since")
 
 	s.route("GET /api/v1/nodes", sundial.RoleViewer, s.handleNodeList)
 	s.route("GET /api/v1/admin/compensation", sundial.RoleViewer, s.handleCompensation)

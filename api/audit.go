@@ -28,11 +28,13 @@ func (s *Server) auditEntry(r *http.Request, action, target string, taskID int64
 		Before: auditJSON(before), After: auditJSON(after)}
 }
 
-// auditAll writes the entries of r's changes in one call.
+// auditAll writes the entries of r's changes in one call, and publishes
+// the live events of the changes of tasks among them.
 func (s *Server) auditAll(r *http.Request, es []*sundial.AuditEntry) {
 	if len(es) == 0 {
 		return
 	}
+	s.publishTaskEvents(es)
 	// The change is made: its entry is written even if the client has
 	// gone away meanwhile.
 	ctx := context.WithoutCancel(r.Context())

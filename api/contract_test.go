@@ -49,7 +49,7 @@ func TestOpenAPIContract(t *testing.T) {
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
 		"BulkItem", "BulkResult", "BulkError",
-		"TokenList", "NodeList"} {
+		"TokenList", "NodeList", "Event", "EventTask", "EventRun", "EventReset"} {
 		for _, p := range c.ownProperties(c.schema(t, name)) {
 			if !c.fields[name+"."+p] {
 				t.Errorf("no answer of the test had %s.%s", name, p)
@@ -646,6 +646,37 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "GET", path: taskPath(syncStats.ID), status: 404, code: "not_found"})
 	f.do(t, call{method: "GET", path: taskPath(syncStats.ID, "/runs"), status: 200})
 	f.do(t, call{method: "POST", path: runPath(rerun.ID, "/rerun"), status: 409, code: "conflict", field: "task_id"})
+
+	// Live events: those of the changes of tasks above, read again from
+	// an id too old (a reset first); run events, as the scheduler
+	// publishes them (its own are checked by cmd/sundial's test of a node
+	// against the document); the filters' errors.
+	started, finished, due := now.Add(-time.Minute), now.Add(-time.Minute+time.Second), now.Add(time.Minute)
+	f.srv.events.Publish(sundial.Event{Kind: sundial.EventRunRetrying, At: now, NodeID: "node-a",
+		Task: sundial.EventTask{ID: nightly.ID, Name: "nightly-report"},
+		Run: &sundial.EventRun{ID: 41, Status: sundial.RunScheduled, Trigger: sundial.TriggerSchedule, ScheduledTime: started,
+			Attempt: 1, Delivery: 1, StartedAt: &started, FinishedAt: &finished, DueAt: &due, HTTPStatus: 503,
+			Error: "HTTP 503 Service Unavailable"}},
+		sundial.Event{Kind: sundial.EventRunFinished, At: now, NodeID: "node-a", Task: sundial.EventTask{ID: nightly.ID},
+			Run: &sundial.EventRun{ID: 42, Status: sundial.RunSkipped, SkipReason: sundial.SkipMisfire, Trigger: sundial.TriggerCatchUp,
+				ScheduledTime: started, Attempt: 1, FinishedAt: &finished, MissedCount: 3}})
+	viewer := f.secrets[sundial.RoleViewer]
+	f.do(t, call{method: "GET", path: "/api/v1/events?kinds=run&since=" + now.UTC().Format(time.RFC3339), token: viewer,
+		status: 200, stream: 2})
+	f.do(t, call{method: "GET", path: "/api/v1/events?task=nightly-report&kinds=task.created,task.updated&since=1-x.1", token: viewer,
+		status: 200, stream: 3})
+	f.do(t, call{method: "GET", path: "/api/v1/events?task=" + strconv.FormatInt(nightly.ID, 10) + "&task=sync_stats&kinds=TASK",
+		header: []string{"Last-Event-ID", sundial.NewEventID(now, "x.1")}, status: 200, stream: 1})
+	for _, k := range []call{
+		silent("GET", "/api/v1/events?kinds=run.done", "", "kinds", "a list of kinds is a string to the document; the kinds are its prose's"),
+		silent("GET", "/api/v1/events?task=", "", "task", "an empty value is the same as none (info.description); the validator reads one empty item"),
+		silent("GET", "/api/v1/events?since=yesterday", "", "since", "an event's id or a time: a string to the document"),
+		invalid("GET", "/api/v1/events?selector=team%3Dops", "", "selector"),
+	} {
+		f.do(t, k)
+	}
+	f.do(t, call{method: "GET", path: "/api/v1/events", header: []string{"Last-Event-ID", "42"}, status: 400, code: "invalid",
+		field: "Last-Event-ID", doc: docSilent, why: "an event's id: a string to the document"})
 
 	// No operation: a path no route serves, a path not in clean form,
 	// and an unknown path without a token.

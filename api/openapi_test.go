@@ -1,9 +1,13 @@
 package api
 
 import (
+	"bytes"
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -13,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
@@ -23,6 +28,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/event"
 )
 
 // The document (openapi.yaml, served as GET /api/v1/openapi.json) is kept
@@ -48,6 +54,9 @@ type contract struct {
 	doc         map[string]any // the document, for what the validator has no call for
 	v           validator.Validator
 	errorSchema *base.Schema // for the answers of no operation: an unknown path, a wrong method
+	// schemas are the component schemas, by name, for what the validator
+	// does not read: the data of server-sent events.
+	schemas map[string]*base.Schema
 
 	mu   sync.Mutex      // the validator and seen
 	seen map[string]bool // "METHOD /path STATUS" of every answer of an operation
@@ -87,6 +96,10 @@ func newContract(t *testing.T) *contract {
 		t.Fatalf("model: %v", err)
 	}
 	c.errorSchema = model.Model.Components.Schemas.GetOrZero("Error").Schema()
+	c.schemas = map[string]*base.Schema{}
+	for name, proxy := range model.Model.Components.Schemas.FromOldest() {
+		c.schemas[name] = proxy.Schema()
+	}
 	return c
 }
 
@@ -298,6 +311,9 @@ type call struct {
 	code, field  string // the error's, for an error status ("" : not checked)
 	doc          docCheck
 	why          string // why the document cannot tell (docSilent)
+	// stream, for a stream of server-sent events, is how many events to
+	// read before the client goes away.
+	stream int
 }
 
 func (k call) request() *http.Request {
@@ -334,8 +350,13 @@ func (k call) request() *http.Request {
 func (c *contract) check(t *testing.T, srv *Server, k call) *httptest.ResponseRecorder {
 	t.Helper()
 	what := k.method + " " + k.path
-	rec := httptest.NewRecorder()
-	srv.Handler().ServeHTTP(rec, k.request())
+	var rec *httptest.ResponseRecorder
+	if k.stream > 0 {
+		rec = readStream(t, srv, k)
+	} else {
+		rec = httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, k.request())
+	}
 	if rec.Code != k.status {
 		t.Errorf("%s: status %d, want %d; body %.300s", what, rec.Code, k.status, rec.Body)
 	}
@@ -390,6 +411,9 @@ func (c *contract) check(t *testing.T, srv *Server, k call) *httptest.ResponseRe
 		t.Errorf("%s: the answer %d does not match the document:\n%s\nbody %.500s", what, rec.Code, describe(errs), rec.Body)
 	}
 	c.seen[fmt.Sprintf("%s %d", o.key(), rec.Code)] = true
+	if mt := rec.Header().Get("Content-Type"); mt == "text/event-stream" {
+		c.checkEvents(t, what, o, rec)
+	}
 	if mt := rec.Header().Get("Content-Type"); mt == "application/json" {
 		if resp := mapOf(mapOf(o.op["responses"])[strconv.Itoa(rec.Code)]); resp != nil {
 			var body any
@@ -400,6 +424,95 @@ func (c *contract) check(t *testing.T, srv *Server, k call) *httptest.ResponseRe
 		}
 	}
 	return rec
+}
+
+// readStream serves the stream k asks for until k.stream events (not
+// comments) have come, then goes away as a client does, and returns what
+// was answered.
+func readStream(t *testing.T, srv *Server, k call) *httptest.ResponseRecorder {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := k.request().WithContext(ctx)
+	sr := &streamRecorder{header: http.Header{}, chunks: make(chan []byte, 1024)}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv.Handler().ServeHTTP(sr, req)
+	}()
+	var body bytes.Buffer
+	timeout := time.After(10 * time.Second)
+	for n := 0; n < k.stream; {
+		select {
+		case c := <-sr.chunks:
+			body.Write(c)
+			n = 0
+			for f := range strings.SplitSeq(body.String(), "\n\n") {
+				if strings.Contains(f, "data: ") {
+					n++
+				}
+			}
+		case <-done:
+			n = k.stream // answered without a stream
+		case <-timeout:
+			t.Fatalf("%s %s: %d events within 10s, want %d: %q", k.method, k.path, strings.Count(body.String(), "data: "), k.stream, body.String())
+		}
+	}
+	cancel()
+	<-done
+	for len(sr.chunks) > 0 {
+		body.Write(<-sr.chunks)
+	}
+	rec := httptest.NewRecorder()
+	maps.Copy(rec.Header(), sr.header)
+	rec.WriteHeader(cmp.Or(sr.status, http.StatusOK))
+	rec.Body = &body
+	return rec
+}
+
+// checkEvents validates the data of each event of a stream against the
+// schema the document names for it (x-sundial-event-data of the answer's
+// media type), and records the properties they had.
+func (c *contract) checkEvents(t *testing.T, what string, o docOp, rec *httptest.ResponseRecorder) {
+	t.Helper()
+	resp := c.resolve(mapOf(mapOf(o.op["responses"])[strconv.Itoa(rec.Code)]))
+	byName := mapOf(mapOf(mapOf(resp["content"])["text/event-stream"])["x-sundial-event-data"])
+	if byName == nil {
+		t.Errorf("%s: the document names no schema of its events (x-sundial-event-data)", what)
+		return
+	}
+	for raw := range strings.SplitSeq(rec.Body.String(), "\n\n") {
+		var name, data string
+		for line := range strings.Lines(raw) {
+			line = strings.TrimSuffix(line, "\n")
+			if v, ok := strings.CutPrefix(line, "event: "); ok {
+				name = v
+			}
+			if v, ok := strings.CutPrefix(line, "data: "); ok {
+				data = v
+			}
+		}
+		if data == "" {
+			continue
+		}
+		ref := mapOf(byName[name])
+		if ref == nil {
+			ref = mapOf(byName["default"])
+		}
+		schemaName := strings.TrimPrefix(fmt.Sprint(ref["$ref"]), "#/components/schemas/")
+		schema := c.schemas[schemaName]
+		if schema == nil {
+			t.Errorf("%s: no schema %q for the event %q", what, schemaName, name)
+			continue
+		}
+		if ok, errs := schema_validation.NewSchemaValidator().ValidateSchemaBytes(schema, []byte(data)); !ok {
+			t.Errorf("%s: the data of event %q is not a %s:\n%s\n%s", what, name, schemaName, describe(errs), data)
+		}
+		var value any
+		if json.Unmarshal([]byte(data), &value) == nil {
+			c.walk(value, ref, "")
+		}
+	}
 }
 
 // walk records in c.fields the properties of component schemas that
@@ -686,6 +799,10 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 		{schema: "BulkItem", typ: reflect.TypeFor[bulkItem]()},
 		{schema: "BulkResult", typ: reflect.TypeFor[bulkResponse]()},
 		{schema: "BulkError", typ: reflect.TypeFor[bulkErrorBody]()},
+		{schema: "Event", typ: reflect.TypeFor[sundial.Event]()},
+		{schema: "EventTask", typ: reflect.TypeFor[sundial.EventTask]()},
+		{schema: "EventRun", typ: reflect.TypeFor[sundial.EventRun]()},
+		{schema: "EventReset", typ: reflect.TypeFor[event.Reset]()},
 	} {
 		props, required := c.properties(c.schema(t, s.schema))
 		fields, always := jsonFields(s.typ)

@@ -13,13 +13,19 @@ import (
 
 // route registers a built-in route: h serves pattern to a client of role
 // at least, and reads only the query parameters params (none when empty).
-// Any other parameter, one given twice, or one that is malformed is
-// refused with a 400 before h runs, so that a misspelt filter never
-// returns everything.
+// Any other parameter, one given twice (but those marked repeatable), or
+// one that is malformed is refused with a 400 before h runs, so that a
+// misspelt filter never returns everything.
 func (s *Server) route(pattern string, role sundial.Role, h http.HandlerFunc, params ...string) {
-	s.params[pattern] = params
+	names := make([]string, len(params))
+	repeat := map[string]bool{}
+	for i, p := range params {
+		names[i] = strings.TrimSuffix(p, repeatable)
+		repeat[names[i]] = names[i] != p
+	}
+	s.params[pattern] = names
 	s.Handle(pattern, role, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := checkQuery(r, pattern, params); err != nil {
+		if err := checkQuery(r, pattern, names, repeat); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -27,11 +33,17 @@ func (s *Server) route(pattern string, role sundial.Role, h http.HandlerFunc, pa
 	}))
 }
 
+// repeatable, after the name of a query parameter given to route, marks one
+// that a request may give more than once: each value is one item of a list
+// (task=a&task=b).
+const repeatable = "..."
+
 // checkQuery checks the query string of r against the parameters params
 // that the route of pattern accepts: each must be one of them, appear
-// once, be well-formed (percent-encoding, & as the only separator) and be
-// valid UTF-8, name and value. An empty value counts as given.
-func checkQuery(r *http.Request, pattern string, params []string) error {
+// once (but those repeat says may repeat), be well-formed
+// (percent-encoding, & as the only separator) and be valid UTF-8, name and
+// value. An empty value counts as given.
+func checkQuery(r *http.Request, pattern string, params []string, repeat map[string]bool) error {
 	seen := make(map[string]bool)
 	for piece := range strings.SplitSeq(r.URL.RawQuery, "&") {
 		if piece == "" {
@@ -54,7 +66,7 @@ func checkQuery(r *http.Request, pattern string, params []string) error {
 		if !slices.Contains(params, key) {
 			return unknownParam(r, pattern, key, params)
 		}
-		if seen[key] {
+		if seen[key] && !repeat[key] {
 			return sundial.Errorf(sundial.EInvalid, key, "query parameter %q is given more than once; give it once%s",
 				key, listHint(key))
 		}

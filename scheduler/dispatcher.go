@@ -105,6 +105,8 @@ type dispatcher struct {
 	record func(outcome)
 	// cancel stops a call of this node (CANCEL_PREV).
 	cancel func(runID int64, cause error) bool
+	// publish hands on the live event of a run queued.
+	publish publishFunc
 
 	mu   sync.Mutex
 	h    runHeap
@@ -127,7 +129,7 @@ const checkAhead = 20 * time.Millisecond
 func newDispatcher(cfg Config, store dispatchStore, log *slog.Logger, heapSize prometheus.Gauge) *dispatcher {
 	d := &dispatcher{store: store, log: log.With("component", "dispatcher"), node: cfg.Node.ID,
 		startAhead: cfg.StartAhead, heapSize: heapSize, byID: make(map[int64]*item), wake: make(chan struct{}, 1),
-		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256)}
+		commitQ: make(chan []*item, 256), checkQ: make(chan []*item, 256), publish: publishOrNone(nil)}
 	for range admitLanes {
 		d.admitQ = append(d.admitQ, make(chan *item, cfg.admitLaneCap))
 	}
@@ -537,6 +539,9 @@ func (d *dispatcher) admit(ctx context.Context, run *sundial.Run) (*sundial.Run,
 		d.record(outcome{run: r, task: task, status: r.Status, attempt: r.Attempt})
 	case sundial.RunQueued:
 		d.log.Info("run queued", "task_id", r.TaskID, "run_id", r.ID, "scheduled_time", r.ScheduledTime)
+		if run.Status != sundial.RunQueued {
+			d.publish(storedEvent(r, task, d.node)) // queued now, not again
+		}
 		if freeSlot && run.Status != sundial.RunQueued {
 			// Queued behind older runs while a slot is free: start the
 			// oldest.

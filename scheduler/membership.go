@@ -55,13 +55,16 @@ type membership struct {
 	add func(runs []*sundial.Run, tasks map[int64]*sundial.Task, redelivered bool)
 	// record logs and counts an outcome the store recorded.
 	record func(outcome)
+	// publish hands on the live events of the runs delivered again.
+	publish publishFunc
 
 	ok atomic.Bool // membership renewed within DeadAfter
 }
 
 func newMembership(cfg Config, store memberStore, log *slog.Logger) *membership {
 	return &membership{store: store, log: log.With("component", "membership"), node: cfg.Node,
-		heartbeat: cfg.HeartbeatInterval, deadAfter: cfg.DeadAfter, maxDeliveries: cfg.MaxDeliveries}
+		heartbeat: cfg.HeartbeatInterval, deadAfter: cfg.DeadAfter, maxDeliveries: cfg.MaxDeliveries,
+		publish: publishOrNone(nil)}
 }
 
 // healthy reports whether this node holds its membership.
@@ -201,6 +204,7 @@ func (m *membership) redeliver(ctx context.Context) {
 		for _, r := range runs {
 			m.log.Warn("delivering an interrupted run again", "task_id", r.TaskID, "run_id", r.ID,
 				"delivery", r.Deliveries+1, "idempotency_key", r.IdempotencyKey)
+			m.publish(storedEvent(r, tasks[r.TaskID], m.node.ID))
 		}
 		m.add(runs, tasks, true)
 		if len(runs) < 100 {

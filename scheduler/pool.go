@@ -65,6 +65,8 @@ type pool struct {
 
 	// finish hands an outcome to the writer.
 	finish func(result)
+	// publish hands on the live event of each delivery as it begins.
+	publish publishFunc
 
 	jobs chan job
 	// closing is closed when the drain begins: the pool takes no more
@@ -98,7 +100,7 @@ func newPool(cfg Config, d Deliverer, log *slog.Logger, m *metrics, endDrain <-c
 		requestTimeout: cfg.RequestTimeout, async: newAsyncTerms(cfg), drainTimeout: cfg.DrainTimeout,
 		drainReport: cfg.DrainReport, endDrain: endDrain,
 		jobs: make(chan job, 1<<16), closing: make(chan struct{}),
-		inflight: make(map[int64]*flight), held: make(map[sundial.RunRef]struct{})}
+		inflight: make(map[int64]*flight), held: make(map[sundial.RunRef]struct{}), publish: publishOrNone(nil)}
 	p.limit = newStartLimiter(cfg.StartIntervals, p.enqueue)
 	p.sealer, p.idToken = cfg.Sealer, cfg.IDToken
 	return p
@@ -211,6 +213,7 @@ func (p *pool) deliver(j job) {
 	}
 	trigger := string(r.Trigger)
 	started := time.Now()
+	p.publish(startEvent(j, started, p.node))
 	if j.deliveryNo() == 1 {
 		// The fire's first delivery: how late it started.
 		p.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())

@@ -73,6 +73,10 @@ type Config struct {
 	// IDToken mints the OIDC ID token of a delivery of a task with oidc,
 	// for its audience and subject. Nil: such a delivery fails, saying so.
 	IDToken func(audience, subject string) (string, error)
+	// Events, when set, is handed the live event of every change of a run
+	// this node makes (see events.go): the node's event hub. It must not
+	// block.
+	Events func(...sundial.Event)
 
 	// admitLaneCap is the room of each admission lane [4096]: tests make
 	// it small to fill a lane with a small burst.
@@ -190,6 +194,7 @@ type Scheduler struct {
 	callbacks    *callbacks
 	housekeeping *housekeeping
 	comp         *compensator
+	publish      publishFunc
 
 	running atomic.Bool
 
@@ -223,7 +228,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.claimer = newClaimer(cfg, store, log)
 	s.disp = newDispatcher(cfg, store, log, m.heapSize)
 	s.pool = newPool(cfg, d, log, m, s.endDrain)
-	s.writer = newWriter(store, log, m)
+	s.writer = newWriter(store, log, m, cfg.Node.ID)
 	s.members = newMembership(cfg, store, log)
 	s.callbacks = newCallbacks(cfg, store, log)
 	s.housekeeping = newHousekeeping(cfg, store, log, m.purged)
@@ -231,6 +236,9 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 
 	// The wiring: each component reaches the others only through these.
 	healthy, record := s.members.healthy, s.writer.record
+	publish := publishOrNone(cfg.Events)
+	s.publish = publish
+	s.disp.publish, s.pool.publish, s.writer.publish, s.members.publish = publish, publish, publish, publish
 
 	s.planner.healthy, s.planner.record, s.planner.claimSoon = healthy, record, s.claimer.poke
 
@@ -385,6 +393,7 @@ func (s *Scheduler) trigger(ctx context.Context, taskID int64, params json.RawMe
 	if err := s.store.RunInsert(ctx, r); err != nil {
 		return nil, err
 	}
+	s.publish(storedEvent(r, t, s.cfg.Node.ID))
 	// The run exists: it is decided whatever becomes of the request. The
 	// caller gets a copy, as the delivery pool or the dispatcher holds the
 	// run.

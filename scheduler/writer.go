@@ -33,12 +33,16 @@ type writer struct {
 	written func([]result)
 	// slotFreed starts the oldest queued run of a task whose run ended.
 	slotFreed func(ctx context.Context, t *sundial.Task)
+	// publish hands on the live event of each outcome.
+	publish publishFunc
+	node    string
 
 	in chan result
 }
 
-func newWriter(store finishStore, log *slog.Logger, m *metrics) *writer {
-	return &writer{store: store, log: log.With("component", "writer"), m: m, in: make(chan result, 1<<16)}
+func newWriter(store finishStore, log *slog.Logger, m *metrics, node string) *writer {
+	return &writer{store: store, log: log.With("component", "writer"), m: m, in: make(chan result, 1<<16),
+		publish: publishOrNone(nil), node: node}
 }
 
 // finish hands the outcome of a delivery to the writer.
@@ -190,8 +194,10 @@ type outcome struct {
 // metrics (the run's own error text under run_error, apart from err, the
 // key of Go errors): a retry in sundial_retries_total, a final status in
 // sundial_fires_total, missed fires in sundial_fires_missed_total. An
-// INTERRUPTED delivery is logged, not counted: it is delivered again.
+// INTERRUPTED delivery is logged, not counted: it is delivered again. It
+// publishes the outcome's live event.
 func (w *writer) record(o outcome) {
+	w.publish(outcomeEvent(o, w.node))
 	r := o.run
 	attrs := []any{slog.Int64("task_id", r.TaskID)}
 	if o.task != nil {

@@ -16,8 +16,8 @@ import (
 
 // runCommand is "sundial run".
 func (c *cli) runCommand() *cobra.Command {
-	cmd := groupCommand("run", "List, read, cancel and rerun runs", "")
-	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runRerunCommand())
+	cmd := groupCommand("run", "List, read, cancel, rerun and follow runs", "")
+	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runRerunCommand(), c.runTailCommand())
 	return cmd
 }
 

@@ -29,6 +29,7 @@ then a number as an id.`)
 func (c *cli) taskLsCommand() *cobra.Command {
 	var out, status, selector string
 	var limit int
+	var watch bool
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -49,10 +50,15 @@ separated by commas, all of which hold (team=payments, env!=prod, tier in (a,b),
 tier notin (a,b), canary, !canary).
 
 -o json and -o yaml print the tasks as the API answers them, with a "state" block holding
-last_run (id, status, skip_reason, scheduled_time, finished_at), read from the task's runs.`,
+last_run (id, status, skip_reason, scheduled_time, finished_at), read from the task's runs.
+
+--watch prints the table again whenever a task or a run changes anywhere in the cluster
+(following GET /api/v1/events; at most once a second), until Ctrl-C: on a terminal in
+place of the one before, otherwise after it.`,
 		Example: `  sundial task ls
   sundial task ls --status DISABLED -o wide
   sundial task ls -l 'team=payments,env!=prod'
+  sundial task ls --watch
   sundial task ls -o yaml > tasks.yaml     # what apply reads`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -61,6 +67,9 @@ last_run (id, status, skip_reason, scheduled_time, finished_at), read from the t
 			}
 			if limit < 0 {
 				return usageErrorf("task ls: --limit %d: want 0 (all) or more", limit)
+			}
+			if watch && out != "table" && out != "wide" {
+				return usageErrorf("task ls: --watch prints a table: -o table or wide, not %s", out)
 			}
 			a, err := c.client()
 			if err != nil {
@@ -73,26 +82,33 @@ last_run (id, status, skip_reason, scheduled_time, finished_at), read from the t
 			if selector != "" {
 				q.Set("selector", selector)
 			}
-			raws, err := a.list(cmd.Context(), "/api/v1/tasks", q, limit)
-			if err != nil {
-				return err
-			}
-			items, err := decodeTasks(raws)
-			if err != nil {
-				return err
-			}
-			if out != "name" {
-				if err := withState(cmd.Context(), a, items); err != nil {
+			list := func() error {
+				raws, err := a.list(cmd.Context(), "/api/v1/tasks", q, limit)
+				if err != nil {
 					return err
 				}
+				items, err := decodeTasks(raws)
+				if err != nil {
+					return err
+				}
+				if out != "name" {
+					if err := withState(cmd.Context(), a, items); err != nil {
+						return err
+					}
+				}
+				return printTasks(c, cmd, out, items)
 			}
-			return printTasks(c, cmd, out, items)
+			if err := list(); err != nil || !watch {
+				return err
+			}
+			return c.watchTasks(cmd, a, list)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&status, "status", "", "only tasks in these statuses: ENABLED, DISABLED, COMPLETED, FAILED (comma-separated)")
 	f.StringVarP(&selector, "selector", "l", "", "only tasks whose labels match this label selector: team=payments,env!=prod")
 	f.IntVar(&limit, "limit", 0, "at most this many tasks (0: all)")
+	f.BoolVarP(&watch, "watch", "w", false, "print the table again whenever a task or a run changes, until Ctrl-C")
 	addOutputFlag(cmd, &out, "table", "table", "wide", "json", "yaml", "name")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions(
 		[]string{"ENABLED", "DISABLED", "COMPLETED", "FAILED"}, cobra.ShellCompDirectiveNoFileComp))
@@ -388,8 +404,9 @@ func readParams(v string) (json.RawMessage, error) {
 }
 
 // awaitRun reads the run until it has an outcome, and returns it as the
-// API answered it. It reads often at first, then once a second: the API
-// has no event stream yet.
+// API answered it. It reads often at first, then once a second: a few
+// reads of one run, which any node and any proxy answer, where the event
+// stream would save little.
 func (c *cli) awaitRun(cmd *cobra.Command, a *apiClient, id int64, timeout time.Duration) (json.RawMessage, error) {
 	ctx := cmd.Context()
 	var deadline time.Time

@@ -24,6 +24,7 @@ import (
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/api"
+	"github.com/sundialhq/sundial/event"
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/idtoken"
 	"github.com/sundialhq/sundial/scheduler"
@@ -117,6 +118,26 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	if s, ok := store.(*sqlite.Store); ok {
 		reg.MustRegister(newSQLiteRows(s))
 	}
+	// The live events of every node, which this node's API streams: they
+	// travel through the database, if it has more than one node.
+	hub := event.NewHub(event.Options{Node: node.ID, Relay: eventRelay(store), Logger: log, Registry: reg})
+	hubCtx, stopHub := context.WithCancel(context.WithoutCancel(ctx))
+	hubDone := make(chan error, 1)
+	go func() { hubDone <- hub.Run(hubCtx) }()
+	// Last, once the scheduler has recorded its last outcomes and the API
+	// has stopped: the events made meanwhile go out to the other nodes.
+	defer func() {
+		stopHub()
+		if err := <-hubDone; err != nil {
+			serveLog.Error("live events", "err", err)
+		}
+	}()
+	select {
+	case <-hub.Ready():
+	case <-time.After(10 * time.Second):
+		serveLog.Warn("live events: not listening for the other nodes' events yet; serving meanwhile")
+	case <-ctx.Done():
+	}
 	guard := outboundGuard(cfg, ln.Addr(), pprofAddr)
 	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
 		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes, Guard: guard})
@@ -142,6 +163,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		CallbackTimeout:   cfg.Callback.Timeout,
 		Sealer:            sealer,
 		IDToken:           mint,
+		Events:            hub.Publish,
 		Compensator: scheduler.CompensatorConfig{
 			Base:      cfg.Compensator.BaseInterval,
 			Increment: cfg.Compensator.Increment,
@@ -159,7 +181,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
-		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth, Sealer: sealer})
+		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth, Sealer: sealer, Events: hub})
 	srv.Handle("GET /metrics", sundial.RoleViewer, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if issuer != nil {
 		// Open: targets fetch them to verify the tokens.
@@ -181,6 +203,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		// OPTIONS * goes to the API too, which answers it in JSON.
 		DisableGeneralOptionsHandler: true,
 	}
+	// Shutdown waits for every request to end: the event streams end
+	// when it begins.
+	httpSrv.RegisterOnShutdown(srv.EndStreams)
 
 	schedDone := make(chan error, 1)
 	schedCtx, stopSched := context.WithCancel(context.WithoutCancel(ctx))
@@ -276,6 +301,19 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 	}
 	_, err = fmt.Fprintf(stdout, "Schema of %s is up to date\n", redact(cfg.DB))
 	return err
+}
+
+// eventRelay is how live events travel between the nodes on store's
+// database: NOTIFY on PostgreSQL, a poll on MySQL; none on SQLite, whose
+// database has one node.
+func eventRelay(store sundial.Store) sundial.EventRelay {
+	switch s := store.(type) {
+	case *postgres.Store:
+		return s.EventRelay()
+	case *mysql.Store:
+		return s.EventRelay()
+	}
+	return nil
 }
 
 // openStore opens the database named by dsn and migrates its schema.

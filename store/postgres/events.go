@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sundialhq/sundial"
+)
+
+// The live events of the cluster travel by NOTIFY, which writes no row:
+// each node sends its own events to a channel of its schema, and every
+// node, itself included, LISTENs on a connection of its own. PostgreSQL
+// delivers the notifications to every listener in the order their
+// transactions committed, so every node holds the cluster's events in one
+// order, and a client resumes after an event on any node exactly.
+
+// Bounds of the relay.
+const (
+	// maxPayload is the largest payload of one NOTIFY: the server's limit
+	// is 8000 bytes.
+	maxPayload = 7900
+	// listenCheck is how long the listening connection waits for a
+	// notification before it checks that the server still answers, so
+	// that a connection cut without a word is found.
+	listenCheck = 15 * time.Second
+	// relistenMax bounds the wait between two attempts to listen again.
+	relistenMax = 5 * time.Second
+)
+
+// EventRelay returns the relay of the live events of the nodes on this
+// database (see sundial.EventRelay): NOTIFY on a channel of the schema,
+// LISTEN on a connection of its own, opened with the store's settings (a
+// pooler in transaction mode, which LISTEN needs a session of, will not
+// do).
+func (s *Store) EventRelay() sundial.EventRelay { return &relay{s: s} }
+
+type relay struct {
+	s *Store
+
+	mu      sync.Mutex
+	channel string // found once: see channelName
+}
+
+// channelName is the channel of the schema the store works in: one for
+// every node of a cluster, apart from the clusters in other schemas or
+// databases of the same server.
+func (r *relay) channelName(ctx context.Context) (string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.channel != "" {
+		return r.channel, nil
+	}
+	var db, schema string
+	if err := r.s.pool.QueryRow(ctx, `SELECT current_database(), current_schema()`).Scan(&db, &schema); err != nil {
+		return "", fmt.Errorf("find the schema of the events channel: %w", err)
+	}
+	sum := sha256.Sum256([]byte(db + "\x00" + schema))
+	r.channel = "sundial_events_" + hex.EncodeToString(sum[:8])
+	return r.channel, nil
+}
+
+// payloads encodes evs as JSON arrays of at most maxPayload bytes each, in
+// order. An event that alone is larger (none is: its texts are bounded)
+// is left out.
+func payloads(evs []sundial.Event) []string {
+	var out []string
+	cur := []byte{'['}
+	for i := range evs {
+		b, err := json.Marshal(&evs[i])
+		if err != nil || len(b)+2 > maxPayload {
+			continue
+		}
+		if len(cur)+len(b)+1 > maxPayload {
+			out = append(out, string(append(cur[:len(cur)-1], ']')))
+			cur = []byte{'['}
+		}
+		cur = append(append(cur, b...), ',')
+	}
+	if len(cur) > 1 {
+		out = append(out, string(append(cur[:len(cur)-1], ']')))
+	}
+	return out
+}
+
+// Publish sends evs to every node in one round trip: a NOTIFY per payload.
+func (r *relay) Publish(ctx context.Context, evs []sundial.Event) (err error) {
+	defer r.s.classify(&err)
+	channel, err := r.channelName(ctx)
+	if err != nil {
+		return err
+	}
+	b := &pgx.Batch{}
+	for _, p := range payloads(evs) {
+		b.Queue(`SELECT pg_notify($1, $2)`, channel, p)
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := sendBatch(ctx, r.s.pool, b); err != nil {
+		return fmt.Errorf("notify events: %w", err)
+	}
+	return nil
+}
+
+// Listen listens on the channel until ctx is done, delivering each
+// notification's events. When its connection is lost it says so
+// (sink.Lost: what was sent meanwhile is not delivered) and listens again
+// on a new one.
+func (r *relay) Listen(ctx context.Context, sink sundial.EventSink) error {
+	var ready sync.Once
+	wait := 100 * time.Millisecond
+	for {
+		listened, err := r.listen(ctx, sink, func() { ready.Do(sink.Ready) })
+		if ctx.Err() != nil {
+			return nil
+		}
+		if listened {
+			wait = 100 * time.Millisecond
+		}
+		r.s.log.Warn("live events: listening again", "component", "events", "err", err)
+		sink.Lost("the connection to the database that brings the cluster's events was lost")
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		wait = min(2*wait, relistenMax)
+	}
+}
+
+// listen opens a connection, listens on it and delivers what comes until
+// the connection fails or ctx is done; listened says whether it got as far
+// as listening.
+func (r *relay) listen(ctx context.Context, sink sundial.EventSink, ready func()) (listened bool, err error) {
+	channel, err := r.channelName(ctx)
+	if err != nil {
+		return false, err
+	}
+	conn, err := pgx.ConnectConfig(ctx, r.s.pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return false, err
+	}
+	defer func() {
+		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		defer cancel()
+		_ = conn.Close(closing)
+	}()
+	if _, err := conn.Exec(ctx, `LISTEN `+channel); err != nil {
+		return false, err
+	}
+	ready()
+	for {
+		waitCtx, cancel := context.WithTimeout(ctx, listenCheck)
+		n, err := conn.WaitForNotification(waitCtx)
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return true, nil
+		case errors.Is(err, context.DeadlineExceeded):
+			// Nothing came: does the server still answer?
+			check, cancel := context.WithTimeout(ctx, listenCheck)
+			err = conn.Ping(check)
+			cancel()
+			if err != nil {
+				return true, err
+			}
+			continue
+		case err != nil:
+			return true, err
+		}
+		var evs []sundial.Event
+		if err := json.Unmarshal([]byte(n.Payload), &evs); err != nil {
+			r.s.log.Error("live events: a notification that is not events", "component", "events", "err", err)
+			continue
+		}
+		sink.Deliver(evs)
+	}
+}

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sundialhq/sundial"
+)
+
+// listener is a relay listening, and what it delivered.
+type listener struct {
+	mu    sync.Mutex
+	got   []string // the IDs delivered, in order
+	lost  int
+	ready chan struct{}
+	wake  chan struct{}
+	done  chan error
+}
+
+func listen(t *testing.T, r sundial.EventRelay) *listener {
+	t.Helper()
+	l := &listener{ready: make(chan struct{}), wake: make(chan struct{}, 1), done: make(chan error, 1)}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		l.done <- r.Listen(ctx, sundial.EventSink{
+			Deliver: func(evs []sundial.Event) {
+				l.mu.Lock()
+				for _, e := range evs {
+					l.got = append(l.got, e.ID)
+				}
+				l.mu.Unlock()
+				select {
+				case l.wake <- struct{}{}:
+				default:
+				}
+			},
+			Lost: func(string) {
+				l.mu.Lock()
+				l.lost++
+				l.mu.Unlock()
+			},
+			Ready: func() { close(l.ready) },
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-l.done; err != nil {
+			t.Errorf("Listen: %v", err)
+		}
+	})
+	select {
+	case <-l.ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the relay does not listen")
+	}
+	return l
+}
+
+// wait returns the IDs delivered once there are n, failing after 10s.
+func (l *listener) wait(t *testing.T, n int) []string {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		l.mu.Lock()
+		got := slices.Clone(l.got)
+		l.mu.Unlock()
+		if len(got) >= n {
+			return got
+		}
+		select {
+		case <-l.wake:
+		case <-deadline:
+			t.Fatalf("%d events delivered within 10s, want %d", len(got), n)
+		}
+	}
+}
+
+func events(prefix string, n int, errLen int) []sundial.Event {
+	evs := make([]sundial.Event, n)
+	for i := range evs {
+		at := time.Now()
+		evs[i] = sundial.Event{ID: sundial.NewEventID(at, fmt.Sprintf("%s.%d", prefix, i)), Kind: sundial.EventRunFinished, At: at,
+			Task: sundial.EventTask{ID: 1, Name: "t"},
+			Run: &sundial.EventRun{ID: int64(i + 1), Status: sundial.RunFailed, Trigger: sundial.TriggerSchedule, ScheduledTime: at,
+				Error: strings.Repeat("x", errLen)}}
+	}
+	return evs
+}
+
+// TestEventRelay: the events two nodes on one schema publish reach both,
+// in one order, however many (a NOTIFY carries a few kilobytes); a cluster
+// in another schema of the same database hears none of them; a listener
+// whose connection is cut says so and listens again.
+func TestEventRelay(t *testing.T) {
+	t.Parallel()
+	dsn := newSchema(t)
+	a, b, other := open(t, dsn), open(t, dsn), open(t, newSchema(t))
+	ra, rb, ro := a.EventRelay(), b.EventRelay(), other.EventRelay()
+	la, lb, lo := listen(t, ra), listen(t, rb), listen(t, ro)
+	ctx := t.Context()
+
+	var want []string
+	for _, pub := range []struct {
+		r   sundial.EventRelay
+		evs []sundial.Event
+	}{{ra, events("a", 3, 10)}, {rb, events("b", 60, sundial.MaxEventError)}, {ra, events("c", 1, 0)}} {
+		if err := pub.r.Publish(ctx, pub.evs); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range pub.evs {
+			want = append(want, e.ID)
+		}
+	}
+	gotA, gotB := la.wait(t, len(want)), lb.wait(t, len(want))
+	if !slices.Equal(gotA, gotB) || len(gotA) != len(want) {
+		t.Errorf("the nodes got the events in different orders, or not all:\n a %v\n b %v", gotA, gotB)
+	}
+	for _, prefix := range []string{"a", "b"} {
+		var sent, got []string
+		for _, id := range want {
+			if strings.Contains(id, "-"+prefix+".") {
+				sent = append(sent, id)
+			}
+		}
+		for _, id := range gotA {
+			if strings.Contains(id, "-"+prefix+".") {
+				got = append(got, id)
+			}
+		}
+		if !slices.Equal(got, sent) {
+			t.Errorf("the events of %s came out of order: %v", prefix, got)
+		}
+	}
+
+	// The other schema's listener hears its own cluster only.
+	mine := events("o", 1, 0)
+	if err := ro.Publish(ctx, mine); err != nil {
+		t.Fatal(err)
+	}
+	if got := lo.wait(t, 1); !slices.Equal(got, []string{mine[0].ID}) {
+		t.Errorf("another schema's node got %v, want its own event alone", got)
+	}
+
+	// Cut a's listening connection: it says so and listens again.
+	channel, err := ra.(*relay).channelName(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cut int
+	if err := a.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query = 'LISTEN `+channel+`' AND pid <> pg_backend_pid()`).Scan(&cut); err != nil || cut != 2 {
+		t.Fatalf("terminated %d listeners (%v), want a's and b's", cut, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		la.mu.Lock()
+		lost := la.lost
+		la.mu.Unlock()
+		if lost > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a's listener did not say that its connection was lost")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Once it listens again, it gets what is published: what was published
+	// before that is lost.
+	for i := 0; ; i++ {
+		later := events(fmt.Sprintf("d%d", i), 1, 0)
+		if err := rb.Publish(ctx, later); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-la.wake:
+		case <-time.After(100 * time.Millisecond):
+		}
+		la.mu.Lock()
+		got := slices.Contains(la.got, later[0].ID)
+		la.mu.Unlock()
+		if got {
+			break
+		}
+		if i == 100 {
+			t.Fatal("a's listener does not listen again")
+		}
+	}
+}
+
+func TestPayloads(t *testing.T) {
+	t.Parallel()
+	evs := events("p", 40, sundial.MaxEventError)
+	ps := payloads(evs)
+	if len(ps) < 3 {
+		t.Fatalf("%d payloads for 40 events of over 600 bytes, want several", len(ps))
+	}
+	n := 0
+	for _, p := range ps {
+		if len(p) > maxPayload || !strings.HasPrefix(p, "[{") || !strings.HasSuffix(p, "}]") {
+			t.Errorf("payload of %d bytes: %.20s...%s", len(p), p, p[len(p)-10:])
+		}
+		n += strings.Count(p, `"kind":`)
+	}
+	if n != len(evs) {
+		t.Errorf("the payloads hold %d events, want %d", n, len(evs))
+	}
+	if payloads(nil) != nil {
+		t.Error("payloads of no event")
+	}
+}
