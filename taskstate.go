@@ -2,6 +2,7 @@ package sundial
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"time"
 )
@@ -68,9 +69,10 @@ func (s *TaskState) Record(status RunStatus, at time.Time) {
 }
 
 // AddLag adds the lag of the fire scheduled at scheduled to s, keeping the
-// newest MaxLagSamples fires.
+// newest MaxLagSamples fires. Both are kept to the millisecond, as they
+// are saved.
 func (s *TaskState) AddLag(scheduled time.Time, lag time.Duration) {
-	scheduled = scheduled.UTC()
+	scheduled, lag = scheduled.UTC().Truncate(time.Millisecond), lag.Truncate(time.Millisecond)
 	if n := len(s.Lags); n == 0 || s.Lags[n-1].Scheduled.Before(scheduled) {
 		// The common case: the task's fires end in order.
 		s.Lags = append(s.Lags, LagSample{Scheduled: scheduled, Lag: lag})
@@ -109,6 +111,40 @@ func (s *TaskState) Merge(o *TaskState) {
 	if o.UpdatedAt.After(s.UpdatedAt) {
 		s.UpdatedAt = o.UpdatedAt
 	}
+}
+
+// TaskStateIDs returns the IDs of the tasks of changes, each once, in
+// order: the order in which Store.TaskStateSave locks their rows.
+func TaskStateIDs(changes []*TaskState) []int64 {
+	ids := make([]int64, 0, len(changes))
+	for _, c := range changes {
+		ids = append(ids, c.TaskID)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// SaveStates is the rule of Store.TaskStateSave: it merges each change, in
+// order, into the saved state of its task (saved holds the rows the store
+// has locked, each task once) and returns the states to write back, by
+// task ID, each with UpdatedAt now. A change of a task that saved does not
+// hold (a deleted task) is dropped.
+func SaveStates(saved, changes []*TaskState, now time.Time) []*TaskState {
+	byID := make(map[int64]*TaskState, len(saved))
+	for _, s := range saved {
+		byID[s.TaskID] = s
+	}
+	merged := make(map[int64]*TaskState, len(saved))
+	for _, c := range changes {
+		if s := byID[c.TaskID]; s != nil {
+			s.Merge(c)
+			s.UpdatedAt = now
+			merged[s.TaskID] = s
+		}
+	}
+	out := slices.Collect(maps.Values(merged))
+	slices.SortFunc(out, func(a, b *TaskState) int { return cmp.Compare(a.TaskID, b.TaskID) })
+	return out
 }
 
 // failuresAfter returns how many of s's failures in a row ended after t

@@ -845,7 +845,7 @@ func TestQueryPlans(t *testing.T) {
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
 		"RunClaimDue idle": true, "RunClaimDue burst": true, "RunClaimDue": true,
-		"RunList": true, "RunList page": true}
+		"RunList": true, "RunList page": true, "TaskStates last run": true}
 	for _, tc := range []struct {
 		name  string
 		sql   string
@@ -914,6 +914,11 @@ func TestQueryPlans(t *testing.T) {
 		{"RunList page", runPage, runPageArgs, "runs_scheduled", ""},
 		{"RunList of a task", taskRuns, taskRunsArgs, "runs_task_scheduled", ""},
 		{"RunList page of a task", taskRunsPage, taskRunsPageArgs, "runs_task_scheduled", ""},
+		// Each task's latest run that ended, read backwards from now in
+		// its range of runs_task_scheduled (the fires planned ahead are
+		// past its start), stopping at the first: a page of 1,000 tasks.
+		{"TaskStates last run", taskLastRunSQL, []any{ids, 150_000}, "runs_task_scheduled", "runs_task_status"},
+		{"TaskStateSave make", taskStateMakeSQL, []any{ids, 0}, "tasks_pkey", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.

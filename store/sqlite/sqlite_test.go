@@ -234,6 +234,10 @@ func TestListPlans(t *testing.T) {
 		{"TaskList by request_id", tasks(sundial.TaskListParams{RequestID: "r"}),
 			"SEARCH tasks USING INDEX tasks_request_live (request_id=?"},
 		{"TaskList by biz_id", tasks(sundial.TaskListParams{BizID: "b"}), "SEARCH tasks USING INDEX tasks_biz (biz_id=?"},
+		// Each task's latest run that ended: its range of
+		// runs_task_scheduled read backwards from now, in its order.
+		{"TaskStates last run", stmt{taskLastRunSQL, []any{"[1,2]", 5}},
+			"SEARCH l USING INDEX runs_task_scheduled (task_id=? AND scheduled_at<?)"},
 	} {
 		plan := strings.Join(queryPlan(t, s, tc.stmt.sql, tc.stmt.args...), "\n")
 		if !strings.Contains(plan, tc.use) || strings.Contains(plan, "TEMP B-TREE") {
