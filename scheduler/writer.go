@@ -33,6 +33,8 @@ type writer struct {
 	written func([]result)
 	// slotFreed starts the oldest queued run of a task whose run ended.
 	slotFreed func(ctx context.Context, t *sundial.Task)
+	// observe hands every outcome recorded to health; nil for none.
+	observe func(outcome)
 
 	in chan result
 }
@@ -191,7 +193,12 @@ type outcome struct {
 // key of Go errors): a retry in sundial_retries_total, a final status in
 // sundial_fires_total, missed fires in sundial_fires_missed_total. An
 // INTERRUPTED delivery is logged, not counted: it is delivered again.
+// Every outcome also goes to health (observe), which keeps the task's
+// state.
 func (w *writer) record(o outcome) {
+	if w.observe != nil {
+		w.observe(o)
+	}
 	r := o.run
 	attrs := []any{slog.Int64("task_id", r.TaskID)}
 	if o.task != nil {

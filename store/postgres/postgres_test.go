@@ -1201,6 +1201,12 @@ func TestCustomPlans(t *testing.T) {
 
 func at0(sec int) time.Time { return time.Unix(int64(sec), 0) }
 
+// BenchmarkTaskStates reads the states of 1,000 tasks per operation
+// (storetest.BenchTaskStates).
+func BenchmarkTaskStates(b *testing.B) {
+	storetest.BenchTaskStates(b, open(b, newSchema(b)))
+}
+
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
 	storetest.BenchPlanDue(b, open(b, newSchema(b)))

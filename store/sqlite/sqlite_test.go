@@ -269,6 +269,12 @@ func queryPlan(t *testing.T, s *Store, q string, args ...any) []string {
 	return plan
 }
 
+// BenchmarkTaskStates reads the states of 1,000 tasks per operation
+// (storetest.BenchTaskStates).
+func BenchmarkTaskStates(b *testing.B) {
+	storetest.BenchTaskStates(b, open(b))
+}
+
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
 	storetest.BenchPlanDue(b, open(b))
