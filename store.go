@@ -80,9 +80,10 @@ type Store interface {
 	// TaskStateSave merges each change (what a node recorded of a task's
 	// outcomes since it last saved them: see TaskState) into its task's
 	// saved state, in one transaction: the task's row of task_state is
-	// made (empty) if it has none and locked, TaskState.Merge is applied
-	// (the changes of one task in order), and the row is written back
-	// with UpdatedAt now. Rows are locked in task order. A change of a
+	// made (empty) if it has none and locked, the latest successful run
+	// of each task SuccessesToRead names is read, SaveStates merges (the
+	// changes of one task in order), and the row is written back with
+	// UpdatedAt now. Rows are locked in task order. A change of a
 	// deleted task, or of an ID no task has, is ignored. Concurrent calls
 	// about the same tasks (other nodes) wait for each other, so every
 	// change is merged.

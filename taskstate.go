@@ -124,15 +124,46 @@ func TaskStateIDs(changes []*TaskState) []int64 {
 	return slices.Compact(ids)
 }
 
+// SuccessesToRead names the tasks whose latest successful run
+// Store.TaskStateSave reads from the runs before SaveStates: those whose
+// saved state (saved, locked) has failures in a row that a change's
+// failures would add to. Another node may have recorded a success since
+// (its runs alternate with this node's) without saving it yet, since it
+// saves a success at its leisure; the run is the truth, and folding it in
+// first ends the old failures in a row where they ended. A healthy task is
+// never among them.
+func SuccessesToRead(saved, changes []*TaskState) []int64 {
+	failing := map[int64]bool{}
+	for _, s := range saved {
+		if s.ConsecutiveFailures > 0 {
+			failing[s.TaskID] = true
+		}
+	}
+	var ids []int64
+	for _, c := range changes {
+		if c.ConsecutiveFailures > 0 && failing[c.TaskID] {
+			ids = append(ids, c.TaskID)
+			delete(failing, c.TaskID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // SaveStates is the rule of Store.TaskStateSave: it merges each change, in
 // order, into the saved state of its task (saved holds the rows the store
 // has locked, each task once) and returns the states to write back, by
-// task ID, each with UpdatedAt now. A change of a task that saved does not
-// hold (a deleted task) is dropped.
-func SaveStates(saved, changes []*TaskState, now time.Time) []*TaskState {
+// task ID, each with UpdatedAt now. A task's latest successful run, when
+// the store read it (successes, by task: when it ended; see
+// SuccessesToRead), is recorded in its saved state first. A change of a
+// task that saved does not hold (a deleted task) is dropped.
+func SaveStates(saved, changes []*TaskState, successes map[int64]time.Time, now time.Time) []*TaskState {
 	byID := make(map[int64]*TaskState, len(saved))
 	for _, s := range saved {
 		byID[s.TaskID] = s
+		if at, ok := successes[s.TaskID]; ok {
+			s.Record(RunSuccess, at)
+		}
 	}
 	merged := make(map[int64]*TaskState, len(saved))
 	for _, c := range changes {

@@ -245,3 +245,50 @@ func TestTaskHealth(t *testing.T) {
 		t.Errorf("a disabled task's next fire: %v", h.NextFireTime)
 	}
 }
+
+// TestSaveStates: the rule of TaskStateSave. Each change merges into its
+// task's saved state, in order; a change of a task without a saved row is
+// dropped; a success another node has not saved yet, read from the runs,
+// ends the saved failures in a row before a change's failures add to them.
+func TestSaveStates(t *testing.T) {
+	t.Parallel()
+	failing := stateOf(testOutcome{RunFailed, 1}, testOutcome{RunFailed, 2})
+	failing.TaskID = 1
+	healthy := stateOf(testOutcome{RunSuccess, 1})
+	healthy.TaskID = 2
+	saved := []*TaskState{failing, healthy}
+	change := func(task int64, outs ...testOutcome) *TaskState {
+		c := stateOf(outs...)
+		c.TaskID = task
+		return c
+	}
+	changes := []*TaskState{change(2, testOutcome{RunFailed, 4}), change(1, testOutcome{RunFailed, 4}),
+		change(3, testOutcome{RunFailed, 4}), change(1, testOutcome{RunFailed, 5}), change(2, testOutcome{RunSuccess, 6})}
+	// Only task 1 has failures in a row that a change adds to.
+	if got := SuccessesToRead(saved, changes); !reflect.DeepEqual(got, []int64{1}) {
+		t.Fatalf("SuccessesToRead = %v, want [1]", got)
+	}
+	if got := SuccessesToRead([]*TaskState{healthy}, changes); len(got) != 0 {
+		t.Fatalf("SuccessesToRead of a healthy task = %v", got)
+	}
+	// Another node's success at 3 s, after the saved failures: the
+	// change's failures at 4 and 5 s are the only ones in a row.
+	now := sec(10)
+	out := SaveStates(saved, changes, map[int64]time.Time{1: sec(3)}, now)
+	if len(out) != 2 || out[0].TaskID != 1 || out[1].TaskID != 2 {
+		t.Fatalf("SaveStates wrote %+v, want tasks 1 and 2", out)
+	}
+	if s := out[0]; s.ConsecutiveFailures != 2 || !s.FailingSince.Equal(sec(4)) || !s.LastSuccessAt.Equal(sec(3)) ||
+		!s.UpdatedAt.Equal(now) {
+		t.Errorf("task 1: %+v", s)
+	}
+	if s := out[1]; s.ConsecutiveFailures != 0 || !s.LastSuccessAt.Equal(sec(6)) || !s.LastFailureAt.Equal(sec(4)) {
+		t.Errorf("task 2: %+v", s)
+	}
+	// Without the success read, the failures add to the saved ones.
+	failing = stateOf(testOutcome{RunFailed, 1}, testOutcome{RunFailed, 2})
+	failing.TaskID = 1
+	if out := SaveStates([]*TaskState{failing}, changes, nil, now); out[0].ConsecutiveFailures != 4 {
+		t.Errorf("no success read: %+v", out[0])
+	}
+}

@@ -438,6 +438,7 @@ func TestQueryPlans(t *testing.T) {
 		{"TaskStates last run", taskLastRunSQL(2), []any{tasks[1], sqlrow.Micros(now), tasks[2], sqlrow.Micros(now)}},
 		{"TaskStates", `SELECT task_id FROM task_state FORCE INDEX (PRIMARY) WHERE task_id IN (1, 2)`, nil},
 		{"TaskStateSave lock", taskStateLockSQL(2), []any{tasks[1], tasks[2]}},
+		{"TaskStateSave last success", lastSuccessSQL(2), []any{tasks[1], tasks[2]}},
 	} {
 		q := tc.sql
 		if i := strings.Index(q, "FOR UPDATE"); i >= 0 {
@@ -503,6 +504,10 @@ func TestQueryPlans(t *testing.T) {
 			if tc.name == "TaskStates last run" && row["table"] == "runs" && (row["key"] != "runs_task_scheduled" ||
 				row["type"] != "range" || row["key_len"] != "16" || strings.Contains(row["Extra"], "filesort")) {
 				t.Errorf("%s reads runs without a range of runs_task_scheduled on task and time: %v", tc.name, row)
+			}
+			if tc.name == "TaskStateSave last success" && row["table"] == "runs" && (row["key"] != "runs_task_status" ||
+				strings.Contains(row["Extra"], "filesort")) {
+				t.Errorf("%s reads runs without runs_task_status in order: %v", tc.name, row)
 			}
 			if tc.name == "TaskList by biz_id" && row["key"] != "tasks_biz" {
 				t.Errorf("%s reads tasks without tasks_biz: %v", tc.name, row)

@@ -76,7 +76,11 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 			}
 			saved = append(saved, got...)
 		}
-		write := sundial.SaveStates(saved, changes, now)
+		successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, changes))
+		if err != nil {
+			return err
+		}
+		write := sundial.SaveStates(saved, changes, successes, now)
 		for part := range slices.Chunk(write, batchRows) {
 			var args []any
 			for _, st := range part {
@@ -89,6 +93,49 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 		return nil
 	})
 	return sqlrow.Wrap(err, "save task states")
+}
+
+// lastSuccessSQL reads when the latest successful run (by scheduled time)
+// of each of n tasks (an argument each) ended: the last entry of each
+// task's SUCCESS range of runs_task_status, one probe per task.
+func lastSuccessSQL(n int) string {
+	one := `(SELECT task_id, finished_at FROM runs FORCE INDEX (runs_task_status)
+		WHERE task_id = ? AND status = 'SUCCESS' ORDER BY scheduled_at DESC, id DESC LIMIT 1)`
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = one
+	}
+	return strings.Join(parts, " UNION ALL ")
+}
+
+// lastSuccesses reads when the latest successful run of each task of ids
+// ended (lastSuccessSQL), by task; none for a task without one.
+func lastSuccesses(ctx context.Context, q querier, ids []int64) (map[int64]time.Time, error) {
+	out := map[int64]time.Time{}
+	for part := range slices.Chunk(ids, batchIDs) {
+		rows, err := q.QueryContext(ctx, lastSuccessSQL(len(part)), int64Args(part)...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var (
+				id  int64
+				end sql.NullInt64
+			)
+			if err := rows.Scan(&id, &end); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if end.Valid {
+				out[id] = sqlrow.FromMicros(end.Int64)
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // taskLastRunSQL reads the latest run that ended of each of n tasks (two

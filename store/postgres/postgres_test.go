@@ -845,7 +845,7 @@ func TestQueryPlans(t *testing.T) {
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
 		"RunClaimDue idle": true, "RunClaimDue burst": true, "RunClaimDue": true,
-		"RunList": true, "RunList page": true, "TaskStates last run": true}
+		"RunList": true, "RunList page": true, "TaskStates last run": true, "TaskStateSave last success": true}
 	for _, tc := range []struct {
 		name  string
 		sql   string
@@ -919,6 +919,7 @@ func TestQueryPlans(t *testing.T) {
 		// past its start), stopping at the first: a page of 1,000 tasks.
 		{"TaskStates last run", taskLastRunSQL, []any{ids, 150_000}, "runs_task_scheduled", "runs_task_status"},
 		{"TaskStateSave make", taskStateMakeSQL, []any{ids, 0}, "tasks_pkey", ""},
+		{"TaskStateSave last success", lastSuccessSQL, []any{ids}, "runs_task_status", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.

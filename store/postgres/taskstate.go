@@ -53,15 +53,54 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 			return err
 		})
 		return s.inTx(ctx, b, func(tx pgx.Tx) error {
-			write := sundial.SaveStates(saved, changes, now)
+			successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, changes))
+			if err != nil {
+				return err
+			}
+			write := sundial.SaveStates(saved, changes, successes, now)
 			if len(write) == 0 {
 				return nil
 			}
-			_, err := tx.Exec(ctx, taskStateWriteSQL, taskStateArgs(write)...)
+			_, err = tx.Exec(ctx, taskStateWriteSQL, taskStateArgs(write)...)
 			return err
 		})
 	})
 	return sqlrow.Wrap(err, "save task states")
+}
+
+// lastSuccessSQL reads when the latest successful run (by scheduled time)
+// of each task of $1 ended: the last entry of the task's SUCCESS range of
+// runs_task_status.
+const lastSuccessSQL = `SELECT t.tid, r.finished_at FROM unnest($1::bigint[]) AS t (tid)
+	CROSS JOIN LATERAL (
+		SELECT finished_at FROM runs WHERE task_id = t.tid AND status = 'SUCCESS'
+		ORDER BY scheduled_at DESC, id DESC LIMIT 1) AS r`
+
+// lastSuccesses reads when the latest successful run of each task of ids
+// ended (lastSuccessSQL), by task; none for a task without one.
+func lastSuccesses(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]time.Time, error) {
+	out := map[int64]time.Time{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := tx.Query(ctx, lastSuccessSQL, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id  int64
+			end *int64
+		)
+		if err := rows.Scan(&id, &end); err != nil {
+			return nil, err
+		}
+		if end != nil {
+			out[id] = sqlrow.FromMicros(*end)
+		}
+	}
+	return out, rows.Err()
 }
 
 // taskStateArgs are the arrays of taskStateWriteSQL for states.

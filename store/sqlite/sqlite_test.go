@@ -238,6 +238,8 @@ func TestListPlans(t *testing.T) {
 		// runs_task_scheduled read backwards from now, in its order.
 		{"TaskStates last run", stmt{taskLastRunSQL, []any{"[1,2]", 5}},
 			"SEARCH l USING INDEX runs_task_scheduled (task_id=? AND scheduled_at<?)"},
+		{"TaskStateSave last success", stmt{lastSuccessSQL, []any{"[1,2]"}},
+			"SEARCH l USING INDEX runs_task_status (task_id=? AND status=?)"},
 	} {
 		plan := strings.Join(queryPlan(t, s, tc.stmt.sql, tc.stmt.args...), "\n")
 		if !strings.Contains(plan, tc.use) || strings.Contains(plan, "TEMP B-TREE") {

@@ -44,12 +44,16 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 		if err != nil {
 			return err
 		}
+		successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, changes))
+		if err != nil {
+			return err
+		}
 		write, err := tx.PrepareContext(ctx, taskStateWriteSQL)
 		if err != nil {
 			return err
 		}
 		defer write.Close()
-		for _, st := range sundial.SaveStates(saved, changes, now) {
+		for _, st := range sundial.SaveStates(saved, changes, successes, now) {
 			if _, err := write.ExecContext(ctx, append(sqlrow.TaskStateArgs(st), st.TaskID)...); err != nil {
 				return err
 			}
@@ -57,6 +61,40 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 		return nil
 	})
 	return sqlrow.Wrap(err, "save task states")
+}
+
+// lastSuccessSQL reads when the latest successful run (by scheduled time)
+// of each task of the JSON array ? ended: the last entry of the task's
+// SUCCESS range of runs_task_status.
+const lastSuccessSQL = `SELECT t.value, (SELECT l.finished_at FROM runs AS l INDEXED BY runs_task_status
+		WHERE l.task_id = t.value AND l.status = 'SUCCESS' ORDER BY l.scheduled_at DESC LIMIT 1)
+	FROM json_each(?) AS t`
+
+// lastSuccesses reads when the latest successful run of each task of ids
+// ended (lastSuccessSQL), by task; none for a task without one.
+func lastSuccesses(ctx context.Context, q querier, ids []int64) (map[int64]time.Time, error) {
+	out := map[int64]time.Time{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	rows, err := q.QueryContext(ctx, lastSuccessSQL, jsonIDs(ids))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id  int64
+			end sql.NullInt64
+		)
+		if err := rows.Scan(&id, &end); err != nil {
+			return nil, err
+		}
+		if end.Valid {
+			out[id] = sqlrow.FromMicros(end.Int64)
+		}
+	}
+	return out, rows.Err()
 }
 
 // taskLastRunSQL reads the latest run that ended of each task of the JSON

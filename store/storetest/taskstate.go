@@ -125,6 +125,19 @@ func testTaskStateSave(t *testing.T, open Opener) {
 	if err := f.s.TaskStateSave(f.ctx, nil, at(80)); err != nil {
 		t.Fatalf("TaskStateSave of nothing: %v", err)
 	}
+
+	// A success another node recorded and has not saved (a run that
+	// succeeded, ended at 201 s) ends the saved failures in a row before a
+	// change's failures add to them.
+	flaky := f.task("flaky")
+	f.saveStates(at(100), failureAt(flaky.ID, at(100)), failureAt(flaky.ID, at(110)))
+	f.run(flaky.ID, at(200), sundial.RunSuccess) // ends at 201 s
+	f.run(flaky.ID, at(150), sundial.RunFailed)  // an older success's neighbours do not matter
+	f.saveStates(at(210), failureAt(flaky.ID, at(205)), failureAt(flaky.ID, at(206)))
+	saved, _ = f.states(at(220), flaky.ID)
+	eqState(t, "a task whose success was not saved", saved[flaky.ID], sundial.TaskState{TaskID: flaky.ID,
+		LastSuccessAt: ptr(at(201)), LastFailureAt: ptr(at(206)), ConsecutiveFailures: 2, FailingSince: ptr(at(205)),
+		UpdatedAt: at(210)})
 }
 
 func testTaskStatesLastRun(t *testing.T, open Opener) {
