@@ -79,6 +79,27 @@ type Store interface {
 	// cutoff.
 	TaskDelete(ctx context.Context, id int64, now time.Time) error
 
+	// TaskStateSave merges each change (what a node recorded of a task's
+	// outcomes since it last saved them: see TaskState) into its task's
+	// saved state, in one transaction: the task's row of task_state is
+	// made (empty) if it has none and locked, the latest successful run
+	// of each task SuccessesToRead names is read, SaveStates merges (the
+	// changes of one task in order), and the row is written back with
+	// UpdatedAt now. Rows are locked in task order. A change of a
+	// deleted task, or of an ID no task has, is ignored. Concurrent calls
+	// about the same tasks (other nodes) wait for each other, so every
+	// change is merged.
+	TaskStateSave(ctx context.Context, changes []*TaskState, now time.Time) error
+	// TaskStates returns what the state blocks of the tasks ids are made
+	// of (Task.Health): their saved states, by task ID (none for a task
+	// that has none), and their latest runs that ended (a final status,
+	// scheduled at or before now; none for a task that has none), by task
+	// ID. It makes two queries whatever the number of ids; each task's
+	// latest run is read backwards from now in its range of the runs'
+	// (task_id, scheduled_at) index, so that fires planned ahead cost
+	// nothing.
+	TaskStates(ctx context.Context, ids []int64, now time.Time) (map[int64]*TaskState, map[int64]*LastRun, error)
+
 	// PlanDue claims up to limit enabled tasks whose NextFireTime is at or
 	// before until, earliest first (NextFireTime, then ID: the order of the
 	// due index, so that a large backlog is never sorted), and calls plan

@@ -166,6 +166,9 @@ type Task struct {
 	CreatedAt      time.Time  `json:"created_at"`
 	UpdatedAt      time.Time  `json:"updated_at"`
 	NextFireTime   *time.Time `json:"next_fire_time"`
+	// State is the task's health (Health), in the API's answers only: nil
+	// in the store and in the audit log.
+	State *TaskHealth `json:"state,omitempty"`
 }
 
 // RedirectPolicy says which redirects a delivery follows. Whatever it

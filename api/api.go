@@ -79,6 +79,7 @@ type Store interface {
 	TaskList(ctx context.Context, p sundial.TaskListParams) ([]*sundial.Task, error)
 	TaskUpdate(ctx context.Context, t *sundial.Task, now time.Time) error
 	TaskDelete(ctx context.Context, id int64, now time.Time) error
+	TaskStates(ctx context.Context, ids []int64, now time.Time) (map[int64]*sundial.TaskState, map[int64]*sundial.LastRun, error)
 	RunGet(ctx context.Context, id int64) (*sundial.Run, error)
 	RunList(ctx context.Context, p sundial.RunListParams) ([]*sundial.Run, error)
 	RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error)

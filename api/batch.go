@@ -105,6 +105,15 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	created := false
 	var audit []*sundial.AuditEntry
+	var found []*sundial.Task // found by their request_id: they may have a history
+	for i, t := range tasks {
+		if existed[i] {
+			found = append(found, t)
+		} else {
+			t.State = t.Health(nil, nil, now)
+		}
+	}
+	s.answerStates(r, now, found...)
 	for i, t := range tasks {
 		if existed[i] {
 			items[i] = batchItem{Status: http.StatusOK, Task: taskView(t, now)}

@@ -45,7 +45,7 @@ func TestOpenAPIContract(t *testing.T) {
 	}
 	// Every property of the schemas of the answers the test validates has
 	// been in one, so that each is checked against a real value.
-	for _, name := range []string{"Task", "RunFields", "RunDetail", "Attempt", "RetryPolicy", "OIDC", "Node",
+	for _, name := range []string{"Task", "TaskState", "LastRun", "RunFields", "RunDetail", "Attempt", "RetryPolicy", "OIDC", "Node",
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
 		"BulkItem", "BulkResult", "BulkError",
@@ -416,6 +416,22 @@ func (f *contractFixture) story(t *testing.T) {
 	}
 	if _, err := f.store.RunStart(ctx, []sundial.RunStartParams{{ID: running.ID, Fence: running.Fence, Attempt: 1, StartedAt: now}}); err != nil {
 		t.Fatal(err)
+	}
+	// A task's state block with every field set: its saved health (a
+	// success, then a failure, and lags) and its latest run that ended,
+	// the MISFIRE record.
+	saved := &sundial.TaskState{TaskID: nightly.ID}
+	saved.Record(sundial.RunSuccess, now.Add(-3*time.Hour))
+	saved.Record(sundial.RunFailed, now.Add(-2*time.Hour))
+	saved.AddLag(now.Add(-3*time.Hour), 12*time.Millisecond)
+	if err := f.store.TaskStateSave(ctx, []*sundial.TaskState{saved}, now); err != nil {
+		t.Fatal(err)
+	}
+	var withState sundial.Task
+	into(t, f.do(t, call{method: "GET", path: taskPath(nightly.ID), token: f.secrets[sundial.RoleViewer], status: 200}), &withState)
+	if st := withState.State; st == nil || st.LastRun == nil || st.LastRun.ID != misfire.ID || st.LastRun.SkipReason != sundial.SkipMisfire ||
+		st.LastSuccessAt == nil || st.LastFailureAt == nil || st.ConsecutiveFailures != 1 || st.LagP50MS == nil || *st.LagP95MS != 12 {
+		t.Errorf("the state of a task with a history: %+v", st)
 	}
 	f.do(t, call{method: "GET", path: taskPath(nightly.ID, "/upcoming?limit=3"), token: f.secrets[sundial.RoleViewer], status: 200})
 	f.do(t, call{method: "GET", path: taskPath(once.ID, "/upcoming"), status: 200})

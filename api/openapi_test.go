@@ -756,11 +756,14 @@ func TestOpenAPISchemasMatchTypes(t *testing.T) {
 	serverSet := "the server sets it: refused in a POST, ignored in a PUT (TaskReplace has it)"
 	for _, s := range []schemaOf{
 		{schema: "Task", typ: reflect.TypeFor[sundial.Task](),
-			notInSchema: map[string]string{"delay_seconds": "input only: a create or replace turns it into run_at"}},
+			notInSchema: map[string]string{"delay_seconds": "input only: a create or replace turns it into run_at"},
+			present:     map[string]string{"state": "every task answer has its state block (nil only outside the API)"}},
+		{schema: "TaskState", typ: reflect.TypeFor[sundial.TaskHealth]()},
+		{schema: "LastRun", typ: reflect.TypeFor[sundial.LastRun]()},
 		{schema: "TaskWritable", typ: reflect.TypeFor[taskRequest](), request: true,
 			notInSchema: map[string]string{"status": "TaskCreate and TaskReplace each have the statuses they take",
 				"id": serverSet, "version": serverSet, "created_at": serverSet, "updated_at": serverSet, "next_fire_time": serverSet,
-				"disabled_at": serverSet, "disabled_by": serverSet}},
+				"disabled_at": serverSet, "disabled_by": serverSet, "state": serverSet}},
 		{schema: "OIDC", typ: reflect.TypeFor[sundial.OIDCOption](), request: true},
 		{schema: "RunFields", typ: reflect.TypeFor[sundial.Run]()},
 		{schema: "RunDetail", typ: reflect.TypeFor[runDetail]()},

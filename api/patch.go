@@ -75,9 +75,11 @@ func (s *Server) handleTaskPatch(w http.ResponseWriter, r *http.Request) {
 		}
 		switch err := s.tryUpdate(r, cur, t, now); {
 		case err == nil:
+			s.answerStates(r, now, t)
 			writeTask(w, http.StatusOK, answerTask(t, now, req.generated))
 			return
 		case errors.Is(err, errUnchanged):
+			s.answerStates(r, now, cur)
 			writeTask(w, http.StatusOK, taskView(cur, now))
 			return
 		case staleWrite(err) && pre.given():

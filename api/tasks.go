@@ -78,6 +78,7 @@ type taskRequest struct {
 	NextFireTime json.RawMessage `json:"next_fire_time"`
 	DisabledAt   json.RawMessage `json:"disabled_at"`
 	DisabledBy   json.RawMessage `json:"disabled_by"`
+	State        json.RawMessage `json:"state"`
 
 	// generated is the signing secret the server made for "generate",
 	// answered once.
@@ -109,6 +110,7 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		{"next_fire_time", req.NextFireTime},
 		{"disabled_at", req.DisabledAt},
 		{"disabled_by", req.DisabledBy},
+		{"state", req.State},
 	}
 	for _, ro := range readOnly {
 		if ro.raw == nil {
@@ -364,12 +366,14 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", "/api/v1/tasks/"+strconv.FormatInt(t.ID, 10))
 	if existed[0] {
 		// The same request_id and body again: the task it created.
+		s.answerStates(r, now, t)
 		writeTask(w, http.StatusOK, taskView(t, now))
 		return
 	}
 	s.sched.Poke()
 	s.logChange(r, "task created", slog.Int64("task_id", t.ID), slog.String("name", t.Name))
 	s.audit(r, "task.create", taskTarget(t.ID), t.ID, nil, t)
+	t.State = t.Health(nil, nil, now) // a new task has no history
 	writeTask(w, http.StatusCreated, answerTask(t, now, req.generated))
 }
 
@@ -432,6 +436,10 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	}
 	tasks, next := page(tasks, limit, func(t *sundial.Task) string { return encodeTaskCursor(t.ID) })
 	now := s.now()
+	if err := s.withStates(r.Context(), tasks, now); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	for _, t := range tasks {
 		taskView(t, now)
 	}
@@ -453,7 +461,12 @@ func (s *Server) handleTaskGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeTask(w, http.StatusOK, taskView(t, s.now()))
+	now := s.now()
+	if err := s.withStates(r.Context(), []*sundial.Task{t}, now); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeTask(w, http.StatusOK, taskView(t, now))
 }
 
 // handleTaskReplace serves PUT /api/v1/tasks/{id}: the whole task, with the
@@ -505,12 +518,14 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 func (s *Server) update(w http.ResponseWriter, r *http.Request, cur, t *sundial.Task, pre precondition, generated string, now time.Time) {
 	err := s.tryUpdate(r, cur, t, now)
 	if err == nil {
+		s.answerStates(r, now, t)
 		writeTask(w, http.StatusOK, answerTask(t, now, generated))
 		return
 	}
 	if errors.Is(err, errUnchanged) {
 		// The task as it is: nothing to write, no fire to take back, and
 		// the version stays (as kubectl apply leaves an unchanged object).
+		s.answerStates(r, now, cur)
 		writeTask(w, http.StatusOK, taskView(cur, now))
 		return
 	}
@@ -643,7 +658,9 @@ func (s *Server) handleTaskSetStatus(status sundial.TaskStatus) http.HandlerFunc
 			s.logChange(r, msg, attrs...)
 			s.audit(r, action, taskTarget(t.ID), t.ID, before, t)
 		}
-		writeTask(w, http.StatusOK, taskView(t, s.now()))
+		now := s.now()
+		s.answerStates(r, now, t)
+		writeTask(w, http.StatusOK, taskView(t, now))
 	})
 }
 
@@ -757,6 +774,44 @@ func decodeOptional(w http.ResponseWriter, r *http.Request, dst any, maxBytes in
 		return err
 	}
 	return decodeStrict(body, dst)
+}
+
+// withStates gives each of ts its state block (sundial.Task.Health),
+// read for all of them in one TaskStates call: their saved health and
+// their latest runs that ended. It comes before taskView, which replaces
+// the stored next_fire_time (the planner's cursor, which Health reads).
+func (s *Server) withStates(ctx context.Context, ts []*sundial.Task, now time.Time) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	ids := make([]int64, len(ts))
+	for i, t := range ts {
+		ids[i] = t.ID
+	}
+	saved, last, err := s.store.TaskStates(ctx, ids, now)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		t.State = t.Health(saved[t.ID], last[t.ID], now)
+	}
+	return nil
+}
+
+// answerStates is withStates for the answer to a change already made,
+// which a failed read does not undo: the tasks are then answered with the
+// state of a task without history (their next fire alone), and the
+// failure is logged.
+func (s *Server) answerStates(r *http.Request, now time.Time, ts ...*sundial.Task) {
+	err := s.withStates(r.Context(), ts, now)
+	if err == nil {
+		return
+	}
+	s.logger().LogAttrs(r.Context(), slog.LevelWarn, "read task states for an answer; answered without them",
+		slog.String("component", "api"), slog.Int("tasks", len(ts)), slog.Any("err", err))
+	for _, t := range ts {
+		t.State = t.Health(nil, nil, now)
+	}
 }
 
 // nextFire is the planner's cursor for t changed at now: its first fire

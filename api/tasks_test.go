@@ -294,6 +294,7 @@ func TestTaskCreateSeedExample(t *testing.T) {
 		CreatedAt:         b.now(),
 		UpdatedAt:         b.now(),
 		NextFireTime:      timeP(b.now().Add(15 * time.Second)),
+		State:             &sundial.TaskHealth{}, // no run yet
 	}
 	checkTask(t, &got, &wantTask)
 	if got.ID < 1 {
@@ -321,12 +322,25 @@ func TestTaskCreateSeedExample(t *testing.T) {
 }
 
 // checkTask compares two tasks field by field.
+//
+// A task answer has a state block whose next fire is the task's; the rest
+// of it is compared when want has one.
 func checkTask(t *testing.T, got, want *sundial.Task) {
 	t.Helper()
 	g, w := *got, *want
 	if !g.CreatedAt.Equal(w.CreatedAt) || !g.UpdatedAt.Equal(w.UpdatedAt) || !sameTime(g.NextFireTime, w.NextFireTime) {
 		t.Errorf("times = %v, %v, %v; want %v, %v, %v",
 			g.CreatedAt, g.UpdatedAt, g.NextFireTime, w.CreatedAt, w.UpdatedAt, w.NextFireTime)
+	}
+	if g.State == nil || !sameTime(g.State.NextFireTime, g.NextFireTime) {
+		t.Errorf("state = %+v, want a state block with the next fire %v", g.State, g.NextFireTime)
+	}
+	if w.State == nil {
+		g.State = nil
+	} else {
+		gs, ws := *g.State, *w.State
+		gs.NextFireTime, ws.NextFireTime = nil, nil
+		g.State, w.State = &gs, &ws
 	}
 	g.CreatedAt, g.UpdatedAt, g.NextFireTime = time.Time{}, time.Time{}, nil
 	w.CreatedAt, w.UpdatedAt, w.NextFireTime = time.Time{}, time.Time{}, nil

@@ -47,6 +47,14 @@
 // outcome, whichever component recorded it; a run's own error is logged
 // under run_error.
 //
+// health (health.go): keeps each task's saved health (sundial.TaskState,
+// the state block of a task answer) from the outcomes record hands it,
+// in batches from its own loop: a failure, and the first success after
+// one, within half a second; a healthy task's lags and last success once
+// every StateFlush (five minutes), so that a task firing every second
+// writes a row every 300 fires; every outcome of a task that fires less
+// often; and everything it holds on stop.
+//
 // membership (membership.go): registers the node, renews its heartbeat,
 // declares dead the nodes that stopped renewing theirs (their runs are
 // released), delivers again the runs whose delivery was cut off, takes
@@ -67,6 +75,6 @@
 //
 // Scheduler.Run stops them in this order: planner, claimer, dispatcher
 // (after sending what it committed) and the other loops; then the pool
-// (drain); then the writer (flush); then membership hands the node's runs
-// back and leaves the cluster.
+// (drain); then the writer (flush); then health (its last save); then
+// membership hands the node's runs back and leaves the cluster.
 package scheduler

@@ -47,6 +47,11 @@ type Config struct {
 	// MaxDeliveries bounds the deliveries of one fire when nodes die or
 	// stop during its call [3]: past it an interrupted run is FAILED.
 	MaxDeliveries int
+	// StateFlush is how often, at most, a node saves the health of a task
+	// whose runs succeed (its lags, its last success) [5m]; a failure is
+	// saved at once, and so is every outcome of a task that fires less
+	// often than this (see health.go).
+	StateFlush time.Duration
 	// Compensator holds the numbers of seed 000's start compensation.
 	Compensator CompensatorConfig
 	// StartIntervals spaces the starts of deliveries to a host (as written
@@ -118,6 +123,7 @@ func DefaultConfig() Config {
 		ClaimInterval:     50 * time.Millisecond,
 		ClaimBatch:        250,
 		MaxDeliveries:     3,
+		StateFlush:        5 * time.Minute,
 		Compensator: CompensatorConfig{
 			Base:      10 * time.Second,
 			Increment: 10 * time.Second,
@@ -145,6 +151,7 @@ func (c *Config) setDefaults() {
 		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
 		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
 		{&c.PlanHorizon, &d.PlanHorizon},
+		{&c.StateFlush, &d.StateFlush},
 	} {
 		positive(f.v, *f.def)
 	}
@@ -190,6 +197,7 @@ type Scheduler struct {
 	disp         *dispatcher
 	pool         *pool
 	writer       *writer
+	health       *health
 	members      *membership
 	callbacks    *callbacks
 	housekeeping *housekeeping
@@ -229,6 +237,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.disp = newDispatcher(cfg, store, log, m.heapSize)
 	s.pool = newPool(cfg, d, log, m, s.endDrain)
 	s.writer = newWriter(store, log, m, cfg.Node.ID)
+	s.health = newHealth(cfg, store, log)
 	s.members = newMembership(cfg, store, log)
 	s.callbacks = newCallbacks(cfg, store, log)
 	s.housekeeping = newHousekeeping(cfg, store, log, m.purged)
@@ -249,7 +258,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 
 	s.pool.finish = s.writer.finish
 
-	s.writer.written, s.writer.slotFreed = s.pool.written, s.disp.slotFreed
+	s.writer.written, s.writer.slotFreed, s.writer.observe = s.pool.written, s.disp.slotFreed, s.health.observe
 
 	s.members.dropAll, s.members.cancelAll, s.members.reaped = s.disp.dropAll, s.pool.cancelAll, s.planner.poke
 	s.members.inHeap, s.members.claim, s.members.add, s.members.record = s.disp.has, s.claimer.claim, s.disp.add, record
@@ -274,8 +283,8 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 // gives those in flight up to the drain timeout (or until EndDrain),
 // logging what is still in flight every DrainReport, and cuts off the rest
 // (recorded INTERRUPTED); then the writer, once it has written every
-// outcome. Last the node hands its planned fires back and leaves the
-// cluster.
+// outcome; then health, once it has saved the tasks' states. Last the
+// node hands its planned fires back and leaves the cluster.
 //
 // A component that fails stops the others as ctx would; Run returns its
 // error after the same orderly stop.
@@ -290,13 +299,16 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	s.log.Info("scheduler started", "node_id", s.cfg.Node.ID, "poll_interval", s.cfg.PollInterval,
 		"lookahead", s.cfg.Lookahead, "workers", s.cfg.Workers)
 
-	// The pool and the writer outlive ctx: each stops after the stage
-	// before it has stopped.
+	// The pool, the writer and health outlive ctx: each stops after the
+	// stage before it has stopped.
 	poolCtx, stopPool := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopPool()
 	writerCtx, stopWriter := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWriter()
-	var pool, writer errgroup.Group
+	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHealth()
+	var pool, writer, health errgroup.Group
+	health.Go(func() error { return s.health.Run(healthCtx) })
 	writer.Go(func() error { return s.writer.Run(writerCtx) })
 	pool.Go(func() error { return s.pool.Run(poolCtx) })
 
@@ -311,10 +323,12 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	errPool := pool.Wait()
 	stopWriter()
 	errWriter := writer.Wait()
+	stopHealth()
+	errHealth := health.Wait()
 
 	s.members.leave()
 	s.log.Info("scheduler stopped", "node_id", s.cfg.Node.ID)
-	return errors.Join(errLoops, errPool, errWriter)
+	return errors.Join(errLoops, errPool, errWriter, errHealth)
 }
 
 // EndDrain ends the drain of a stopping Run at once, as the drain timeout

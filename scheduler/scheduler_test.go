@@ -30,6 +30,8 @@ type target struct {
 	calls  []call
 	hold   time.Duration
 	status string // executor outcome status; "" means SUCCESS
+	// failTask, when set, is a task whose deliveries fail (HTTP 500).
+	failTask int64
 }
 
 type call struct {
@@ -48,6 +50,9 @@ func (tg *target) Deliver(ctx context.Context, req executor.Request) executor.Ou
 	tg.calls = append(tg.calls, call{req.Vars.RunID, req.Vars.ScheduledTime, start, req.Vars.Attempt,
 		req.Vars.Trigger, req.Vars.IdempotencyKey, req.Vars.NodeID})
 	hold, status := tg.hold, tg.status
+	if tg.failTask != 0 && req.Vars.TaskID == tg.failTask {
+		status = "FAILED"
+	}
 	tg.mu.Unlock()
 	out := executor.Outcome{Started: start, HTTPStatus: 200, Status: "SUCCESS"}
 	if status != "" {
@@ -1284,6 +1289,53 @@ func TestTriggerWhileStopped(t *testing.T) {
 		}
 		if rs := b.runs(t, tk.ID); len(rs) != 0 {
 			t.Errorf("runs %v after a refused trigger, want none", summarize(rs))
+		}
+	})
+}
+
+// TestTaskStateSaved: the scheduler saves each task's health from the
+// outcomes it records: a failing task's within a second of each failure,
+// a healthy one's when first seen and then on stop, with the lag of every
+// fire.
+func TestTaskStateSaved(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.start()
+		start := time.Now()
+		ok := b.addTask(t, "* * * * * *", nil)
+		failing := b.addTask(t, "* * * * * *", nil)
+		b.target.mu.Lock()
+		b.target.failTask = failing.ID
+		b.target.mu.Unlock()
+		// The first fire of each, at 1 s: ok's SUCCESS and failing's
+		// FAILED; failing's next fires succeed.
+		waitUntil(start.Add(1500 * time.Millisecond))
+		b.target.mu.Lock()
+		b.target.failTask = 0
+		b.target.mu.Unlock()
+		waitUntil(start.Add(1900 * time.Millisecond))
+		states := func() map[int64]*sundial.TaskState {
+			saved, _, err := b.store.TaskStates(context.Background(), []int64{ok.ID, failing.ID}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return saved
+		}
+		if st := states()[failing.ID]; st == nil || st.ConsecutiveFailures != 1 {
+			t.Errorf("the failing task's state within a second of its failure: %+v", st)
+		}
+		waitUntil(start.Add(5500 * time.Millisecond))
+		if st := states()[ok.ID]; st == nil || st.LastSuccessAt == nil || len(st.Lags) != 1 {
+			t.Errorf("the healthy task's state: %+v, want its first fire saved", st)
+		}
+		b.stop(t)
+		saved := states()
+		if st := saved[ok.ID]; len(st.Lags) != 5 || st.Lags[0].Lag != 0 || st.ConsecutiveFailures != 0 {
+			t.Errorf("the healthy task's state after the stop: %+v, want 5 fires without lag", st)
+		}
+		if st := saved[failing.ID]; st.ConsecutiveFailures != 0 || st.LastFailureAt == nil || st.LastSuccessAt == nil {
+			t.Errorf("the task that failed once: %+v, want its failure ended by a success", st)
 		}
 	})
 }

@@ -36,6 +36,8 @@ type writer struct {
 	// publish hands on the live event of each outcome.
 	publish publishFunc
 	node    string
+	// observe hands every outcome recorded to health; nil for none.
+	observe func(outcome)
 
 	in chan result
 }
@@ -195,9 +197,13 @@ type outcome struct {
 // key of Go errors): a retry in sundial_retries_total, a final status in
 // sundial_fires_total, missed fires in sundial_fires_missed_total. An
 // INTERRUPTED delivery is logged, not counted: it is delivered again. It
-// publishes the outcome's live event.
+// publishes the outcome's live event, and hands it to health (observe),
+// which keeps the task's state.
 func (w *writer) record(o outcome) {
 	w.publish(outcomeEvent(o, w.node))
+	if w.observe != nil {
+		w.observe(o)
+	}
 	r := o.run
 	attrs := []any{slog.Int64("task_id", r.TaskID)}
 	if o.task != nil {

@@ -286,18 +286,22 @@ func TestCLIApplyRefuses(t *testing.T) {
 }
 
 // TestCLITaskList: task ls shows each task's schedule, next fire (in its
-// zone, and how soon) and last outcome; -o json carries next_fire_time and
-// state.last_run; --status filters; -o yaml is what apply reads back,
-// unchanged.
+// zone, and how soon), last outcome, lag and failures in a row; -o json
+// carries next_fire_time and the state block; --status filters; -o yaml is
+// what apply reads back, unchanged; task get shows the whole state.
 func TestCLITaskList(t *testing.T) {
 	t.Parallel()
-	target := newHook(t)
+	target, down := newHook(t), newHook(t)
+	down.mu.Lock()
+	down.status = 503
+	down.mu.Unlock()
 	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
 	env := clientEnv(t, n.url)
 	file := filepath.Join(t.TempDir(), "tasks.yaml")
 	writeText(t, file, "name: every-second\ncron_expr: \"* * * * * *\"\ntarget_url: "+target.srv.URL+"/tick\n---\n"+
 		"name: paris\ncron_expr: \"0 30 9 * * MON-FRI\"\ntimezone: Europe/Paris\ntarget_url: "+target.srv.URL+"/paris\nstatus: DISABLED\n---\n"+
-		"name: later\nrun_at: \"2030-01-02T03:04:05Z\"\ntimezone: Asia/Kolkata\ntarget_url: "+target.srv.URL+"/later\n")
+		"name: later\nrun_at: \"2030-01-02T03:04:05Z\"\ntimezone: Asia/Kolkata\ntarget_url: "+target.srv.URL+"/later\n---\n"+
+		"name: failing\ncron_expr: \"* * * * * *\"\ntarget_url: "+down.srv.URL+"/down\n")
 	mustCLI(t, env, "apply", "-f", file)
 	target.wait(t, 1, 20*time.Second)
 
@@ -306,12 +310,18 @@ func TestCLITaskList(t *testing.T) {
 		Status       string     `json:"status"`
 		NextFireTime *time.Time `json:"next_fire_time"`
 		State        *struct {
-			LastRun *struct {
+			NextFireTime *time.Time `json:"next_fire_time"`
+			LastRun      *struct {
 				ID            int64      `json:"id"`
 				Status        string     `json:"status"`
 				ScheduledTime time.Time  `json:"scheduled_time"`
 				FinishedAt    *time.Time `json:"finished_at"`
 			} `json:"last_run"`
+			LastSuccessAt       *time.Time `json:"last_success_at"`
+			LastFailureAt       *time.Time `json:"last_failure_at"`
+			ConsecutiveFailures int        `json:"consecutive_failures"`
+			LagP95MS            *int64     `json:"lag_p95_ms"`
+			LagSamples          int        `json:"lag_samples"`
 		} `json:"state"`
 	}
 	var tasks []listed
@@ -319,10 +329,13 @@ func TestCLITaskList(t *testing.T) {
 	for {
 		tasks = nil
 		out := mustCLI(t, env, "task", "ls", "-o", "json")
-		if err := json.Unmarshal([]byte(out), &tasks); err != nil || len(tasks) != 3 {
+		if err := json.Unmarshal([]byte(out), &tasks); err != nil || len(tasks) != 4 {
 			t.Fatalf("task ls -o json: %v, %d tasks:\n%s", err, len(tasks), out)
 		}
-		if tasks[0].State != nil && tasks[0].State.LastRun != nil {
+		// Each every-second task has ended a run and saved its lag (at
+		// once, its first outcome), the failing one two failures.
+		if st := tasks[0].State; st != nil && st.LastRun != nil && st.LagSamples > 0 &&
+			tasks[3].State.ConsecutiveFailures >= 2 && tasks[3].State.LagSamples > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -339,6 +352,13 @@ func TestCLITaskList(t *testing.T) {
 	if lr := tick.State.LastRun; lr.ID < 1 || lr.Status != "SUCCESS" || lr.FinishedAt == nil || lr.ScheduledTime.After(now) {
 		t.Errorf("every-second: last_run %+v, want a SUCCESS that has finished", lr)
 	}
+	if st := tick.State; st.NextFireTime == nil || !st.NextFireTime.Equal(*tick.NextFireTime) || st.LastSuccessAt == nil ||
+		st.LastFailureAt != nil || st.ConsecutiveFailures != 0 || st.LagP95MS == nil {
+		t.Errorf("every-second: state %+v", st)
+	}
+	if st := tasks[3].State; st.LastRun.Status != "FAILED" || st.LastFailureAt == nil || st.LastSuccessAt != nil {
+		t.Errorf("failing: state %+v", st)
+	}
 	if p := tasks[1]; p.Name != "paris" || p.Status != "DISABLED" || p.NextFireTime != nil || p.State == nil || p.State.LastRun != nil {
 		t.Errorf("paris: %+v, want DISABLED, no next fire, a state without last run", p)
 	}
@@ -348,14 +368,17 @@ func TestCLITaskList(t *testing.T) {
 
 	table := mustCLI(t, env, "task", "ls")
 	lines := strings.Split(strings.TrimSuffix(table, "\n"), "\n")
-	if len(lines) != 4 || strings.Join(strings.Fields(lines[0]), " ") != "NAME SCHEDULE TZ NEXT LAST STATUS" {
+	if len(lines) != 5 || strings.Join(strings.Fields(lines[0]), " ") != "NAME SCHEDULE TZ NEXT LAST LAG P95 FAILS STATUS" {
 		t.Fatalf("task ls:\n%s", table)
 	}
+	const lag = `(\d+(\.\d+)?(ms|s|µs)|0s)`
 	for i, want := range []*regexp.Regexp{
-		regexp.MustCompile(`^every-second +\* \* \* \* \* \* +UTC +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((in \d+s|now)\) +SUCCESS (\d+s ago|now) +ENABLED$`),
-		regexp.MustCompile(`^paris +0 30 9 \* \* MON-FRI +Europe/Paris +- +- +DISABLED$`),
+		regexp.MustCompile(`^every-second +\* \* \* \* \* \* +UTC +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((in \d+s|now)\) +SUCCESS (\d+s ago|now) +` +
+			lag + ` +0 +ENABLED$`),
+		regexp.MustCompile(`^paris +0 30 9 \* \* MON-FRI +Europe/Paris +- +- +- +- +DISABLED$`),
 		// 2030-01-02T03:04:05Z in Kolkata (UTC+5:30).
-		regexp.MustCompile(`^later +once +Asia/Kolkata +2030-01-02 08:34:05 \(in \d+d\) +- +ENABLED$`),
+		regexp.MustCompile(`^later +once +Asia/Kolkata +2030-01-02 08:34:05 \(in \d+d\) +- +- +- +ENABLED$`),
+		regexp.MustCompile(`^failing +\* \* \* \* \* \* +UTC +\S+ \S+ \((in \d+s|now)\) +FAILED (\d+s ago|now) +` + lag + ` +[1-9]\d* +ENABLED$`),
 	} {
 		if !want.MatchString(lines[i+1]) {
 			t.Errorf("task ls row %d = %q, want %s", i+1, lines[i+1], want)
@@ -380,8 +403,27 @@ func TestCLITaskList(t *testing.T) {
 	// So does an array of tasks as task ls -o json prints it.
 	jsonFile := filepath.Join(t.TempDir(), "all.json")
 	writeText(t, jsonFile, mustCLI(t, env, "task", "ls", "-o", "json"))
-	if out := mustCLI(t, env, "diff", "-f", jsonFile); out != "0 to create, 0 to change, 3 unchanged\n" {
+	if out := mustCLI(t, env, "diff", "-f", jsonFile); out != "0 to create, 0 to change, 4 unchanged\n" {
 		t.Errorf("diff of task ls -o json: %q", out)
+	}
+
+	// task get shows the whole state.
+	got := mustCLI(t, env, "task", "get", "failing", "paris")
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Task: +failing \(id 4\)$`),
+		regexp.MustCompile(`(?m)^Schedule: +\* \* \* \* \* \*: Every second$`),
+		regexp.MustCompile(`(?m)^Next fire: +\d{4}-\d\d-\d\d \d\d:\d\d:\d\d \((in \d+s|now)\)$`),
+		regexp.MustCompile(`(?m)^Last run: +\d+ FAILED, scheduled \S+ \S+ \((\d+s ago|now)\), ended (\d+s ago|now)$`),
+		regexp.MustCompile(`(?m)^Last success: +-$`),
+		regexp.MustCompile(`(?m)^Last failure: +\S+ \S+ \((\d+s ago|now)\)$`),
+		regexp.MustCompile(`(?m)^Failures in a row: +[1-9]\d*$`),
+		regexp.MustCompile(`(?m)^Lag p50, p95: +` + lag + `, ` + lag + ` \(\d+ fires?\)$`),
+		regexp.MustCompile(`(?m)^\nTask: +paris \(id 2\)$`),
+		regexp.MustCompile(`(?m)^Last run: +-$`),
+	} {
+		if !want.MatchString(got) {
+			t.Errorf("task get lacks %s:\n%s", want, got)
+		}
 	}
 }
 
@@ -617,7 +659,7 @@ func TestCLITasksAndRuns(t *testing.T) {
 	if out := mustCLI(t, env, "run", "ls", "--task", "1"); !strings.Contains(out, "1 (deleted)") {
 		t.Errorf("run ls of a deleted task:\n%s", out)
 	}
-	if out := mustCLI(t, env, "task", "ls"); out != "NAME   SCHEDULE   TZ   NEXT   LAST   STATUS\n" {
+	if out := mustCLI(t, env, "task", "ls"); out != "NAME   SCHEDULE   TZ   NEXT   LAST   LAG P95   FAILS   STATUS\n" {
 		t.Errorf("task ls of none: %q", out)
 	}
 }

@@ -148,10 +148,17 @@ type cliTask struct {
 	DisabledBy     string     `json:"disabled_by"`
 }
 
-// taskHealth is the health block of a task answer. The API does not carry
-// one yet: the client fills last_run from the task's runs (withState).
+// taskHealth is the state block of a task answer (docs/api.md, "Task
+// state"). A server older than the block answers without it: the client
+// then fills last_run from the task's runs (withState).
 type taskHealth struct {
-	LastRun *lastRun `json:"last_run"`
+	LastRun             *lastRun   `json:"last_run"`
+	LastSuccessAt       *time.Time `json:"last_success_at"`
+	LastFailureAt       *time.Time `json:"last_failure_at"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	LagP50MS            *int64     `json:"lag_p50_ms"`
+	LagP95MS            *int64     `json:"lag_p95_ms"`
+	LagSamples          int        `json:"lag_samples"`
 }
 
 // lastRun is the task's newest run that has ended.
@@ -243,8 +250,9 @@ func decodeTasks(raws []json.RawMessage) ([]taskItem, error) {
 }
 
 // withState gives each task that the API answered without a state block
-// one with its last run, read from its runs (one request per task, a few
-// at a time), and adds it to the task's JSON as "state".
+// (a server older than it) one with its last run, read from its runs (one
+// request per task, a few at a time), and adds it to the task's JSON as
+// "state". A task the API answered with its state is left as it is.
 func withState(ctx context.Context, a *apiClient, items []taskItem) error {
 	return parallel(len(items), func(i int) error {
 		it := &items[i]
@@ -367,25 +375,27 @@ func printTasks(c *cli, cmd *cobra.Command, out string, items []taskItem) error 
 		return nil
 	}
 	now := c.now()
-	header := []string{"NAME", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS"}
+	header := []string{"NAME", "SCHEDULE", "TZ", "NEXT", "LAST", "LAG P95", "FAILS", "STATUS"}
 	if out == "wide" {
-		header = []string{"NAME", "ID", "SCHEDULE", "TZ", "NEXT", "LAST", "STATUS", "LABELS", "TARGET", "EXPLAINED", "REASON"}
+		header = []string{"NAME", "ID", "SCHEDULE", "TZ", "NEXT", "LAST", "LAG P95", "FAILS", "STATUS", "LABELS", "TARGET", "EXPLAINED", "REASON"}
 	}
 	rows := make([][]string, 0, len(items))
 	for _, it := range items {
 		t := it.t
-		last := "-"
-		if t.State != nil && t.State.LastRun != nil {
-			last = lastRunText(t.State.LastRun, now)
+		last, lag, fails := "-", "-", "-"
+		if st := t.State; st != nil {
+			if st.LastRun != nil {
+				last = lastRunText(st.LastRun, now)
+			}
+			lag = lagText(st.LagP95MS)
+			if st.LastRun != nil || st.LastFailureAt != nil {
+				fails = strconv.Itoa(st.ConsecutiveFailures)
+			}
 		}
-		next := "-"
-		if t.NextFireTime != nil {
-			next = inZone(*t.NextFireTime, t.Timezone) + " (" + ago(*t.NextFireTime, now) + ")"
-		}
-		row := []string{t.Name, scheduleText(t), t.Timezone, next, last, t.Status}
+		row := []string{t.Name, scheduleText(t), t.Timezone, nextText(t, now), last, lag, fails, t.Status}
 		if out == "wide" {
-			row = []string{t.Name, strconv.FormatInt(t.ID, 10), scheduleText(t), t.Timezone, next, last, t.Status,
-				labelsText(t.Labels), t.HTTPMethod + " " + t.TargetURL, explainSchedule(t), disabledText(t, now)}
+			row = []string{t.Name, strconv.FormatInt(t.ID, 10), scheduleText(t), t.Timezone, nextText(t, now), last, lag,
+				fails, t.Status, labelsText(t.Labels), t.HTTPMethod + " " + t.TargetURL, explainSchedule(t), disabledText(t, now)}
 		}
 		rows = append(rows, row)
 	}
@@ -423,6 +433,87 @@ func labelsText(labels map[string]string) string {
 		keys[i] = k + "=" + labels[k]
 	}
 	return strings.Join(keys, ",")
+}
+
+// nextText is a task's next fire in its zone, and how soon: 2026-11-25
+// 20:01:30 (in 3s).
+func nextText(t cliTask, now time.Time) string {
+	if t.NextFireTime == nil {
+		return "-"
+	}
+	return inZone(*t.NextFireTime, t.Timezone) + " (" + ago(*t.NextFireTime, now) + ")"
+}
+
+// lagText is a lag in milliseconds, as a duration: 3ms, 1.25s; - for none.
+func lagText(ms *int64) string {
+	if ms == nil {
+		return "-"
+	}
+	return runDuration(time.Duration(*ms) * time.Millisecond)
+}
+
+// describeTasks writes each task as fields, its whole state among them
+// (task get), a blank line between tasks.
+func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
+	now := c.now()
+	w := cmd.OutOrStdout()
+	for i, it := range items {
+		t := it.t
+		at := func(ts *time.Time) string {
+			if ts == nil {
+				return "-"
+			}
+			return inZone(*ts, t.Timezone) + " (" + ago(*ts, now) + ")"
+		}
+		schedule := scheduleText(t)
+		if e := explainSchedule(t); e != "-" {
+			schedule += ": " + e
+		}
+		fields := [][2]string{
+			{"Task", fmt.Sprintf("%s (id %d)", t.Name, t.ID)},
+			{"Schedule", schedule},
+			{"Time zone", t.Timezone},
+			{"Status", t.Status},
+			{"Labels", labelsText(t.Labels)},
+			{"Target", t.HTTPMethod + " " + t.TargetURL},
+			{"Next fire", at(t.NextFireTime)},
+		}
+		if t.Status == "DISABLED" {
+			fields = append(fields, [2]string{"Disabled", disabledText(t, now)})
+		}
+		st := t.State
+		if st == nil {
+			st = &taskHealth{}
+		}
+		last := "-"
+		if r := st.LastRun; r != nil {
+			last = fmt.Sprintf("%d %s, scheduled %s", r.ID, statusText(r.Status, r.SkipReason), at(&r.ScheduledTime))
+			if r.FinishedAt != nil {
+				last += ", ended " + ago(*r.FinishedAt, now)
+			}
+		}
+		lags := "-"
+		if st.LagSamples > 0 {
+			fires := "fires"
+			if st.LagSamples == 1 {
+				fires = "fire"
+			}
+			lags = fmt.Sprintf("%s, %s (%d %s)", lagText(st.LagP50MS), lagText(st.LagP95MS), st.LagSamples, fires)
+		}
+		fields = append(fields,
+			[2]string{"Last run", last},
+			[2]string{"Last success", at(st.LastSuccessAt)},
+			[2]string{"Last failure", at(st.LastFailureAt)},
+			[2]string{"Failures in a row", strconv.Itoa(st.ConsecutiveFailures)},
+			[2]string{"Lag p50, p95", lags})
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		if err := writeFields(w, fields); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scheduleText is a task's cron expression, or "once" for a one-off task.

@@ -41,6 +41,8 @@ func (c *cli) taskLsCommand() *cobra.Command {
   TZ        the time zone its schedule is read in
   NEXT      its next fire, in its time zone, and how soon
   LAST      the outcome of its newest run that ended, and how long ago it ended
+  LAG P95   the 95th percentile of how late its last 100 fires started
+  FAILS     its failures since its last success
   STATUS    ENABLED, DISABLED; COMPLETED or FAILED for a one-off task that has ended
 
 -o wide adds ID, LABELS (key=value, by key), TARGET, EXPLAINED and, for a disabled task,
@@ -49,8 +51,9 @@ the tasks whose labels match a label selector in Kubernetes' syntax: requirement
 separated by commas, all of which hold (team=payments, env!=prod, tier in (a,b),
 tier notin (a,b), canary, !canary).
 
--o json and -o yaml print the tasks as the API answers them, with a "state" block holding
-last_run (id, status, skip_reason, scheduled_time, finished_at), read from the task's runs.
+-o json and -o yaml print the tasks as the API answers them, with their "state" block:
+next_fire_time, last_run, last_success_at, last_failure_at, consecutive_failures,
+lag_p50_ms, lag_p95_ms, lag_samples.
 
 --watch prints the table again whenever a task or a run changes anywhere in the cluster
 (following GET /api/v1/events; at most once a second), until Ctrl-C: on a terminal in
@@ -118,8 +121,11 @@ place of the one before, otherwise after it.`,
 func (c *cli) taskGetCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
-		Use:               "get NAME|ID...",
-		Short:             "Show tasks; -o yaml prints them as apply reads them",
+		Use:   "get NAME|ID...",
+		Short: "Show tasks with their state; -o yaml prints them as apply reads them",
+		Long: `Show each task: its schedule, target, next fire and its whole state (its last run, last
+success and failure, failures in a row, and the lag of its last fires). -o wide prints the
+columns of task ls; -o json and -o yaml the tasks as the API answers them.`,
 		Example:           "  sundial task get nightly-report\n  sundial task get nightly-report -o yaml > nightly-report.yaml",
 		Args:              minArgs("the name or id of a task"),
 		ValidArgsFunction: c.completeTasks,
@@ -140,8 +146,11 @@ func (c *cli) taskGetCommand() *cobra.Command {
 					return err
 				}
 			}
-			if out == "json" && len(items) == 1 {
+			switch {
+			case out == "json" && len(items) == 1:
 				return writeJSON(cmd.OutOrStdout(), items[0].raw)
+			case out == "table":
+				return c.describeTasks(cmd, items)
 			}
 			return printTasks(c, cmd, out, items)
 		},

@@ -62,6 +62,7 @@ type config struct {
 		NodeRetention     time.Duration `yaml:"node_retention"`
 		ClaimInterval     time.Duration `yaml:"claim_interval"`
 		MaxDeliveries     int           `yaml:"max_deliveries"`
+		StateFlush        time.Duration `yaml:"state_flush"`
 	} `yaml:"scheduler"`
 
 	Compensator struct {
@@ -133,6 +134,7 @@ func defaultConfig() *config {
 	c.Scheduler.NodeRetention = d.NodeRetention
 	c.Scheduler.ClaimInterval = d.ClaimInterval
 	c.Scheduler.MaxDeliveries = d.MaxDeliveries
+	c.Scheduler.StateFlush = d.StateFlush
 	c.Compensator.BaseInterval = d.Compensator.Base
 	c.Compensator.Increment = d.Compensator.Increment
 	c.Compensator.MaxInterval = d.Compensator.Max
@@ -180,6 +182,7 @@ func (c *config) settings() []setting {
 		{"scheduler.node_retention", "nodes gone (LEFT or DEAD) for longer than this are deleted from the node list", &c.Scheduler.NodeRetention},
 		{"scheduler.claim_interval", "how often this node claims its share of the runs coming due", &c.Scheduler.ClaimInterval},
 		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
+		{"scheduler.state_flush", "a task whose runs succeed has its health (lags, last success) saved at most this often; a failure is saved at once", &c.Scheduler.StateFlush},
 		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
 		{"compensator.increment", "added to the interval after every round that found nothing", &c.Compensator.Increment},
 		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
@@ -531,6 +534,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.claim_interval: %s: want from 5ms to 1s", sc.ClaimInterval)
 	case sc.MaxDeliveries < 1 || sc.MaxDeliveries > 100:
 		return fmt.Errorf("scheduler.max_deliveries: %d: want from 1 to 100", sc.MaxDeliveries)
+	case sc.StateFlush < time.Second || sc.StateFlush > 24*time.Hour:
+		return fmt.Errorf("scheduler.state_flush: %s: want from 1s to 24h", sc.StateFlush)
 	case c.Compensator.BaseInterval < time.Second:
 		return fmt.Errorf("compensator.base_interval: %s: want at least 1s", c.Compensator.BaseInterval)
 	case c.Compensator.Increment < 0:

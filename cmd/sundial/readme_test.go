@@ -181,8 +181,8 @@ func readmeSteps() []readmeStep {
 			},
 			check: func(out string) error {
 				rows := []*regexp.Regexp{
-					regexp.MustCompile(`(?m)^hello +\*/5 \* \* \* \* \* +UTC +\S+ \S+ \((in \d+s|now)\) +SUCCESS \S+( ago)? +ENABLED$`),
-					regexp.MustCompile(`(?m)^once-[0-9a-f]+ +once +UTC +- +SUCCESS \S+( ago)? +COMPLETED$`),
+					regexp.MustCompile(`(?m)^hello +\*/5 \* \* \* \* \* +UTC +\S+ \S+ \((in \d+s|now)\) +SUCCESS \S+( ago)? +\S+ +0 +ENABLED$`),
+					regexp.MustCompile(`(?m)^once-[0-9a-f]+ +once +UTC +- +SUCCESS \S+( ago)? +\S+ +0 +COMPLETED$`),
 				}
 				for _, row := range rows {
 					if !row.MatchString(out) {

@@ -158,6 +158,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		StartIntervals:    cfg.Executor.StartIntervals,
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,
 		MaxDeliveries:     cfg.Scheduler.MaxDeliveries,
+		StateFlush:        cfg.Scheduler.StateFlush,
 		CallbackURL:       baseURL,
 		CallbackSecret:    secret,
 		CallbackTimeout:   cfg.Callback.Timeout,

@@ -489,6 +489,10 @@ func TestQueryPlans(t *testing.T) {
 		{"release lock", releaseRunsSQL, []any{"node-1"}},
 		{"take back", taskRunsSQL, []any{1}},
 		{"RunCheckSend", `SELECT id, fence, status, cancel_requested FROM runs WHERE id IN (1, 2, 3)`, nil},
+		{"TaskStates last run", taskLastRunSQL(2), []any{tasks[1], sqlrow.Micros(now), tasks[2], sqlrow.Micros(now)}},
+		{"TaskStates", `SELECT task_id FROM task_state FORCE INDEX (PRIMARY) WHERE task_id IN (1, 2)`, nil},
+		{"TaskStateSave lock", taskStateLockSQL(2), []any{tasks[1], tasks[2]}},
+		{"TaskStateSave last success", lastSuccessSQL(2), []any{tasks[1], tasks[2]}},
 	} {
 		q := tc.sql
 		if i := strings.Index(q, "FOR UPDATE"); i >= 0 {
@@ -549,6 +553,16 @@ func TestQueryPlans(t *testing.T) {
 			}
 			if tc.name == "RunUpcoming" && strings.Contains(row["Extra"], "filesort") {
 				t.Errorf("%s sorts: %v", tc.name, row)
+			}
+			// Each task's latest run that ended: a range of
+			// runs_task_scheduled on both task and time, in its order.
+			if tc.name == "TaskStates last run" && row["table"] == "runs" && (row["key"] != "runs_task_scheduled" ||
+				row["type"] != "range" || row["key_len"] != "16" || strings.Contains(row["Extra"], "filesort")) {
+				t.Errorf("%s reads runs without a range of runs_task_scheduled on task and time: %v", tc.name, row)
+			}
+			if tc.name == "TaskStateSave last success" && row["table"] == "runs" && (row["key"] != "runs_task_status" ||
+				strings.Contains(row["Extra"], "filesort")) {
+				t.Errorf("%s reads runs without runs_task_status in order: %v", tc.name, row)
 			}
 			if tc.name == "TaskList by biz_id" && row["key"] != "tasks_biz" {
 				t.Errorf("%s reads tasks without tasks_biz: %v", tc.name, row)
@@ -689,6 +703,12 @@ func TestChunks(t *testing.T) {
 	if got := chunks(batchRows+1, nil, nil); len(got) != 2 || len(got[0]) != batchRows {
 		t.Fatalf("chunks of %d = %d chunks", batchRows+1, len(got))
 	}
+}
+
+// BenchmarkTaskStates reads the states of 1,000 tasks per operation
+// (storetest.BenchTaskStates).
+func BenchmarkTaskStates(b *testing.B) {
+	storetest.BenchTaskStates(b, open(b))
 }
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.

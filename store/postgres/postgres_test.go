@@ -859,7 +859,7 @@ func TestQueryPlans(t *testing.T) {
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
 		"RunClaimDue idle": true, "RunClaimDue burst": true, "RunClaimDue": true,
-		"RunList": true, "RunList page": true}
+		"RunList": true, "RunList page": true, "TaskStates last run": true, "TaskStateSave last success": true}
 	for _, tc := range []struct {
 		name  string
 		sql   string
@@ -930,6 +930,12 @@ func TestQueryPlans(t *testing.T) {
 		{"RunList of a task", taskRuns, taskRunsArgs, "runs_task_scheduled", ""},
 		{"RunList page of a task", taskRunsPage, taskRunsPageArgs, "runs_task_scheduled", ""},
 		{"RunList of a task, filtered", taskRunsFiltered, taskRunsFilteredArgs, "runs_task_", ""},
+		// Each task's latest run that ended, read backwards from now in
+		// its range of runs_task_scheduled (the fires planned ahead are
+		// past its start), stopping at the first: a page of 1,000 tasks.
+		{"TaskStates last run", taskLastRunSQL, []any{ids, 150_000}, "runs_task_scheduled", "runs_task_status"},
+		{"TaskStateSave make", taskStateMakeSQL, []any{ids, 0}, "tasks_pkey", ""},
+		{"TaskStateSave last success", lastSuccessSQL, []any{ids}, "runs_task_status", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
 		// generic plan: look at both.
@@ -1216,6 +1222,12 @@ func TestCustomPlans(t *testing.T) {
 }
 
 func at0(sec int) time.Time { return time.Unix(int64(sec), 0) }
+
+// BenchmarkTaskStates reads the states of 1,000 tasks per operation
+// (storetest.BenchTaskStates).
+func BenchmarkTaskStates(b *testing.B) {
+	storetest.BenchTaskStates(b, open(b, newSchema(b)))
+}
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {

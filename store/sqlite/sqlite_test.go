@@ -248,6 +248,12 @@ func TestListPlans(t *testing.T) {
 		{"RunList of a task by statuses and trigger", runs(sundial.RunListParams{TaskID: 3, ExcludePlannedAfter: now,
 			Status: []sundial.RunStatus{sundial.RunFailed, sundial.RunTimeout}, Trigger: []sundial.Trigger{sundial.TriggerManual},
 			FinishedFrom: at}), "SEARCH runs USING INDEX runs_task_scheduled (task_id=?)"},
+		// Each task's latest run that ended: its range of
+		// runs_task_scheduled read backwards from now, in its order.
+		{"TaskStates last run", stmt{taskLastRunSQL, []any{"[1,2]", 5}},
+			"SEARCH l USING INDEX runs_task_scheduled (task_id=? AND scheduled_at<?)"},
+		{"TaskStateSave last success", stmt{lastSuccessSQL, []any{"[1,2]"}},
+			"SEARCH l USING INDEX runs_task_status (task_id=? AND status=?)"},
 	} {
 		plan := strings.Join(queryPlan(t, s, tc.stmt.sql, tc.stmt.args...), "\n")
 		if !strings.Contains(plan, tc.use) || strings.Contains(plan, "TEMP B-TREE") {
@@ -284,6 +290,12 @@ func queryPlan(t *testing.T, s *Store, q string, args ...any) []string {
 		t.Fatal(err)
 	}
 	return plan
+}
+
+// BenchmarkTaskStates reads the states of 1,000 tasks per operation
+// (storetest.BenchTaskStates).
+func BenchmarkTaskStates(b *testing.B) {
+	storetest.BenchTaskStates(b, open(b))
 }
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.

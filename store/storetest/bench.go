@@ -143,3 +143,65 @@ func BenchBurst(b *testing.B, s sundial.Store) {
 	b.ReportMetric(float64(claimTime.Nanoseconds())/fires, "claim-ns/fire")
 	b.ReportMetric(float64(finishTime.Nanoseconds())/fires, "finish-ns/fire")
 }
+
+// BenchTaskStates reads the states of 1,000 tasks per operation, as a page
+// of GET /tasks?limit=1000 does (TaskList, then TaskStates): each task has
+// a saved state with 100 lags, 100 runs that ended and 100 fires planned
+// ahead. s must be empty; the adapters' BenchmarkTaskStates call it.
+func BenchTaskStates(b *testing.B, s sundial.Store) {
+	ctx := context.Background()
+	const n, runs = 1000, 100
+	t0 := time.Unix(1_900_000_000, 0)
+	ts := make([]*sundial.Task, n)
+	for i := range ts {
+		ts[i] = &sundial.Task{Name: fmt.Sprintf("t%d", i), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+		if err := ts[i].Normalize(t0); err != nil {
+			b.Fatal(err)
+		}
+		ts[i].NextFireTime = &t0
+	}
+	if _, err := s.TaskCreateMany(ctx, ts, t0); err != nil {
+		b.Fatal(err)
+	}
+	// Each task's runs, planned in batches: those before t0 ended
+	// (SKIPPED), those after it planned ahead.
+	plan := func(tk *sundial.Task) sundial.Plan {
+		var p sundial.Plan
+		for j := -runs; j < runs; j++ {
+			at := t0.Add(time.Duration(j) * time.Second)
+			r := &sundial.Run{FireKey: sundial.ScheduledFireKey(at), Trigger: sundial.TriggerSchedule, ScheduledTime: at,
+				Status: sundial.RunScheduled}
+			if j < 0 {
+				r.Status, r.SkipReason, r.FinishedAt = sundial.RunSkipped, sundial.SkipOverlap, &at
+			}
+			p.Runs = append(p.Runs, r)
+		}
+		return p
+	}
+	for planned := 0; planned < n; {
+		got, err := s.PlanDue(ctx, t0, 50, "", t0, plan)
+		if err != nil || len(got) == 0 {
+			b.Fatalf("PlanDue: %d runs, %v", len(got), err)
+		}
+		planned += len(got) / (2 * runs)
+	}
+	ids := make([]int64, n)
+	changes := make([]*sundial.TaskState, n)
+	for i, tk := range ts {
+		ids[i] = tk.ID
+		changes[i] = &sundial.TaskState{TaskID: tk.ID}
+		changes[i].Record(sundial.RunSuccess, t0)
+		for j := range sundial.MaxLagSamples {
+			changes[i].AddLag(t0.Add(time.Duration(j-runs)*time.Second), time.Duration(j)*time.Millisecond)
+		}
+	}
+	if err := s.TaskStateSave(ctx, changes, t0); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		saved, last, err := s.TaskStates(ctx, ids, t0)
+		if err != nil || len(saved) != n || len(last) != n {
+			b.Fatalf("TaskStates: %d saved, %d last runs, %v", len(saved), len(last), err)
+		}
+	}
+}

@@ -69,6 +69,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClusterFence", testClusterFence},
 		{"ClusterLockOrder", testClusterLockOrder},
 		{"ClusterSecretsSwap", testClusterSecretsSwap},
+		{"ClusterTaskStateSave", testClusterTaskStateSave},
 		{"AttemptsGolden", testAttemptsGolden},
 	} {
 		t.Run(g.name, func(t *testing.T) {
@@ -137,6 +138,9 @@ func Run(t *testing.T, b Backend) {
 		{"ReleaseRule", testReleaseRule},
 		{"TakeBackRule", testTakeBackRule},
 		{"RedeliverRule", testRedeliverRule},
+		{"TaskStateSave", testTaskStateSave},
+		{"TaskStatesLastRun", testTaskStatesLastRun},
+		{"TaskStatesMany", testTaskStatesMany},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
