@@ -171,7 +171,7 @@ func TestCLIDisableReason(t *testing.T) {
 		}
 	}
 	table := mustCLI(t, env, "task", "ls")
-	if !regexp.MustCompile(`(?m)^nightly +0 0 3 \* \* \* +UTC +- +- +DISABLED$`).MatchString(table) {
+	if !regexp.MustCompile(`(?m)^nightly +0 0 3 \* \* \* +UTC +- +- +- +- +DISABLED$`).MatchString(table) {
 		t.Errorf("task ls:\n%s", table)
 	}
 	wide := mustCLI(t, env, "task", "ls", "-o", "wide")
