@@ -219,7 +219,7 @@ func NewServer(cfg Config) *Server {
 	s.route("/api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback)
 	s.route("POST /api/v1/runs/{id}/progress", sundial.RoleNone, s.handleRunProgress)
 
-	s.route("GET /api/v1/events", sundial.RoleViewer, s.handleEvents, "task"+repeatable, "kinds"+repeatable, "since")
+	s.route("GET /api/v1/events", sundial.RoleViewer, s.handleEvents, "task"+repeatable, "kinds"+repeatable, "selector", "since")
 
 	s.route("GET /api/v1/nodes", sundial.RoleViewer, s.handleNodeList)
 	s.route("GET /api/v1/admin/compensation", sundial.RoleViewer, s.handleCompensation)

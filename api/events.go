@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -34,10 +35,8 @@ const (
 )
 
 // eventFilter says whether a stream sends an event. The filters of a
-// stream's query each make one (taskFilter, kindFilter); a stream sends
-// what all of its filters pass. A filter on labels (the selector of GET
-// /api/v1/tasks, once tasks have labels) is one more, over the labels of
-// the event's task.
+// stream's query each make one (taskFilter, kindFilter, selectorFilter); a
+// stream sends what all of its filters pass.
 type eventFilter func(*event.Entry) bool
 
 // allOf passes what every filter passes.
@@ -125,6 +124,46 @@ func kindFilter(vs []string) (eventFilter, error) {
 	return func(e *event.Entry) bool { return want[e.Kind] }, nil
 }
 
+// maxLabelCache bounds the tasks whose labels a stream's selector holds;
+// past it, the stream reads them again as their events come.
+const maxLabelCache = 10_000
+
+// selectorFilter passes the events of the tasks whose labels match the
+// label selector text (GET /tasks?selector=). A task's labels are read
+// (labelsOf) at its first event and again after each of its task events,
+// which may have changed them; a task labelsOf cannot read (deleted) is
+// matched by the labels last read, or none. Nil when selector is not
+// given.
+func selectorFilter(vs []string, labelsOf func(id int64) (map[string]string, bool)) (eventFilter, error) {
+	if len(vs) == 0 {
+		return nil, nil
+	}
+	sel, err := sundial.ParseSelector("selector", vs[0])
+	if err != nil {
+		return nil, err
+	}
+	if len(sel) == 0 {
+		return nil, sundial.Errorf(sundial.EInvalid, "selector", "selector is empty: give a label selector, such as team=payments")
+	}
+	var mu sync.Mutex
+	cache := map[int64]map[string]string{}
+	return func(e *event.Entry) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		labels, ok := cache[e.TaskID]
+		if !ok || e.Kind.Group() == "task" {
+			if fresh, found := labelsOf(e.TaskID); found {
+				labels = fresh
+			}
+			if len(cache) >= maxLabelCache {
+				clear(cache)
+			}
+			cache[e.TaskID] = labels
+		}
+		return sel.Matches(labels)
+	}, nil
+}
+
 // kindNames lists every kind of event.
 func kindNames() string {
 	var names []string
@@ -163,7 +202,7 @@ func (s *Server) streamStart(r *http.Request) (uint64, *event.Reset, error) {
 	return pos, reset, nil
 }
 
-// handleEvents serves GET /api/v1/events?task=&kinds=&since=: the live
+// handleEvents serves GET /api/v1/events?task=&kinds=&selector=&since=: the live
 // events as server-sent events, until the client goes away or the server
 // stops (EndStreams).
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
@@ -172,6 +211,15 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	for _, parse := range []func() (eventFilter, error){
 		func() (eventFilter, error) { return taskFilter(q["task"]) },
 		func() (eventFilter, error) { return kindFilter(q["kinds"]) },
+		func() (eventFilter, error) {
+			return selectorFilter(q["selector"], func(id int64) (map[string]string, bool) {
+				t, err := s.store.TaskGet(r.Context(), id)
+				if err != nil {
+					return nil, false
+				}
+				return t.Labels, true
+			})
+		},
 	} {
 		f, err := parse()
 		if err != nil {

@@ -311,9 +311,35 @@ func TestEventsFilters(t *testing.T) {
 	}
 }
 
+// TestEventsSelector: a stream with a selector sends the events of the
+// tasks whose labels match it, as they are after each change of the task.
+func TestEventsSelector(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	s := openStream(t, b.srv.Handler(), "/api/v1/events?kinds=task&selector=team%3Dops")
+	other := b.create(t, task("other", nil))
+	ops := b.create(t, task("ops-task", map[string]any{"labels": map[string]string{"team": "ops"}}))
+	if e := s.nextEvent(t, 10*time.Second).decode(t); e.Kind != sundial.EventTaskCreated || e.Task.ID != ops.ID {
+		t.Errorf("first event %+v, want the creation of ops-task", e)
+	}
+	// other gets the label: its change is sent; its deletion too, by the
+	// labels it had.
+	patch := httptest.NewRequest(http.MethodPatch, taskPath(other.ID), strings.NewReader(`{"labels":{"team":"ops"}}`))
+	patch.Header.Set("Content-Type", "application/merge-patch+json")
+	rec := httptest.NewRecorder()
+	b.srv.Handler().ServeHTTP(rec, patch)
+	want(t, rec, http.StatusOK, nil)
+	if e := s.nextEvent(t, 10*time.Second).decode(t); e.Kind != sundial.EventTaskUpdated || e.Task.ID != other.ID {
+		t.Errorf("event %+v, want the update of other", e)
+	}
+	want(t, b.do(t, http.MethodDelete, taskPath(other.ID), nil), http.StatusNoContent, nil)
+	if e := s.nextEvent(t, 10*time.Second).decode(t); e.Kind != sundial.EventTaskDeleted || e.Task.ID != other.ID {
+		t.Errorf("event %+v, want the deletion of other", e)
+	}
+}
+
 // TestEventsBadRequest: a malformed filter or resume point is a 400 naming
-// it; a parameter the route does not read (selector, before tasks have
-// labels) too.
+// it.
 func TestEventsBadRequest(t *testing.T) {
 	t.Parallel()
 	b := setupStore(t)
@@ -333,7 +359,9 @@ func TestEventsBadRequest(t *testing.T) {
 		{"/api/v1/events?since=yesterday", "", errorDetail{Code: sundial.EInvalid, Field: "since", Token: "yesterday"}},
 		{"/api/v1/events", "42", errorDetail{Code: sundial.EInvalid, Field: "Last-Event-ID", Token: "42"}},
 		{"/api/v1/events?since=1-a&since=2-b", "", errorDetail{Code: sundial.EInvalid, Field: "since"}},
-		{"/api/v1/events?selector=team%3Dops", "", errorDetail{Code: sundial.EInvalid, Field: "selector"}},
+		{"/api/v1/events?selector=tier+in+(a", "", errorDetail{Code: sundial.EInvalid, Field: "selector"}},
+		{"/api/v1/events?selector=", "", errorDetail{Code: sundial.EInvalid, Field: "selector"}},
+		{"/api/v1/events?label=team", "", errorDetail{Code: sundial.EInvalid, Field: "label"}},
 	} {
 		t.Run(tc.target+" "+tc.lastID, func(t *testing.T) {
 			req := httptest.NewRequest(http.MethodGet, tc.target, nil)

@@ -306,7 +306,7 @@ the last event it printed; if events were missed meanwhile it says so. Ctrl-C en
 	}
 	f := cmd.Flags()
 	f.StringArrayVar(&tasks, "task", nil, "only the runs of this task (a name or an id); repeat it for several")
-	f.StringVarP(&selector, "selector", "l", "", "only the runs of tasks whose labels match (needs labels, which the API does not have yet)")
+	f.StringVarP(&selector, "selector", "l", "", "only the runs of the tasks whose labels match this label selector: team=payments")
 	f.BoolVar(&all, "all", false, "print every change of a run, not only its outcomes")
 	addOutputFlag(cmd, &out, "text", "text", "json")
 	_ = cmd.RegisterFlagCompletionFunc("task", c.completeTasks)
