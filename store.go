@@ -110,7 +110,9 @@ type Store interface {
 	// task's priority, owned by nodeID, or by no node when nodeID is empty
 	// (any node then claims them with RunClaimDue), and the task's
 	// NextFireTime becomes Plan.Next. Concurrent calls never plan the same
-	// task. It returns the runs it inserted, with their IDs.
+	// task. A task whose Plan is Keep is left as it is: nothing is
+	// inserted for it and its row is not written. It returns the runs it
+	// inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
 	// RunInsert inserts a run (a manual trigger, with its Params) with its
@@ -422,6 +424,9 @@ type PlanFunc func(t *Task) Plan
 type Plan struct {
 	Runs []*Run     // to insert: SCHEDULED fires, or a SKIPPED MISFIRE record
 	Next *time.Time // the task's next unplanned fire; nil when it has none
+	// Keep leaves the task as it is, due, for a later call: Runs and Next
+	// are ignored and its row is not written.
+	Keep bool
 }
 
 // AdmitFunc decides what a run becomes when its time comes: called by

@@ -89,12 +89,18 @@ func steadyWrites(b *testing.B, horizon time.Duration) (bytesPerFire, rowsPerFir
 		}
 		if step%20 == 10 { // a planner pass each second, mid-second
 			for {
-				n, ahead := 0, 0
+				n, ahead, kept := 0, 0, 0
 				until := now.Add(lookahead)
+				keepAfter := now.Add(2*time.Second + DefaultConfig().StartAhead + 2*claimStep)
 				_, err := s.PlanDue(ctx, until, DefaultConfig().PlanBatch, "", now, func(tk *sundial.Task) sundial.Plan {
 					n++
 					h := horizon
 					if ahead >= maxPlannedAhead {
+						// As planner.planOnce: kept for the next transaction.
+						if tk.NextFireTime.After(keepAfter) {
+							kept++
+							return sundial.Plan{Keep: true}
+						}
 						h = 0
 					}
 					p := planTask(tk, now, until, time.Minute, DefaultConfig().MaxRunsPerTask, h)
@@ -108,7 +114,7 @@ func steadyWrites(b *testing.B, horizon time.Duration) (bytesPerFire, rowsPerFir
 				if err != nil {
 					b.Fatal(err)
 				}
-				if n < DefaultConfig().PlanBatch {
+				if kept == 0 && n < DefaultConfig().PlanBatch {
 					break
 				}
 			}

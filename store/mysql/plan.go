@@ -59,6 +59,9 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		)
 		for _, t := range tasks {
 			p := plan(t)
+			if p.Keep {
+				continue
+			}
 			for _, r := range p.Runs {
 				r.TaskID, r.NodeID, r.Fence, r.Priority = t.ID, nodeID, 1, t.Priority
 				r.CreatedAt, r.UpdatedAt = now, now
@@ -76,7 +79,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		if out, err = insertPlanned(ctx, tx, sqlrow.ByInstant(runs)); err != nil {
 			return err
 		}
-		for _, part := range chunks(len(tasks), nil, nil) {
+		for _, part := range chunks(len(nexts)/2, nil, nil) {
 			args := nexts[2*part[0] : 2*(part[len(part)-1]+1)]
 			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "next_at"}, len(part))+`
 				SET t.next_fire_at = v.next_at`, args...); err != nil {

@@ -66,12 +66,15 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		var (
 			runs     []*sundial.Run
 			seen     = map[fire]bool{}
-			ids      = make([]int64, len(tasks))
-			nexts    = make([]*int64, len(tasks))
+			ids      = make([]int64, 0, len(tasks))
+			nexts    = make([]*int64, 0, len(tasks))
 			inserted = map[fire]int64{}
 		)
-		for i, t := range tasks {
+		for _, t := range tasks {
 			p := plan(t)
+			if p.Keep {
+				continue
+			}
 			for _, r := range p.Runs {
 				r.TaskID, r.NodeID, r.Fence, r.Priority = t.ID, nodeID, 1, t.Priority
 				r.CreatedAt, r.UpdatedAt = now, now
@@ -84,7 +87,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 					runs = append(runs, r)
 				}
 			}
-			ids[i], nexts[i] = t.ID, nullMicros(p.Next)
+			ids, nexts = append(ids, t.ID), append(nexts, nullMicros(p.Next))
 		}
 		runs = sqlrow.ByInstant(runs)
 		nb := &pgx.Batch{}

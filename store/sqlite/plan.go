@@ -44,6 +44,9 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		var runs []*sundial.Run
 		for _, t := range tasks {
 			p := plan(t)
+			if p.Keep {
+				continue
+			}
 			for _, r := range p.Runs {
 				r.TaskID, r.NodeID, r.Fence, r.Priority = t.ID, nodeID, 1, t.Priority
 				r.CreatedAt, r.UpdatedAt = now, now

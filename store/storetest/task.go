@@ -505,6 +505,44 @@ func testPlanDue(t *testing.T, open Opener) {
 		eqIDs(t, "planned again", called, nil)
 	})
 
+	t.Run("Keep", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		planned := f.task("planned", withNext(at(0)))
+		kept := f.task("kept", withNext(at(5)))
+		// The first task is planned; the second is kept as it is, for a
+		// later call: no run, its row not written.
+		plan := func(task *sundial.Task) sundial.Plan {
+			if task.ID == kept.ID {
+				return sundial.Plan{Keep: true, Runs: []*sundial.Run{{TaskID: task.ID, FireKey: "s:kept",
+					ScheduledTime: at(5), Status: sundial.RunScheduled}}, Next: ptr(at(99))}
+			}
+			return sundial.Plan{Runs: []*sundial.Run{{TaskID: task.ID, FireKey: sundial.ScheduledFireKey(at(0)),
+				ScheduledTime: at(0), Status: sundial.RunScheduled}}, Next: ptr(at(60))}
+		}
+		runs, err := f.s.PlanDue(f.ctx, at(10), 10, "n", t0, plan)
+		if err != nil || len(runs) != 1 || runs[0].TaskID != planned.ID {
+			t.Fatalf("PlanDue: %d runs, %v; want the planned task's one", len(runs), err)
+		}
+		if got := f.getTask(planned.ID); got.NextFireTime == nil || !got.NextFireTime.Equal(at(60)) {
+			t.Fatalf("planned task: NextFireTime = %v, want %v", got.NextFireTime, at(60))
+		}
+		got := f.getTask(kept.ID)
+		if got.NextFireTime == nil || !got.NextFireTime.Equal(at(5)) || got.Version != kept.Version {
+			t.Fatalf("kept task: NextFireTime %v, version %d; want %v, %d (untouched)", got.NextFireTime, got.Version, at(5), kept.Version)
+		}
+		all, err := f.s.RunList(f.ctx, sundial.RunListParams{TaskID: kept.ID})
+		if err != nil || len(all) != 0 {
+			t.Fatalf("kept task: %d runs, %v; want none", len(all), err)
+		}
+		// Still due: the next call plans it.
+		var called []int64
+		if _, err := f.s.PlanDue(f.ctx, at(10), 10, "n", t0, planEvery(0, &called)); err != nil {
+			t.Fatalf("PlanDue again: %v", err)
+		}
+		eqIDs(t, "due again", called, []int64{kept.ID})
+	})
+
 	t.Run("IdempotentFire", func(t *testing.T) {
 		t.Parallel()
 		f := setup(t, open)
