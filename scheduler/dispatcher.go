@@ -107,6 +107,9 @@ type dispatcher struct {
 	cancel func(runID int64, cause error) bool
 	// publish hands on the live event of a run queued.
 	publish publishFunc
+	// idle, when set, is told how long the timer loop is about to wait
+	// with nothing due (quietGC).
+	idle func(now time.Time, wait time.Duration)
 
 	mu   sync.Mutex
 	h    runHeap
@@ -295,6 +298,9 @@ func (d *dispatcher) Run(ctx context.Context) error {
 			return err
 		}
 		wait := d.step(ctx)
+		if d.idle != nil {
+			d.idle(time.Now(), wait)
+		}
 		timer.Reset(wait)
 		select {
 		case <-ctx.Done():

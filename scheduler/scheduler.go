@@ -82,6 +82,10 @@ type Config struct {
 	// this node makes (see events.go): the node's event hub. It must not
 	// block.
 	Events func(...sundial.Event)
+	// QuietGC runs Go's garbage collector when the node has nothing to
+	// send for a while and the heap has used half its room, so that a
+	// cycle does not fall in a burst of fires (quietgc.go) [on].
+	QuietGC bool
 
 	// admitLaneCap is the room of each admission lane [4096]: tests make
 	// it small to fill a lane with a small burst.
@@ -135,6 +139,7 @@ func DefaultConfig() Config {
 		CallbackTimeout: 10 * time.Minute,
 		CallbackSweep:   time.Second,
 		admitLaneCap:    4096,
+		QuietGC:         true,
 	}
 }
 
@@ -257,6 +262,14 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.disp.submit, s.disp.finish, s.disp.record, s.disp.cancel = s.pool.submit, s.writer.finish, record, s.pool.cancel
 
 	s.pool.finish = s.writer.finish
+	if cfg.QuietGC {
+		gc := newQuietGC()
+		s.disp.idle = func(now time.Time, wait time.Duration) {
+			if s.pool.waiting() == 0 {
+				gc.idle(now, wait)
+			}
+		}
+	}
 
 	s.writer.written, s.writer.slotFreed, s.writer.observe = s.pool.written, s.disp.slotFreed, s.health.observe
 

@@ -205,6 +205,24 @@ func (w *writer) record(o outcome) {
 		w.observe(o)
 	}
 	r := o.run
+	switch {
+	case o.retry:
+		w.m.retries.Inc()
+	case o.status == sundial.RunWaitingCallback, o.status == sundial.RunInterrupted:
+	case o.status == sundial.RunSkipped && r.SkipReason == sundial.SkipMisfire:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		w.m.missed.Add(float64(r.MissedCount))
+	default:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+	}
+	level := slog.LevelWarn
+	if !o.retry && (o.status == sundial.RunWaitingCallback || o.status == sundial.RunSuccess ||
+		o.status == sundial.RunSkipped && r.SkipReason != sundial.SkipMisfire) {
+		level = slog.LevelInfo
+	}
+	if !w.log.Enabled(context.Background(), level) {
+		return // a fire a second per task: its attributes are not built for nothing
+	}
 	attrs := []any{slog.Int64("task_id", r.TaskID)}
 	if o.task != nil {
 		attrs = append(attrs, slog.String("task_name", o.task.Name))
@@ -226,25 +244,19 @@ func (w *writer) record(o outcome) {
 	}
 	switch {
 	case o.retry:
-		w.m.retries.Inc()
 		w.log.Warn("run will be retried", append(attrs, slog.Time("retry_at", o.dueAt), slog.String("run_error", o.err))...)
 	case o.status == sundial.RunWaitingCallback:
 		w.log.Info("run waiting for its callback", append(attrs, slog.Time("deadline", o.dueAt))...)
 	case o.status == sundial.RunSkipped && r.SkipReason == sundial.SkipMisfire:
-		w.m.fires.WithLabelValues(string(o.status)).Inc()
-		w.m.missed.Add(float64(r.MissedCount))
 		w.log.Warn("fires missed", append(attrs, slog.Int("missed", r.MissedCount))...)
 	case o.status == sundial.RunSkipped:
-		w.m.fires.WithLabelValues(string(o.status)).Inc()
 		w.log.Info("run skipped", append(attrs, slog.String("skip_reason", string(r.SkipReason)))...)
 	case o.status == sundial.RunInterrupted:
 		// Not final: a live node delivers it again (RunRedeliver).
 		w.log.Warn("run interrupted", append(attrs, slog.String("run_error", o.err))...)
 	case o.status == sundial.RunSuccess:
-		w.m.fires.WithLabelValues(string(o.status)).Inc()
 		w.log.Info("run finished", attrs...)
 	default:
-		w.m.fires.WithLabelValues(string(o.status)).Inc()
 		w.log.Warn("run finished", append(attrs, slog.String("run_error", o.err))...)
 	}
 }

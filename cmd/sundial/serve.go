@@ -165,6 +165,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		Sealer:            sealer,
 		IDToken:           mint,
 		Events:            hub.Publish,
+		QuietGC:           true,
 		Compensator: scheduler.CompensatorConfig{
 			Base:      cfg.Compensator.BaseInterval,
 			Increment: cfg.Compensator.Increment,
