@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-func TestOneOffEnd(t *testing.T) {
+func TestTaskEndOf(t *testing.T) {
 	once := &Task{ID: 1, RunAt: tp(0), Status: TaskEnabled}
 	cron := &Task{ID: 1, CronExpr: "* * * * * *", Status: TaskEnabled}
 	for _, tc := range []struct {
@@ -27,8 +27,8 @@ func TestOneOffEnd(t *testing.T) {
 		{"cron task", cron, aRun(RunRunning), RunFailed, ""},
 		{"no task", nil, aRun(RunRunning), RunFailed, ""},
 	} {
-		if got := OneOffEnd(tc.t, tc.r, tc.status); got != tc.want {
-			t.Errorf("%s: OneOffEnd = %q, want %q", tc.name, got, tc.want)
+		if got := TaskEndOf(tc.t, tc.r, tc.status); got != tc.want {
+			t.Errorf("%s: TaskEndOf = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	for s, ok := range map[TaskStatus]bool{TaskCompleted: true, TaskFailed: true, TaskEnabled: false, TaskDisabled: false, "": false} {

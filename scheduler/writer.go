@@ -221,7 +221,7 @@ func (w *writer) record(o outcome) {
 		attrs = append(attrs, slog.Int("delivery", o.delivery))
 	}
 	if !o.started.IsZero() {
-		attrs = append(attrs, slog.Int64("lag_ms", o.started.Sub(r.ScheduledTime).Milliseconds()),
+		attrs = append(attrs, slog.Int64("lag_ms", o.started.Sub(r.DueAt).Milliseconds()),
 			slog.Int64("duration_ms", o.finished.Sub(o.started).Milliseconds()), slog.Int("http_status", o.httpStatus))
 	}
 	switch {
