@@ -125,3 +125,27 @@ func TestTaskBoundsRefused(t *testing.T) {
 		t.Errorf("%d tasks after refused creates, want none", len(list.Items))
 	}
 }
+
+// TestTaskUpcomingBounded: the upcoming fires of a task stop at its
+// end_at and at its max_runs.
+func TestTaskUpcomingBounded(t *testing.T) {
+	t.Parallel()
+	b := setupStore(t)
+	now := b.now()
+	for _, tc := range []struct {
+		name string
+		body map[string]any
+		want int
+	}{
+		{"max_runs", map[string]any{"cron_expr": "* * * * * *", "max_runs": 3}, 3},
+		{"end_at", map[string]any{"cron_expr": "*/10 * * * * *", "end_at": now.Add(time.Minute).Format(time.RFC3339)}, 6},
+		{"unbounded", map[string]any{"cron_expr": "* * * * * *"}, 10},
+	} {
+		tk := b.create(t, task("upcoming-"+tc.name, tc.body))
+		var got upcomingResponse
+		want(t, b.do(t, http.MethodGet, taskPath(tk.ID, "/upcoming?limit=10"), nil), http.StatusOK, &got)
+		if len(got.Next) != tc.want {
+			t.Errorf("%s: %d upcoming fires %v, want %d", tc.name, len(got.Next), got.Next, tc.want)
+		}
+	}
+}
