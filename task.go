@@ -439,6 +439,18 @@ func (t *Task) Fires(at time.Time) bool {
 // schedule's own end: it has an EndAt or a MaxRuns.
 func (t *Task) Bounded() bool { return !t.OneOff() && (t.EndAt != nil || t.MaxRuns > 0) }
 
+// Arm sets the planner's cursor of t, a task about to be written at now:
+// its first fire (FirstFire). An ENABLED bounded task with no fire left
+// within its bounds ends COMPLETED instead (EndBounded), as its last fire
+// would have ended it: created past its end_at, or sent back with its
+// max_runs reached.
+func (t *Task) Arm(now time.Time) {
+	t.NextFireTime = t.FirstFire(now)
+	if t.NextFireTime == nil {
+		t.EndBounded()
+	}
+}
+
 // EndBounded ends t COMPLETED, as a change of it about to be written, if
 // it is an ENABLED bounded task (Bounded): its caller found no fire left
 // within its bounds (FirstFire is nil). It reports whether t ended.

@@ -77,6 +77,13 @@ func TestTaskMaxRunsCounted(t *testing.T) {
 	if patched.FireCount != 2 || patched.Status != sundial.TaskCompleted || patched.NextFireTime != nil {
 		t.Errorf("edited = %s, fire_count %d, next fire %v; want COMPLETED, 2, none", patched.Status, patched.FireCount, patched.NextFireTime)
 	}
+	// Sent back as GET answers it, the COMPLETED task is unchanged.
+	cur := b.get(t, tk.ID)
+	var put sundial.Task
+	want(t, b.do(t, http.MethodPut, taskPath(tk.ID), cur), http.StatusOK, &put)
+	if put.Version != patched.Version || put.Status != sundial.TaskCompleted {
+		t.Errorf("sent back: version %d, %s; want %d, COMPLETED", put.Version, put.Status, patched.Version)
+	}
 	want(t, b.patch(t, tk.ID, `{"max_runs":3}`), http.StatusOK, &patched)
 	if patched.FireCount != 2 || patched.Status != sundial.TaskEnabled || patched.NextFireTime == nil {
 		t.Errorf("given max_runs 3 = %s, fire_count %d, next fire %v; want ENABLED, 2, a next fire", patched.Status, patched.FireCount, patched.NextFireTime)

@@ -569,11 +569,13 @@ var errUnchanged = errors.New("unchanged")
 // nothing, when t changes no field of cur.
 func (s *Server) tryUpdate(r *http.Request, cur, t *sundial.Task, now time.Time) error {
 	t.ID = cur.ID
+	// First, so that a bounded task sent back COMPLETED, with no fire
+	// left, is unchanged.
+	t.NextFireTime = nextFire(t, now)
 	changed := changedFields(cur, t)
 	if len(changed) == 0 && t.Version == cur.Version {
 		return errUnchanged
 	}
-	t.NextFireTime = nextFire(t, now)
 	if err := s.store.TaskUpdate(r.Context(), t, now); err != nil {
 		return err
 	}
@@ -851,14 +853,11 @@ func (s *Server) answerStates(r *http.Request, now time.Time, ts ...*sundial.Tas
 // nextFire is the planner's cursor for t changed at now: its first fire
 // after now (run_at for a one-off task), or nil for a task that is not
 // enabled. An enabled bounded task with no fire left within its bounds
-// (an end_at passed, max_runs reached) ends COMPLETED instead, as its last
-// fire would have ended it (sundial.Task.EndBounded).
+// (an end_at passed, max_runs reached) ends COMPLETED instead
+// (sundial.Task.Arm).
 func nextFire(t *sundial.Task, now time.Time) *time.Time {
-	next := t.FirstFire(now)
-	if next == nil {
-		t.EndBounded()
-	}
-	return next
+	t.Arm(now)
+	return t.NextFireTime
 }
 
 // taskView turns t, as stored, into the task an answer shows at now: its

@@ -453,6 +453,12 @@ func compare(m *manifest, live *sundial.Task, now time.Time) (*planned, error) {
 	if err != nil {
 		return nil, fileError(m, err)
 	}
+	if live == nil || live.Status == sundial.TaskCompleted {
+		// As the server does: a bounded task with no fire left is
+		// COMPLETED (only it knows the fires counted of a live task
+		// that still has some).
+		want.Arm(now)
+	}
 	sundial.MaskTask(want)
 	wantFields := taskFields(want)
 	if live == nil {
