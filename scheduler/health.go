@@ -111,7 +111,7 @@ func (h *health) observe(o outcome) {
 	}
 	if lag {
 		// From the fire's due time: its scheduled time plus its jitter.
-		e.change.AddLag(r.ScheduledTime, o.started.Sub(r.DueAt))
+		e.change.AddLag(r.ScheduledTime, o.started.Sub(dueOf(r)))
 	}
 	urgent := now.Sub(e.savedAt) >= h.flush
 	if final {

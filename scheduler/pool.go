@@ -217,7 +217,7 @@ func (p *pool) deliver(j job) {
 	if j.deliveryNo() == 1 {
 		// The fire's first delivery: how late it started after it was
 		// due (its scheduled time plus its jitter).
-		p.m.lag.Observe(started.Sub(r.DueAt).Seconds())
+		p.m.lag.Observe(started.Sub(dueOf(r)).Seconds())
 	}
 	var cbURL, cbToken string
 	if t.ExecType == sundial.ExecAsync {
