@@ -12,9 +12,10 @@ import "time"
 // cancellation, a skip, a redelivery refused).
 //
 // A bounded cron task (Bounded: an end_at or a max_runs) ends COMPLETED,
-// whatever the status, with the last fire it has: the planner has no fire
-// left to plan (NextFireTime is nil) and r is a planned fire (SCHEDULE or
-// CATCH_UP) not earlier than the last fire counted (CountedThrough).
+// whatever the status, with the last fire it has: r is a planned fire
+// (SCHEDULE or CATCH_UP) and the task has no fire after it within its
+// bounds (NextAfter), read as the task is now: a fire later than the last
+// counted (CountedThrough) once max_runs are counted, or after end_at.
 //
 // It is "" when r ends no task (a manual run, an unbounded cron task's run,
 // a status that is not final). t may be nil: none.
@@ -31,8 +32,7 @@ func TaskEndOf(t *Task, r *Run, status RunStatus) TaskStatus {
 		}
 		return TaskFailed
 	}
-	if t.Bounded() && r.Trigger != TriggerManual && t.NextFireTime == nil &&
-		t.CountedThrough != nil && !r.ScheduledTime.Before(*t.CountedThrough) {
+	if t.Bounded() && r.Trigger != TriggerManual && t.NextAfter(r.ScheduledTime) == nil {
 		return TaskCompleted
 	}
 	return ""
