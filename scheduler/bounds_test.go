@@ -286,3 +286,56 @@ func TestJitter(t *testing.T) {
 		}
 	})
 }
+
+// TestMaxRunsAcrossOutage: the fires of a task with max_runs planned ahead
+// and then missed in an outage are counted once: on the restart they are
+// unplanned and counted missed (NONE) or run as catch-up (FULL), never
+// planned as new fires past max_runs, and the task ends COMPLETED.
+func TestMaxRunsAcrossOutage(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []sundial.CatchUpMode{sundial.CatchUpNone, sundial.CatchUpFull} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				b := setup(t, scheduler.Config{})
+				start := time.Now()
+				tk := b.addTask(t, "* * * * * *", func(tk *sundial.Task) { tk.MaxRuns, tk.CatchUpMode = 6, mode })
+				b.start()
+				waitUntil(start.Add(2*time.Second + 500*time.Millisecond))
+				b.stop(t) // fires 1 and 2 went out; 3 to 6 stay planned
+				// Past the misfire threshold (a minute) of fires 3 to 6.
+				waitUntil(start.Add(3 * time.Minute))
+
+				stop := startNode(t, b, b.store, "node-restarted", nil)
+				waitUntil(start.Add(4 * time.Minute))
+				stop()
+
+				scheduled, caughtUp, missed := 0, 0, 0
+				for _, r := range b.runs(t, tk.ID) {
+					switch {
+					case r.SkipReason == sundial.SkipMisfire:
+						missed += r.MissedCount
+					case r.Trigger == sundial.TriggerCatchUp:
+						caughtUp++
+					case r.Trigger == sundial.TriggerSchedule:
+						scheduled++
+					}
+				}
+				want := [3]int{2, 0, 4}
+				if mode == sundial.CatchUpFull {
+					want = [3]int{2, 4, 0}
+				}
+				if got := [3]int{scheduled, caughtUp, missed}; got != want {
+					t.Errorf("%d scheduled, %d caught up, %d missed runs; want %v", scheduled, caughtUp, missed, want)
+				}
+				if n := len(b.target.snapshot()); n != want[0]+want[1] {
+					t.Errorf("%d deliveries, want %d", n, want[0]+want[1])
+				}
+				got := b.task(t, tk.ID)
+				if got.Status != sundial.TaskCompleted || got.FireCount != 6 || got.NextFireTime != nil {
+					t.Errorf("task = %s, fire_count %d, next fire %v; want COMPLETED, 6, none", got.Status, got.FireCount, got.NextFireTime)
+				}
+			})
+		})
+	}
+}
