@@ -6,7 +6,7 @@ import "time"
 // one-off task's end reads it) at now, as RunCancel does and a CANCEL_PREV
 // admission does to the runs it cancels. A run that CancelsAtOnce ends
 // CANCELED, finished now, and a one-off task whose scheduled run it is
-// fails with it (OneOffEnd); any other unfinished run (RUNNING,
+// fails with it (TaskEndOf); any other unfinished run (RUNNING,
 // WAITING_CALLBACK, INTERRUPTED) is flagged CancelRequested for the node
 // that delivers it. A final run is EConflict.
 func Cancel(t *Task, r *Run, now time.Time) (RunChanges, error) {
@@ -21,6 +21,6 @@ func Cancel(t *Task, r *Run, now time.Time) (RunChanges, error) {
 		return c, nil
 	}
 	r.Status, r.FinishedAt = RunCanceled, &now
-	c.end(t, OneOffEnd(t, r, RunCanceled), now)
+	c.end(t, TaskEndOf(t, r, RunCanceled), now)
 	return c, nil
 }

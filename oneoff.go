@@ -5,23 +5,41 @@ import "time"
 // The end of a one-off task, and the other changes a run's fate makes to
 // its task: a fire planned again (Rewind), the planner's selection (DueBy).
 
-// OneOffEnd is the status a one-off task t takes when its scheduled run r
-// ends with status: COMPLETED after a success, FAILED after any other final
-// status (a failure with no retry left, a cancellation, a skip, a
-// redelivery refused); "" when r ends no task (a cron task's run, a manual
-// or catch-up run, a status that is not final). t may be nil: none.
-func OneOffEnd(t *Task, r *Run, status RunStatus) TaskStatus {
-	if t == nil || !t.OneOff() || r.Trigger != TriggerSchedule || !status.Final() {
+// TaskEndOf is the status task t takes when its run r ends with status.
+//
+// A one-off task ends with its scheduled run: COMPLETED after a success,
+// FAILED after any other final status (a failure with no retry left, a
+// cancellation, a skip, a redelivery refused).
+//
+// A bounded cron task (Bounded: an end_at or a max_runs) ends COMPLETED,
+// whatever the status, with the last fire it has: r is a planned fire
+// (SCHEDULE or CATCH_UP) and the task has no fire after it within its
+// bounds (NextAfter), read as the task is now: a fire later than the last
+// counted (CountedThrough) once max_runs are counted, or after end_at.
+//
+// It is "" when r ends no task (a manual run, an unbounded cron task's run,
+// a status that is not final). t may be nil: none.
+func TaskEndOf(t *Task, r *Run, status RunStatus) TaskStatus {
+	if t == nil || !status.Final() {
 		return ""
 	}
-	if status == RunSuccess {
+	if t.OneOff() {
+		switch {
+		case r.Trigger != TriggerSchedule:
+			return ""
+		case status == RunSuccess:
+			return TaskCompleted
+		}
+		return TaskFailed
+	}
+	if t.Bounded() && r.Trigger != TriggerManual && t.NextAfter(r.ScheduledTime) == nil {
 		return TaskCompleted
 	}
-	return TaskFailed
+	return ""
 }
 
 // CheckTaskEnd refuses a status a run's end cannot give its task (EInvalid):
-// a one-off task ends COMPLETED or FAILED.
+// a task ends COMPLETED or FAILED.
 func CheckTaskEnd(s TaskStatus) error {
 	if !s.Ended() {
 		return Errorf(EInvalid, "status", "a run ends its task COMPLETED or FAILED, not %q", s)
@@ -34,7 +52,7 @@ func CheckTaskEnd(s TaskStatus) error {
 func (t *Task) Endable() bool { return t.Status == TaskEnabled }
 
 // End ends the task with its run's end, as a store does: with the status
-// (COMPLETED or FAILED, from OneOffEnd) and no next fire, as a change of
+// (COMPLETED or FAILED, from TaskEndOf) and no next fire, as a change of
 // the task (a new version), at at. A task that is not Endable stays as it
 // is. It reports whether t changed.
 func (t *Task) End(status TaskStatus, at time.Time) bool {

@@ -5,9 +5,16 @@ import (
 	"time"
 )
 
-func TestOneOffEnd(t *testing.T) {
+func TestTaskEndOf(t *testing.T) {
 	once := &Task{ID: 1, RunAt: tp(0), Status: TaskEnabled}
 	cron := &Task{ID: 1, CronExpr: "* * * * * *", Status: TaskEnabled}
+	// A bounded task whose last fire, at ts(0), is planned: no next fire.
+	bounded := &Task{ID: 1, CronExpr: "* * * * * *", Status: TaskEnabled, MaxRuns: 3, FireCount: 3, CountedThrough: tp(0)}
+	ahead := *bounded // its last fire, at ts(1), not yet planned
+	ahead.FireCount, ahead.CountedThrough, ahead.NextFireTime = 2, tp(0), tp(1)
+	later := *bounded // its last counted fire is later than the run
+	later.CountedThrough = tp(1)
+	endAt := &Task{ID: 1, CronExpr: "* * * * * *", Status: TaskEnabled, EndAt: tp(0), FireCount: 9, CountedThrough: tp(0)}
 	for _, tc := range []struct {
 		name   string
 		t      *Task
@@ -26,9 +33,18 @@ func TestOneOffEnd(t *testing.T) {
 		{"catch-up run", once, aRun(RunRunning, func(r *Run) { r.Trigger = TriggerCatchUp }), RunFailed, ""},
 		{"cron task", cron, aRun(RunRunning), RunFailed, ""},
 		{"no task", nil, aRun(RunRunning), RunFailed, ""},
+		{"max_runs: last fire", bounded, aRun(RunRunning), RunSuccess, TaskCompleted},
+		{"max_runs: last fire failed", bounded, aRun(RunRunning), RunFailed, TaskCompleted},
+		{"max_runs: last fire skipped", bounded, aRun(RunScheduled), RunSkipped, TaskCompleted},
+		{"max_runs: last catch-up fire", bounded, aRun(RunRunning, func(r *Run) { r.Trigger = TriggerCatchUp }), RunSuccess, TaskCompleted},
+		{"max_runs: manual run", bounded, aRun(RunRunning, func(r *Run) { r.Trigger = TriggerManual }), RunSuccess, ""},
+		{"max_runs: not final", bounded, aRun(RunRunning), RunInterrupted, ""},
+		{"max_runs: a fire left", &ahead, aRun(RunRunning), RunSuccess, ""},
+		{"max_runs: an earlier fire", &later, aRun(RunRunning), RunSuccess, ""},
+		{"end_at: last fire", endAt, aRun(RunRunning), RunSuccess, TaskCompleted},
 	} {
-		if got := OneOffEnd(tc.t, tc.r, tc.status); got != tc.want {
-			t.Errorf("%s: OneOffEnd = %q, want %q", tc.name, got, tc.want)
+		if got := TaskEndOf(tc.t, tc.r, tc.status); got != tc.want {
+			t.Errorf("%s: TaskEndOf = %q, want %q", tc.name, got, tc.want)
 		}
 	}
 	for s, ok := range map[TaskStatus]bool{TaskCompleted: true, TaskFailed: true, TaskEnabled: false, TaskDisabled: false, "": false} {

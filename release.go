@@ -133,7 +133,7 @@ func RedeliveryError(r *Run, why string) string {
 // locks, oldest first, with their tasks (deleted ones too; deleted says
 // which are) at now. A run RedeliveryRefused refuses becomes FAILED,
 // finished now, with its RedeliveryError, and a one-off task whose
-// scheduled run it is fails with it (OneOffEnd). Up to limit of the others
+// scheduled run it is fails with it (TaskEndOf). Up to limit of the others
 // become SCHEDULED again, held by nodeID under a new fence, unfinished and
 // due now, to be delivered again: they are returned in order. The rest
 // stay for a later call.
@@ -147,7 +147,7 @@ func Redeliver(runs []*Run, tasks map[int64]*Task, deleted map[int64]bool, nodeI
 		if why := RedeliveryRefused(r, t != nil && !deleted[r.TaskID], maxDeliveries); why != "" {
 			r.Status, r.Error, r.FinishedAt, r.UpdatedAt = RunFailed, RedeliveryError(r, why), &now, now
 			c.Update = append(c.Update, r)
-			c.end(t, OneOffEnd(t, r, RunFailed), now)
+			c.end(t, TaskEndOf(t, r, RunFailed), now)
 			continue
 		}
 		if len(again) == limit {

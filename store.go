@@ -421,12 +421,20 @@ type RunListParams struct {
 type PlanFunc func(t *Task) Plan
 
 // Plan is what the planner makes of one due task.
+//
+// PlanDue also writes the task's fire counters (Task.FireCount and
+// Task.CountedThrough) as the PlanFunc left them on the task it was given
+// (Task.Count): they change with the plan, in the same write.
 type Plan struct {
 	Runs []*Run     // to insert: SCHEDULED fires, or a SKIPPED MISFIRE record
 	Next *time.Time // the task's next unplanned fire; nil when it has none
 	// Keep leaves the task as it is, due, for a later call: Runs and Next
 	// are ignored and its row is not written.
 	Keep bool
+	// End, when set (COMPLETED), ends the task with the plan, as Task.End
+	// does: a bounded task with no fire left, and no planned fire to end
+	// it with (TaskEndOf).
+	End TaskStatus
 }
 
 // AdmitFunc decides what a run becomes when its time comes: called by

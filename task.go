@@ -96,6 +96,8 @@ const (
 	MaxDelaySeconds     = 10 * 366 * 24 * 3600 // ten years
 	MaxCallbackTimeout  = 7 * 24 * 3600        // seconds
 	MaxStartingDeadline = 366 * 24 * 3600      // seconds
+	MaxJitterSeconds    = 3600
+	MaxMaxRuns          = 1_000_000_000
 )
 
 // Task is a schedule and the HTTP call it makes. The JSON shape is the
@@ -143,7 +145,30 @@ type Task struct {
 	// later than that was missed and follows CatchUpMode. 0: the server's
 	// scheduler.misfire_threshold.
 	StartingDeadline int `json:"starting_deadline_seconds"`
-	Priority         int `json:"priority"`
+	// StartAt and EndAt bound the fires of a cron task: none is scheduled
+	// before StartAt or after EndAt (both included; the bounds apply to a
+	// fire's scheduled time, before its jitter). Nil: no bound. A task
+	// whose schedule has no fire left within them ends COMPLETED (see
+	// BoundsEnd).
+	StartAt *time.Time `json:"start_at"`
+	EndAt   *time.Time `json:"end_at"`
+	// MaxRuns, when positive, is how many scheduled fires a cron task has:
+	// once that many are counted (FireCount) it plans no more and ends
+	// COMPLETED. 0: no limit.
+	MaxRuns int `json:"max_runs"`
+	// FireCount is how many fires of the task the planner has planned
+	// (SCHEDULE and CATCH_UP runs, not manual triggers nor fires counted
+	// missed in a MISFIRE record), each scheduled time counted once:
+	// CountedThrough is the latest scheduled time counted, so a fire
+	// planned again (after an outage or an edit) is not counted twice.
+	// Server-set, kept across edits.
+	FireCount      int        `json:"fire_count"`
+	CountedThrough *time.Time `json:"-"`
+	// JitterSeconds, when positive, delays each scheduled fire by a random
+	// amount in [0, JitterSeconds) seconds, decided when the fire is
+	// planned and recorded on its run (Run.DueAt is ScheduledTime plus it).
+	JitterSeconds int `json:"jitter_seconds"`
+	Priority      int `json:"priority"`
 	// FollowRedirects is which redirects a delivery follows (see
 	// RedirectPolicy); "" is read as same_origin.
 	FollowRedirects RedirectPolicy `json:"follow_redirects"`
@@ -295,6 +320,7 @@ func (t *Task) InputHash() string {
 	MaskTask(&in)
 	in.ID, in.Version, in.CreatedAt, in.UpdatedAt, in.NextFireTime = 0, 0, time.Time{}, time.Time{}, nil
 	in.DisabledAt, in.DisabledBy = nil, ""
+	in.FireCount, in.CountedThrough = 0, nil
 	in.RequestHash = ""
 	compact := func(raw json.RawMessage) json.RawMessage {
 		var b bytes.Buffer
@@ -304,23 +330,37 @@ func (t *Task) InputHash() string {
 		return b.Bytes()
 	}
 	in.RetryPolicy, in.Params = compact(in.RetryPolicy), compact(in.Params)
-	if in.RunAt != nil {
-		at := in.RunAt.UTC()
-		in.RunAt = &at
-	}
+	in.RunAt, in.StartAt, in.EndAt = utcOf(in.RunAt), utcOf(in.StartAt), utcOf(in.EndAt)
 	// No labels are left out, so that a task without any hashes as it did
 	// before tasks had labels: a request repeated across an upgrade is
 	// still the same request.
-	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels})
+	// The same goes for the schedule's bounds, max_runs and jitter: left
+	// out when not given.
+	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels, StartAt: in.StartAt, EndAt: in.EndAt,
+		MaxRuns: in.MaxRuns, JitterSeconds: in.JitterSeconds})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
+}
+
+// utcOf is *at in UTC, nil for nil.
+func utcOf(at *time.Time) *time.Time {
+	if at == nil {
+		return nil
+	}
+	u := at.UTC()
+	return &u
 }
 
 // hashedTask is a task as InputHash encodes it: its labels, when it has
 // any, come last, in place of the task's own field.
 type hashedTask struct {
 	*Task
-	Labels map[string]string `json:"labels,omitempty"`
+	Labels        map[string]string `json:"labels,omitempty"`
+	StartAt       *time.Time        `json:"start_at,omitempty"`
+	EndAt         *time.Time        `json:"end_at,omitempty"`
+	MaxRuns       int               `json:"max_runs,omitempty"`
+	FireCount     int               `json:"fire_count,omitempty"`
+	JitterSeconds int               `json:"jitter_seconds,omitempty"`
 }
 
 // Schedule parses the task's expression and loads its zone.
@@ -355,17 +395,85 @@ func LoadLocation(name string) (*time.Location, error) {
 
 // NextAfter returns the task's first fire strictly after the instant after,
 // in UTC, or nil when the schedule has no more fires. The task must be valid.
+// The fire is within the task's bounds (Fires): none before StartAt (an
+// "@every" schedule counts its intervals from StartAt), none after EndAt,
+// none past MaxRuns.
 func (t *Task) NextAfter(after time.Time) *time.Time {
 	s, loc, err := t.Schedule()
 	if err != nil {
 		return nil
 	}
-	next := s.Next(after.In(loc))
-	if next.IsZero() {
+	var next time.Time
+	switch {
+	case t.StartAt != nil && after.Before(*t.StartAt) && s.Interval() > 0:
+		next = *t.StartAt
+	case t.StartAt != nil && after.Before(*t.StartAt):
+		// The first whole second at or after StartAt.
+		next = s.Next(t.StartAt.Add(-time.Nanosecond).In(loc))
+	default:
+		next = s.Next(after.In(loc))
+	}
+	if next.IsZero() || !t.Fires(next) {
 		return nil
 	}
 	next = next.UTC()
 	return &next
+}
+
+// Fires reports whether the task's schedule may fire at at: at is within
+// StartAt and EndAt (both included), and, for a task with MaxRuns, a fire
+// is left to count or at was counted already (CountedThrough). Fires are
+// counted as they are planned, so that every fire up to CountedThrough
+// may still (again) be planned.
+func (t *Task) Fires(at time.Time) bool {
+	if t.StartAt != nil && at.Before(*t.StartAt) {
+		return false
+	}
+	if t.EndAt != nil && at.After(*t.EndAt) {
+		return false
+	}
+	return t.MaxRuns <= 0 || t.FireCount < t.MaxRuns || (t.CountedThrough != nil && !at.After(*t.CountedThrough))
+}
+
+// Bounded reports whether the task's schedule can end before the
+// schedule's own end: it has an EndAt or a MaxRuns.
+func (t *Task) Bounded() bool { return !t.OneOff() && (t.EndAt != nil || t.MaxRuns > 0) }
+
+// Arm sets the planner's cursor of t, a task about to be written at now:
+// its first fire (FirstFire). An ENABLED bounded task with no fire left
+// within its bounds ends COMPLETED instead (EndBounded), as its last fire
+// would have ended it: created past its end_at, or sent back with its
+// max_runs reached.
+func (t *Task) Arm(now time.Time) {
+	t.NextFireTime = t.FirstFire(now)
+	if t.NextFireTime == nil {
+		t.EndBounded()
+	}
+}
+
+// EndBounded ends t COMPLETED, as a change of it about to be written, if
+// it is an ENABLED bounded task (Bounded): its caller found no fire left
+// within its bounds (FirstFire is nil). It reports whether t ended.
+func (t *Task) EndBounded() bool {
+	if t.Status != TaskEnabled || !t.Bounded() {
+		return false
+	}
+	t.Status = TaskCompleted
+	return true
+}
+
+// Count counts the fire at at, planned now, against MaxRuns: it reports
+// whether the fire is new (later than CountedThrough) and, if so, counts
+// it. The planner calls it under the task's lock (Store.PlanDue), and the
+// counters are written with the plan (Plan.FireCount).
+func (t *Task) Count(at time.Time) bool {
+	if t.CountedThrough != nil && !at.After(*t.CountedThrough) {
+		return false
+	}
+	at = at.UTC()
+	t.FireCount++
+	t.CountedThrough = &at
+	return true
 }
 
 // Normalize fills defaults and normalises the fields of a task about to be
@@ -381,6 +489,10 @@ func (t *Task) NormalizeReplacing(cur *Task, now time.Time) error { return t.nor
 
 func (t *Task) normalize(cur *Task, now time.Time) error {
 	t.Name = strings.TrimSpace(t.Name)
+	if cur != nil {
+		// The planner's, kept across edits: a fire counted stays counted.
+		t.FireCount, t.CountedThrough = cur.FireCount, cur.CountedThrough
+	}
 	// A new fire time: delay_seconds, or a run_at that is not the current.
 	newTime := t.DelaySeconds != nil
 	if t.DelaySeconds != nil {
@@ -400,6 +512,12 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 		newTime = newTime || cur == nil || cur.RunAt == nil || !cur.RunAt.Equal(at)
 		if t.Name == "" {
 			t.Name = "once-" + randomHex(8)
+		}
+	}
+	for _, b := range []**time.Time{&t.StartAt, &t.EndAt} {
+		if *b != nil {
+			at := (*b).UTC().Truncate(time.Microsecond)
+			*b = &at
 		}
 	}
 	t.Params = NormParams(t.Params)
@@ -643,6 +761,9 @@ func (t *Task) validate() error {
 		return Errorf(EInvalid, "starting_deadline_seconds",
 			"starting_deadline_seconds must be from 1 to %d, or 0 for the server's scheduler.misfire_threshold", MaxStartingDeadline)
 	}
+	if err := t.validateBounds(); err != nil {
+		return err
+	}
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")
 	}
@@ -664,6 +785,42 @@ func (t *Task) validate() error {
 					Message: "a task with oidc sends its ID token as Authorization; remove the Authorization header or oidc"}
 			}
 		}
+	}
+	return nil
+}
+
+// validateBounds checks start_at, end_at, max_runs and jitter_seconds.
+func (t *Task) validateBounds() error {
+	for _, b := range []struct {
+		field string
+		at    *time.Time
+	}{{"start_at", t.StartAt}, {"end_at", t.EndAt}} {
+		if b.at == nil {
+			continue
+		}
+		if t.CronExpr == "" {
+			return &Error{Code: EInvalid, Field: b.field, Token: b.at.Format(time.RFC3339Nano),
+				Message: b.field + " bounds the fires of a cron task; a one-off task fires once, at run_at"}
+		}
+		if b.at.Year() < 2000 || b.at.Year() > 9999 {
+			return &Error{Code: EInvalid, Field: b.field, Token: b.at.Format(time.RFC3339Nano),
+				Message: b.field + " must be a time from the year 2000 to 9999"}
+		}
+	}
+	if t.StartAt != nil && t.EndAt != nil && !t.EndAt.After(*t.StartAt) {
+		return &Error{Code: EInvalid, Field: "end_at", Token: t.EndAt.Format(time.RFC3339Nano),
+			Message: "end_at must be after start_at (" + t.StartAt.Format(time.RFC3339Nano) + ")"}
+	}
+	switch {
+	case t.MaxRuns < 0 || t.MaxRuns > MaxMaxRuns:
+		return &Error{Code: EInvalid, Field: "max_runs", Token: fmt.Sprint(t.MaxRuns),
+			Message: fmt.Sprintf("max_runs must be from 1 to %d, or 0 for no limit", MaxMaxRuns)}
+	case t.MaxRuns > 0 && t.CronExpr == "":
+		return &Error{Code: EInvalid, Field: "max_runs", Token: fmt.Sprint(t.MaxRuns),
+			Message: "max_runs limits the fires of a cron task; a one-off task fires once"}
+	case t.JitterSeconds < 0 || t.JitterSeconds > MaxJitterSeconds:
+		return &Error{Code: EInvalid, Field: "jitter_seconds", Token: fmt.Sprint(t.JitterSeconds),
+			Message: fmt.Sprintf("jitter_seconds must be from 0 (none) to %d", MaxJitterSeconds)}
 	}
 	return nil
 }

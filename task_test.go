@@ -2,6 +2,7 @@ package sundial
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -188,6 +189,19 @@ func TestNextFire(t *testing.T) {
 			timeP(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))), timeP(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))},
 		{"cron disabled", cron("* * * * * *", TaskDisabled, nil), nil},
 		{"cron disabled with a cursor", cron("* * * * * *", TaskDisabled, at(3*time.Second)), nil},
+		// Bounds: no fire before start_at, after end_at, past max_runs.
+		{"cron before start_at", bound(cron("* * * * * *", TaskEnabled, at(time.Hour)), at(time.Hour), nil, 0), at(time.Hour)},
+		{"cron start_at between seconds", bound(cron("* * * * * *", TaskEnabled, at(time.Hour+time.Second)),
+			timeP(at(time.Hour).Add(300*time.Millisecond)), nil, 0), at(time.Hour + time.Second)},
+		{"@every from start_at", bound(cron("@every 10s", TaskEnabled, at(time.Hour)), at(time.Hour), nil, 0), at(time.Hour)},
+		{"cron past end_at", bound(cron("*/10 * * * * *", TaskEnabled, nil), nil, at(4*time.Second), 0), nil},
+		{"cron on end_at", bound(cron("*/10 * * * * *", TaskEnabled, nil), nil, at(5*time.Second), 0), at(5 * time.Second)},
+		{"cron max_runs reached, a planned fire left", counted(bound(cron("* * * * * *", TaskEnabled, nil), nil, nil, 3),
+			3, at(2*time.Second)), at(time.Second)},
+		{"cron max_runs reached", counted(bound(cron("* * * * * *", TaskEnabled, nil), nil, nil, 3),
+			3, at(0)), nil},
+		{"cron max_runs not reached", counted(bound(cron("* * * * * *", TaskEnabled, at(time.Second)), nil, nil, 3),
+			2, at(0)), at(time.Second)},
 
 		{"one-off not planned", once(at(time.Hour), TaskEnabled, at(time.Hour)), at(time.Hour)},
 		{"one-off planned", once(at(5*time.Second), TaskEnabled, nil), at(5 * time.Second)},
@@ -211,6 +225,58 @@ func TestNextFire(t *testing.T) {
 }
 
 func timeP(t time.Time) *time.Time { return &t }
+
+// bound gives t the bounds start, end and max.
+func bound(t *Task, start, end *time.Time, max int) *Task {
+	t.StartAt, t.EndAt, t.MaxRuns = start, end, max
+	return t
+}
+
+// counted gives t n fires counted, through at.
+func counted(t *Task, n int, at *time.Time) *Task {
+	t.FireCount, t.CountedThrough = n, at
+	return t
+}
+
+func TestNormalizeBounds(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *time.Time { v := now.Add(d); return &v }
+	for _, tc := range []struct {
+		name  string
+		mod   func(*Task)
+		field string // "" for valid
+	}{
+		{"bounds", func(t *Task) { t.StartAt, t.EndAt, t.MaxRuns, t.JitterSeconds = at(time.Hour), at(2*time.Hour), 5, 30 }, ""},
+		{"end_at only, passed", func(t *Task) { t.EndAt = at(-time.Hour) }, ""},
+		{"end_at at start_at", func(t *Task) { t.StartAt, t.EndAt = at(time.Hour), at(time.Hour) }, "end_at"},
+		{"end_at before start_at", func(t *Task) { t.StartAt, t.EndAt = at(time.Hour), at(time.Minute) }, "end_at"},
+		{"start_at year 1999", func(t *Task) { v := time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC); t.StartAt = &v }, "start_at"},
+		{"negative max_runs", func(t *Task) { t.MaxRuns = -1 }, "max_runs"},
+		{"negative jitter", func(t *Task) { t.JitterSeconds = -1 }, "jitter_seconds"},
+		{"jitter over an hour", func(t *Task) { t.JitterSeconds = MaxJitterSeconds + 1 }, "jitter_seconds"},
+		{"one-off with start_at", func(t *Task) { t.CronExpr, t.RunAt, t.StartAt = "", at(time.Hour), at(time.Minute) }, "start_at"},
+		{"one-off with end_at", func(t *Task) { t.CronExpr, t.RunAt, t.EndAt = "", at(time.Hour), at(2*time.Hour) }, "end_at"},
+		{"one-off with max_runs", func(t *Task) { t.CronExpr, t.RunAt, t.MaxRuns = "", at(time.Hour), 2 }, "max_runs"},
+		{"one-off with jitter", func(t *Task) { t.CronExpr, t.RunAt, t.JitterSeconds = "", at(time.Hour), 5 }, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk := &Task{Name: "t", CronExpr: "* * * * * *", TargetURL: "https://example.com/"}
+			tc.mod(tk)
+			err := tk.Normalize(now)
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("Normalize: %v", err)
+				}
+				return
+			}
+			var e *Error
+			if !errors.As(err, &e) || e.Code != EInvalid || e.Field != tc.field {
+				t.Fatalf("Normalize = %v, want invalid %s", err, tc.field)
+			}
+		})
+	}
+}
 
 func TestWriteStatus(t *testing.T) {
 	t.Parallel()

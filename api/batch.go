@@ -226,10 +226,11 @@ func (s *Server) handleTaskUpcoming(w http.ResponseWriter, r *http.Request) {
 	for _, run := range runs {
 		utcRun(run)
 	}
-	if t.Status == sundial.TaskEnabled && t.NextFireTime != nil {
+	if t.Status == sundial.TaskEnabled && t.NextFireTime != nil && (t.OneOff() || t.Fires(*t.NextFireTime)) {
 		next := t.NextFireTime.UTC()
 		for len(resp.Runs)+len(resp.Next) < limit {
 			resp.Next = append(resp.Next, next)
+			t.Count(next) // each fire listed counts against max_runs, as the planner's will
 			n := t.NextAfter(next)
 			if n == nil {
 				break

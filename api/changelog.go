@@ -21,7 +21,7 @@ func (s *Server) logChange(r *http.Request, msg string, attrs ...slog.Attr) {
 
 // serverSet are the task fields a client does not write: a change of
 // theirs is not a change a client made.
-var serverSet = []string{"id", "version", "created_at", "updated_at", "next_fire_time", "disabled_at", "disabled_by", "state"}
+var serverSet = []string{"id", "version", "created_at", "updated_at", "next_fire_time", "disabled_at", "disabled_by", "state", "fire_count"}
 
 // changedFields names, in JSON terms and sorted, the fields of a task
 // that differ between before and after (both as stored; the retry policy

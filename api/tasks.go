@@ -61,6 +61,10 @@ type taskRequest struct {
 	CallbackMethod    string                    `json:"callback_method"`
 	CallbackTimeout   int                       `json:"callback_timeout_sec"`
 	StartingDeadline  int                       `json:"starting_deadline_seconds"`
+	StartAt           json.RawMessage           `json:"start_at"`
+	EndAt             json.RawMessage           `json:"end_at"`
+	MaxRuns           int                       `json:"max_runs"`
+	JitterSeconds     int                       `json:"jitter_seconds"`
 	Priority          int                       `json:"priority"`
 	FollowRedirects   sundial.RedirectPolicy    `json:"follow_redirects"`
 	SigningSecret     string                    `json:"signing_secret"`
@@ -79,6 +83,7 @@ type taskRequest struct {
 	DisabledAt   json.RawMessage `json:"disabled_at"`
 	DisabledBy   json.RawMessage `json:"disabled_by"`
 	State        json.RawMessage `json:"state"`
+	FireCount    json.RawMessage `json:"fire_count"`
 
 	// generated is the signing secret the server made for "generate",
 	// answered once.
@@ -111,6 +116,7 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		{"disabled_at", req.DisabledAt},
 		{"disabled_by", req.DisabledBy},
 		{"state", req.State},
+		{"fire_count", req.FireCount},
 	}
 	for _, ro := range readOnly {
 		if ro.raw == nil {
@@ -153,25 +159,24 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		CallbackMethod:    req.CallbackMethod,
 		CallbackTimeout:   req.CallbackTimeout,
 		StartingDeadline:  req.StartingDeadline,
+		MaxRuns:           req.MaxRuns,
+		JitterSeconds:     req.JitterSeconds,
 		Priority:          req.Priority,
 		FollowRedirects:   req.FollowRedirects,
 		SigningSecret:     req.SigningSecret,
 		OIDC:              req.OIDC,
 		Status:            req.Status,
 	}
-	if req.RunAt != nil && string(req.RunAt) != "null" {
-		var at string
-		err := json.Unmarshal(req.RunAt, &at)
-		ts, perr := time.Parse(time.RFC3339Nano, at)
-		if err != nil || perr != nil {
-			token := at // the string given, or the JSON of what was given instead
-			if err != nil {
-				token = string(req.RunAt)
-			}
-			return nil, &sundial.Error{Code: sundial.EInvalid, Field: "run_at", Token: token,
-				Message: "run_at must be an RFC 3339 time, such as 2030-01-02T15:04:05Z"}
+	for _, f := range []struct {
+		field string
+		raw   json.RawMessage
+		to    **time.Time
+	}{{"run_at", req.RunAt, &t.RunAt}, {"start_at", req.StartAt, &t.StartAt}, {"end_at", req.EndAt, &t.EndAt}} {
+		ts, err := parseTime(f.field, f.raw)
+		if err != nil {
+			return nil, err
 		}
-		t.RunAt = &ts
+		*f.to = ts
 	}
 	if replace {
 		v, err := parseVersion(req.Version)
@@ -226,6 +231,26 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		return nil, err
 	}
 	return t, nil
+}
+
+// parseTime reads the RFC 3339 time of field, nil for none (absent or
+// null).
+func parseTime(field string, raw json.RawMessage) (*time.Time, error) {
+	if raw == nil || string(raw) == "null" {
+		return nil, nil
+	}
+	var at string
+	err := json.Unmarshal(raw, &at)
+	ts, perr := time.Parse(time.RFC3339Nano, at)
+	if err != nil || perr != nil {
+		token := at // the string given, or the JSON of what was given instead
+		if err != nil {
+			token = string(raw)
+		}
+		return nil, &sundial.Error{Code: sundial.EInvalid, Field: field, Token: token,
+			Message: field + " must be an RFC 3339 time, such as 2030-01-02T15:04:05Z"}
+	}
+	return &ts, nil
 }
 
 // reason is the disabled_reason the request gives: nil when it gives
@@ -544,11 +569,13 @@ var errUnchanged = errors.New("unchanged")
 // nothing, when t changes no field of cur.
 func (s *Server) tryUpdate(r *http.Request, cur, t *sundial.Task, now time.Time) error {
 	t.ID = cur.ID
+	// First, so that a bounded task sent back COMPLETED, with no fire
+	// left, is unchanged.
+	t.NextFireTime = nextFire(t, now)
 	changed := changedFields(cur, t)
 	if len(changed) == 0 && t.Version == cur.Version {
 		return errUnchanged
 	}
-	t.NextFireTime = nextFire(t, now)
 	if err := s.store.TaskUpdate(r.Context(), t, now); err != nil {
 		return err
 	}
@@ -687,9 +714,18 @@ func (s *Server) setTaskStatus(ctx context.Context, id int64, status sundial.Tas
 		if t.Status == status && (reason == nil || *reason == t.DisabledReason) {
 			return t, nil, nil
 		}
-		if t.Status == sundial.TaskCompleted || t.Status == sundial.TaskFailed {
+		if (t.Status == sundial.TaskCompleted || t.Status == sundial.TaskFailed) && t.OneOff() {
 			return nil, nil, sundial.Errorf(sundial.EConflict, "status",
 				"task %d is a one-off task that has ended (%s); PUT it with a new run_at to run it again", id, t.Status)
+		}
+		if t.Status == sundial.TaskCompleted && status == sundial.TaskEnabled {
+			again := *t
+			again.Status = status
+			if again.FirstFire(s.now()) == nil {
+				return nil, nil, sundial.Errorf(sundial.EConflict, "status",
+					"task %d has no fire left within its start_at, end_at and max_runs (COMPLETED); "+
+						"PUT it with a later end_at or a larger max_runs to run it again", id)
+			}
 		}
 		now := s.now()
 		prev := *t
@@ -816,8 +852,13 @@ func (s *Server) answerStates(r *http.Request, now time.Time, ts ...*sundial.Tas
 
 // nextFire is the planner's cursor for t changed at now: its first fire
 // after now (run_at for a one-off task), or nil for a task that is not
-// enabled.
-func nextFire(t *sundial.Task, now time.Time) *time.Time { return t.FirstFire(now) }
+// enabled. An enabled bounded task with no fire left within its bounds
+// (an end_at passed, max_runs reached) ends COMPLETED instead
+// (sundial.Task.Arm).
+func nextFire(t *sundial.Task, now time.Time) *time.Time {
+	t.Arm(now)
+	return t.NextFireTime
+}
 
 // taskView turns t, as stored, into the task an answer shows at now: its
 // next_fire_time is the next fire that will really happen (see

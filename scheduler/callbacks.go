@@ -105,7 +105,7 @@ func applyRetry(t *sundial.Task, r *sundial.Run, delivery int, fin *sundial.RunF
 			return
 		}
 	}
-	fin.CompleteTask = sundial.OneOffEnd(t, r, fin.Status)
+	fin.CompleteTask = sundial.TaskEndOf(t, r, fin.Status)
 }
 
 // callbackFailed stands for the HTTP status of a failure reported by a
@@ -126,7 +126,7 @@ func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 		}
 	}
 	if !comp.Retry {
-		comp.CompleteTask = sundial.OneOffEnd(t, r, cb.Status)
+		comp.CompleteTask = sundial.TaskEndOf(t, r, cb.Status)
 	}
 	return c.end(ctx, t, comp)
 }
@@ -135,7 +135,7 @@ func (c *callbacks) complete(ctx context.Context, r *sundial.Run, t *sundial.Tas
 // flight, the wait ends here. t is nil for a deleted task.
 func (c *callbacks) cancel(ctx context.Context, r *sundial.Run, t *sundial.Task) (*sundial.Run, error) {
 	comp := sundial.RunCompleteParams{ID: r.ID, Fence: r.Fence, Status: sundial.RunCanceled,
-		Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: sundial.OneOffEnd(t, r, sundial.RunCanceled)}
+		Error: errCanceled.Error(), FinishedAt: time.Now(), CompleteTask: sundial.TaskEndOf(t, r, sundial.RunCanceled)}
 	return c.end(ctx, t, comp)
 }
 
@@ -216,7 +216,7 @@ func (c *callbacks) expireCallbacks(ctx context.Context) {
 				if at, ok := retryAt(t, r, max(r.Deliveries, 1), sundial.RunFailedTimeout, 0, 0, now); ok {
 					comp.Retry, comp.DueAt = true, at
 				} else {
-					comp.CompleteTask = sundial.OneOffEnd(t, r, sundial.RunFailedTimeout)
+					comp.CompleteTask = sundial.TaskEndOf(t, r, sundial.RunFailedTimeout)
 				}
 			}
 			done, err := c.store.RunComplete(ctx, comp)

@@ -130,9 +130,10 @@ func (c *claimer) take(runs []*sundial.Run, tasks map[int64]*sundial.Task, now t
 	for _, r := range runs {
 		// Catch-up runs are late on purpose, retries are due when their
 		// backoff ends, and a one-off task fires however late: only a
-		// cron task's scheduled fire can have been missed.
+		// cron task's scheduled fire can have been missed. Its lateness
+		// counts from its DueAt: its time plus its jitter.
 		if t := tasks[r.TaskID]; r.Trigger == sundial.TriggerSchedule && r.Deliveries == 0 &&
-			t != nil && !t.OneOff() && now.Sub(r.ScheduledTime) > t.MissAfter(c.misfire) {
+			t != nil && !t.OneOff() && now.Sub(r.DueAt) > t.MissAfter(c.misfire) {
 			missed = true
 		} else {
 			fresh = append(fresh, r)

@@ -487,7 +487,7 @@ func (d *dispatcher) cancelUnsent(it *item) {
 	now := time.Now()
 	fin := sundial.RunFinishParams{ID: it.run.ID, Fence: it.run.Fence, Status: sundial.RunCanceled,
 		StartedAt: now, FinishedAt: now, Error: "canceled by request before it was sent"}
-	fin.CompleteTask = sundial.OneOffEnd(it.task, it.run, sundial.RunCanceled)
+	fin.CompleteTask = sundial.TaskEndOf(it.task, it.run, sundial.RunCanceled)
 	d.finish(result{job: it.job(), fin: fin})
 }
 
@@ -529,7 +529,7 @@ func (d *dispatcher) admit(ctx context.Context, run *sundial.Run) (*sundial.Run,
 		decision.TraceID = trace
 		if decision.Status == sundial.RunSkipped {
 			// A one-off task's only fire skipped: the task has failed.
-			decision.CompleteTask = sundial.OneOffEnd(st.Task, st.Run, sundial.RunSkipped)
+			decision.CompleteTask = sundial.TaskEndOf(st.Task, st.Run, sundial.RunSkipped)
 		}
 		return decision
 	})

@@ -64,7 +64,7 @@
 //
 // callbacks (callbacks.go): the end of ASYNC runs (callback, progress,
 // cancel, the sweep of expired deadlines), retries under the task's retry
-// policy (retryAt, applyRetry) and the end of one-off tasks (sundial.OneOffEnd).
+// policy (retryAt, applyRetry) and the end of one-off and bounded tasks (sundial.TaskEndOf).
 //
 // housekeeping (housekeeping.go): purges run history older than the
 // retention, prunes departed nodes, and stops the calls of this node whose

@@ -87,7 +87,7 @@ func newHealth(cfg Config, store stateStore, log *slog.Logger) *health {
 
 // observe takes an outcome the store has recorded (writer.record): the end
 // of a first delivery gives its fire's lag (the call's start after the
-// scheduled time: an ASYNC call's answer, or a failure that is retried,
+// time it was due, its scheduled time plus its jitter: an ASYNC call's answer, or a failure that is retried,
 // too); a final success or failure changes the task's health. A retry, a
 // skip, an INTERRUPTED delivery or a WAITING_CALLBACK change nothing
 // else.
@@ -110,7 +110,8 @@ func (h *health) observe(o outcome) {
 		e.change = &sundial.TaskState{TaskID: r.TaskID}
 	}
 	if lag {
-		e.change.AddLag(r.ScheduledTime, o.started.Sub(r.ScheduledTime))
+		// From the fire's due time: its scheduled time plus its jitter.
+		e.change.AddLag(r.ScheduledTime, o.started.Sub(dueOf(r)))
 	}
 	urgent := now.Sub(e.savedAt) >= h.flush
 	if final {

@@ -3,6 +3,7 @@ package scheduler
 import (
 	"fmt"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -21,6 +22,15 @@ const maxMissedCount = 1_000_000
 //	COMPACT  one run, due now, stands for all of them (and counts them)
 //	FULL     each becomes a run, oldest first, up to catch_up_limit; the
 //	         rest are counted in a MISFIRE record
+//
+// The fires are those within the task's bounds (sundial.Task.Fires): none
+// after end_at, none past max_runs. Each fire planned as a run (SCHEDULE or
+// CATCH_UP; not the fires a MISFIRE record counts) is counted on t
+// (sundial.Task.Count), which PlanDue writes with the plan: the planner
+// holds the task's row, so however many nodes plan, each scheduled time is
+// counted once. A bounded task left with no fire and no planned run to end
+// it with ends COMPLETED with the plan (Plan.End); otherwise its last
+// planned run ends it (sundial.TaskEndOf).
 //
 // maxRuns bounds the scheduled runs planned for one task in one pass (a
 // per-second task with an hour of lookahead would otherwise plan thousands);
@@ -45,32 +55,53 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 		// database since is the only way here. Stop planning the task.
 		return sundial.Plan{}
 	}
-	next := t.NextFireTime.In(loc)
+	// fires is the fire after at within the task's bounds, or zero.
+	fires := func(at time.Time) time.Time {
+		if at.IsZero() || !t.Fires(at) {
+			return time.Time{}
+		}
+		return at
+	}
+	next := fires(t.NextFireTime.In(loc))
 	var runs []*sundial.Run
 
-	if deadline := now.Add(-misfire); next.Before(deadline) {
+	if deadline := now.Add(-misfire); !next.IsZero() && next.Before(deadline) {
 		var missed []time.Time
+		var last time.Time
 		count := 0
 		for !next.IsZero() && next.Before(deadline) && count < maxMissedCount {
 			if t.CatchUpMode == sundial.CatchUpFull && len(missed) < t.CatchUpLimit {
 				missed = append(missed, next)
 			}
 			count++
-			next = sched.Next(next)
+			last = next
+			next = fires(sched.Next(next))
 		}
 		if count == maxMissedCount && !next.IsZero() && next.Before(deadline) {
-			next = sched.Next(deadline.In(loc))
+			next = fires(sched.Next(deadline.In(loc)))
 		}
 		first := *t.NextFireTime
-		switch t.CatchUpMode {
+		mode := t.CatchUpMode
+		if mode == sundial.CatchUpCompact && !t.Fires(last) {
+			mode = sundial.CatchUpNone // no fire left to count the run as
+		}
+		switch mode {
 		case sundial.CatchUpFull:
+			ran := 0
 			for _, m := range missed {
+				if !t.Fires(m) {
+					break // max_runs reached: the rest are not fires
+				}
+				t.Count(m)
 				runs = append(runs, newRun(t, m, sundial.TriggerCatchUp, now))
+				ran++
 			}
-			if dropped := count - len(missed); dropped > 0 {
+			if dropped := count - ran; dropped > 0 {
 				runs = append(runs, misfireRun(t, first, dropped, now))
 			}
 		case sundial.CatchUpCompact:
+			// Counted as one fire, at the last missed fire it stands for.
+			t.Count(last)
 			r := newRun(t, now.Truncate(time.Second), sundial.TriggerCatchUp, now)
 			r.FireKey = fmt.Sprintf("c:%d", first.Unix())
 			r.MissedCount = count
@@ -78,6 +109,7 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 		default:
 			runs = append(runs, misfireRun(t, first, count, now))
 		}
+		next = fires(next)
 	}
 
 	var refill time.Time
@@ -86,14 +118,18 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 	}
 	planned := 0
 	for !next.IsZero() && (!next.After(until) || next.Before(refill)) && planned < maxRuns {
+		t.Count(next)
 		runs = append(runs, newRun(t, next, sundial.TriggerSchedule, now))
 		planned++
-		next = sched.Next(next)
+		next = fires(sched.Next(next))
 	}
 	p := sundial.Plan{Runs: runs}
 	if !next.IsZero() {
 		n := next.UTC()
 		p.Next = &n
+	} else if t.Bounded() && !slices.ContainsFunc(runs, func(r *sundial.Run) bool { return r.Status == sundial.RunScheduled }) {
+		// No fire left, and none planned to end the task with.
+		p.End = sundial.TaskCompleted
 	}
 	return p
 }
@@ -148,8 +184,13 @@ func refillAt(id int64, next, second, now, until time.Time, horizon time.Duratio
 	return cut
 }
 
+// newRun is the run of t's fire at at. A scheduled fire of a task with
+// jitter_seconds is due a random while after its time: the jitter is
+// decided here, once, and stored as the run's DueAt, so that every node
+// delivers it at the same instant and a fire planned again is jittered
+// anew only as a new run. Catch-up and manual runs are not jittered.
 func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Time) *sundial.Run {
-	return &sundial.Run{
+	r := &sundial.Run{
 		TaskID:        t.ID,
 		FireKey:       sundial.ScheduledFireKey(at),
 		Trigger:       trigger,
@@ -165,6 +206,17 @@ func newRun(t *sundial.Task, at time.Time, trigger sundial.Trigger, now time.Tim
 		// the task's (claimer.take).
 		StartAhead: trigger != sundial.TriggerManual && unconstrained(t) && (t.OneOff() || t.StartingDeadline == 0),
 	}
+	r.DueAt = r.ScheduledTime.Add(jitter(t, trigger))
+	return r
+}
+
+// jitter is a random delay in [0, jitter_seconds) for a scheduled fire of
+// t, in whole milliseconds; 0 for a task without jitter or another trigger.
+func jitter(t *sundial.Task, trigger sundial.Trigger) time.Duration {
+	if t.JitterSeconds <= 0 || trigger != sundial.TriggerSchedule {
+		return 0
+	}
+	return time.Duration(randN(int64(t.JitterSeconds)*1000)) * time.Millisecond
 }
 
 // misfireRun records count missed fires starting at first.

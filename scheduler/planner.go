@@ -270,7 +270,8 @@ func (p *planner) unplanMissed(ctx context.Context) time.Time {
 	for ctx.Err() == nil {
 		looked, deleted, err := p.store.RunUnplanMissed(ctx, start.Add(-minMissAfter), batch,
 			func(r *sundial.Run, t *sundial.Task) bool {
-				return t != nil && !t.OneOff() && start.Sub(r.ScheduledTime) > t.MissAfter(p.misfire)
+				// Late from its DueAt: its time plus its jitter.
+				return t != nil && !t.OneOff() && start.Sub(r.DueAt) > t.MissAfter(p.misfire)
 			})
 		if err != nil {
 			if ctx.Err() == nil {

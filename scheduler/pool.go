@@ -215,8 +215,9 @@ func (p *pool) deliver(j job) {
 	started := time.Now()
 	p.publish(startEvent(j, started, p.node))
 	if j.deliveryNo() == 1 {
-		// The fire's first delivery: how late it started.
-		p.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
+		// The fire's first delivery: how late it started after it was
+		// due (its scheduled time plus its jitter).
+		p.m.lag.Observe(started.Sub(dueOf(r)).Seconds())
 	}
 	var cbURL, cbToken string
 	if t.ExecType == sundial.ExecAsync {

@@ -239,7 +239,7 @@ func (w *writer) record(o outcome) {
 		attrs = append(attrs, slog.Int("delivery", o.delivery))
 	}
 	if !o.started.IsZero() {
-		attrs = append(attrs, slog.Int64("lag_ms", o.started.Sub(r.ScheduledTime).Milliseconds()),
+		attrs = append(attrs, slog.Int64("lag_ms", o.started.Sub(dueOf(r)).Milliseconds()),
 			slog.Int64("duration_ms", o.finished.Sub(o.started).Milliseconds()), slog.Int("http_status", o.httpStatus))
 	}
 	switch {
@@ -259,4 +259,14 @@ func (w *writer) record(o outcome) {
 	default:
 		w.log.Warn("run finished", append(attrs, slog.String("run_error", o.err))...)
 	}
+}
+
+// dueOf is when the run r was due, which its lag counts from: its DueAt
+// (a fire's first delivery: its scheduled time plus its jitter; a retry:
+// the end of its backoff), or its scheduled time for a run without one.
+func dueOf(r *sundial.Run) time.Time {
+	if r.DueAt.IsZero() {
+		return r.ScheduledTime
+	}
+	return r.DueAt
 }

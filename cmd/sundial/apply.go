@@ -29,7 +29,7 @@ import (
 // "task ls -o json" prints, is read too). A directory is its .yaml, .yml
 // and .json files, in name order, not its subdirectories. The fields the
 // server sets (id, version, created_at, updated_at, next_fire_time,
-// disabled_at, disabled_by, state) are ignored, so that what "task get -o
+// disabled_at, disabled_by, state, fire_count) are ignored, so that what "task get -o
 // yaml" prints can be applied. GET /api/v1/tasks?format=yaml exports the
 // live tasks in this format.
 
@@ -38,7 +38,7 @@ const applyHelp = `A file declares tasks by name, with the API's fields (docs/ap
 per task ("---" between them), or a document that is a list of tasks. JSON is read as YAML. A
 directory is its .yaml, .yml and .json files, in name order (not its subdirectories); - is
 standard input. The fields the server sets (id, version, created_at, updated_at,
-next_fire_time, disabled_at, disabled_by, state) are ignored, so what "sundial task get -o
+next_fire_time, disabled_at, disabled_by, state, fire_count) are ignored, so what "sundial task get -o
 yaml" prints can be applied; GET /api/v1/tasks?format=yaml exports the live tasks as files.
 
   name: nightly-report
@@ -76,7 +76,7 @@ would prune; diff with --prune --selector lists the tasks apply would prune (-).
 
 // serverSetFields are the fields of a task the server sets: a file may
 // hold them (task get -o yaml prints them), and they are ignored.
-var serverSetFields = []string{"id", "version", "created_at", "updated_at", "next_fire_time", "disabled_at", "disabled_by", "state"}
+var serverSetFields = []string{"id", "version", "created_at", "updated_at", "next_fire_time", "disabled_at", "disabled_by", "state", "fire_count"}
 
 // manifest is one task a file declares.
 type manifest struct {
@@ -269,10 +269,12 @@ func toManifest(file string, n *yaml.Node, byName bool) (*manifest, error) {
 	if _, ok := fields["delay_seconds"]; ok && byName {
 		return nil, usageErrorf("%s: task %q: delay_seconds counts from each request, so every apply would move the task: give run_at", where, m.name)
 	}
-	if v, ok := fields["run_at"]; ok && v != nil {
-		at, _ := v.(string)
-		if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
-			return nil, usageErrorf("%s: task %q: run_at: %s: want an RFC 3339 time, such as \"2030-01-02T15:04:05Z\"", where, m.name, valueText(mustJSON(v)))
+	for _, f := range []string{"run_at", "start_at", "end_at"} {
+		if v, ok := fields[f]; ok && v != nil {
+			at, _ := v.(string)
+			if _, err := time.Parse(time.RFC3339Nano, at); err != nil {
+				return nil, usageErrorf("%s: task %q: %s: %s: want an RFC 3339 time, such as \"2030-01-02T15:04:05Z\"", where, m.name, f, valueText(mustJSON(v)))
+			}
 		}
 	}
 	if h, ok := fields["headers"].(map[string]any); ok {
@@ -450,6 +452,12 @@ func compare(m *manifest, live *sundial.Task, now time.Time) (*planned, error) {
 	}
 	if err != nil {
 		return nil, fileError(m, err)
+	}
+	if live == nil || live.Status == sundial.TaskCompleted {
+		// As the server does: a bounded task with no fire left is
+		// COMPLETED (only it knows the fires counted of a live task
+		// that still has some).
+		want.Arm(now)
 	}
 	sundial.MaskTask(want)
 	wantFields := taskFields(want)

@@ -961,3 +961,65 @@ func TestCLIBulkAndRunFilters(t *testing.T) {
 		t.Fatalf("tasks after bulk delete: %q", out)
 	}
 }
+
+// TestCLIBounds: a task applied with start_at, end_at, max_runs and
+// jitter_seconds fires on real seconds from start_at, each delivery a
+// jitter after its time, exactly max_runs times, then ends COMPLETED;
+// task get shows its bounds and count, and what task get -o yaml prints
+// applies back unchanged.
+func TestCLIBounds(t *testing.T) {
+	t.Parallel()
+	target := newHook(t)
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	env := clientEnv(t, n.url)
+	startAt := time.Now().Add(2 * time.Second).Truncate(time.Second)
+	file := filepath.Join(t.TempDir(), "bounded.yaml")
+	writeText(t, file, "name: bounded\ncron_expr: \"* * * * * *\"\ntarget_url: "+target.srv.URL+"/tick\n"+
+		"start_at: \""+startAt.Format(time.RFC3339)+"\"\nend_at: \"2099-01-01T00:00:00Z\"\nmax_runs: 3\njitter_seconds: 1\n")
+	mustCLI(t, env, "apply", "-f", file)
+	got := target.wait(t, 3, 20*time.Second)
+	for i, d := range got {
+		if want := startAt.Add(time.Duration(i) * time.Second); !d.scheduled.Equal(want) {
+			t.Errorf("delivery %d: the fire of %s, want %s", i, d.scheduled, want)
+		}
+		if lag := d.at.Sub(d.scheduled); lag < 0 {
+			t.Errorf("delivery %d: at %s, before its time %s", i, d.at, d.scheduled)
+		}
+	}
+	var task struct {
+		Status    string `json:"status"`
+		FireCount int    `json:"fire_count"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if err := json.Unmarshal([]byte(mustCLI(t, env, "task", "get", "bounded", "-o", "json")), &task); err != nil {
+			t.Fatal(err)
+		}
+		if task.Status == "COMPLETED" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task after its 3 fires = %+v, want COMPLETED", task)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if task.FireCount != 3 {
+		t.Errorf("fire_count = %d, want 3", task.FireCount)
+	}
+	target.mu.Lock()
+	delivered := len(target.got)
+	target.mu.Unlock()
+	if delivered != 3 {
+		t.Errorf("%d deliveries once COMPLETED, want 3", delivered)
+	}
+	desc := mustCLI(t, env, "task", "get", "bounded")
+	want := regexp.MustCompile(`(?m)^Bounds: +from \d{4}-\d\d-\d\d \d\d:\d\d:\d\d, until 2099-01-01 00:00:00, 3 of 3 fires, jitter 1s$`)
+	if !want.MatchString(desc) || !strings.Contains(desc, "COMPLETED") {
+		t.Errorf("task get lacks %s and COMPLETED:\n%s", want, desc)
+	}
+	yamlFile := filepath.Join(t.TempDir(), "got.yaml")
+	writeText(t, yamlFile, mustCLI(t, env, "task", "get", "bounded", "-o", "yaml"))
+	if out := mustCLI(t, env, "diff", "-f", yamlFile); out != "0 to create, 0 to change, 1 unchanged\n" {
+		t.Errorf("diff of task get -o yaml: %q", out)
+	}
+}

@@ -146,6 +146,12 @@ type cliTask struct {
 	DisabledReason string     `json:"disabled_reason"`
 	DisabledAt     *time.Time `json:"disabled_at"`
 	DisabledBy     string     `json:"disabled_by"`
+
+	StartAt       *time.Time `json:"start_at"`
+	EndAt         *time.Time `json:"end_at"`
+	MaxRuns       int        `json:"max_runs"`
+	FireCount     int        `json:"fire_count"`
+	JitterSeconds int        `json:"jitter_seconds"`
 }
 
 // taskHealth is the state block of a task answer (docs/api.md, "Task
@@ -478,6 +484,9 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 			{"Target", t.HTTPMethod + " " + t.TargetURL},
 			{"Next fire", at(t.NextFireTime)},
 		}
+		if b := boundsText(t); b != "" {
+			fields = append(fields, [2]string{"Bounds", b})
+		}
 		if t.Status == "DISABLED" {
 			fields = append(fields, [2]string{"Disabled", disabledText(t, now)})
 		}
@@ -514,6 +523,26 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 		}
 	}
 	return nil
+}
+
+// boundsText says how a task's schedule is bounded and jittered: from
+// 2030-03-01 00:00:00, until 2030-03-31 23:59:59, 2 of 20 fires, jitter 5m0s;
+// "" for none.
+func boundsText(t cliTask) string {
+	var parts []string
+	if t.StartAt != nil {
+		parts = append(parts, "from "+inZone(*t.StartAt, t.Timezone))
+	}
+	if t.EndAt != nil {
+		parts = append(parts, "until "+inZone(*t.EndAt, t.Timezone))
+	}
+	if t.MaxRuns > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d fires", t.FireCount, t.MaxRuns))
+	}
+	if t.JitterSeconds > 0 {
+		parts = append(parts, "jitter "+(time.Duration(t.JitterSeconds)*time.Second).String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 // scheduleText is a task's cron expression, or "once" for a one-off task.

@@ -55,7 +55,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		var (
 			runs  []*sundial.Run
 			seen  = map[runKey]bool{}
-			nexts = make([]any, 0, 2*len(tasks))
+			nexts = make([]any, 0, planWidth*len(tasks))
 		)
 		for _, t := range tasks {
 			p := plan(t)
@@ -74,15 +74,14 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 					runs = append(runs, r)
 				}
 			}
-			nexts = append(nexts, t.ID, sqlrow.NullMicros(p.Next))
+			nexts = append(append(nexts, t.ID), sqlrow.TaskPlanArgs(t, p, now)...)
 		}
 		if out, err = insertPlanned(ctx, tx, sqlrow.ByInstant(runs)); err != nil {
 			return err
 		}
-		for _, part := range chunks(len(nexts)/2, nil, nil) {
-			args := nexts[2*part[0] : 2*(part[len(part)-1]+1)]
-			if _, err := tx.ExecContext(ctx, `UPDATE `+joinValues("tasks", "t", []string{"id", "next_at"}, len(part))+`
-				SET t.next_fire_at = v.next_at`, args...); err != nil {
+		for _, part := range chunks(len(nexts)/planWidth, nil, nil) {
+			args := nexts[planWidth*part[0] : planWidth*(part[len(part)-1]+1)]
+			if _, err := tx.ExecContext(ctx, planNextSQL(len(part)), args...); err != nil {
 				return err
 			}
 		}
@@ -92,6 +91,27 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 		return nil, fmt.Errorf("plan due tasks: %w", err)
 	}
 	return out, nil
+}
+
+// planWidth is the number of values a planned task's row of planNextSQL
+// has: its ID and its sqlrow.TaskPlanCols.
+var planWidth = 1 + len(sqlrow.TaskPlanCols)
+
+// planNextSQL writes the sqlrow.TaskPlanCols of n planned tasks, a batch
+// joined to tasks by primary key (joinValues).
+func planNextSQL(n int) string {
+	set := ""
+	for i, c := range sqlrow.TaskPlanCols {
+		if i > 0 {
+			set += ", "
+		}
+		set += "t." + c + " = v.p_" + c
+	}
+	cols := []string{"id"}
+	for _, c := range sqlrow.TaskPlanCols {
+		cols = append(cols, "p_"+c)
+	}
+	return `UPDATE ` + joinValues("tasks", "t", cols, n) + ` SET ` + set
 }
 
 // claimDue locks up to limit due tasks, earliest first.

@@ -26,9 +26,12 @@ const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks
 	LIMIT $2
 	FOR UPDATE SKIP LOCKED`
 
-// planNextSQL advances the claimed tasks' next_fire_at in one statement.
-const planNextSQL = `UPDATE tasks SET next_fire_at = u.next
-	FROM unnest($1::bigint[], $2::bigint[]) AS u (id, next)
+// planNextSQL advances the claimed tasks' next_fire_at, and writes their
+// other sqlrow.TaskPlanCols, in one statement.
+const planNextSQL = `UPDATE tasks SET next_fire_at = u.next, fire_count = u.fires, counted_through = u.through,
+	status = u.status, version = u.version, updated_at = u.updated
+	FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::text[], $6::bigint[], $7::bigint[])
+		AS u (id, next, fires, through, status, version, updated)
 	WHERE tasks.id = u.id`
 
 // planInsertChunk caps the runs one INSERT carries.
@@ -68,6 +71,11 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 			seen     = map[fire]bool{}
 			ids      = make([]int64, 0, len(tasks))
 			nexts    = make([]*int64, 0, len(tasks))
+			fires    = make([]int64, 0, len(tasks))
+			through  = make([]*int64, 0, len(tasks))
+			statuses = make([]string, 0, len(tasks))
+			versions = make([]int64, 0, len(tasks))
+			updated  = make([]int64, 0, len(tasks))
 			inserted = map[fire]int64{}
 		)
 		for _, t := range tasks {
@@ -88,6 +96,9 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 				}
 			}
 			ids, nexts = append(ids, t.ID), append(nexts, nullMicros(p.Next))
+			a := sqlrow.TaskPlanArgs(t, p, now) // in sqlrow.TaskPlanCols' order
+			fires, through = append(fires, int64(t.FireCount)), append(through, nullMicros(t.CountedThrough))
+			statuses, versions, updated = append(statuses, a[3].(string)), append(versions, a[4].(int64)), append(updated, a[5].(int64))
 		}
 		runs = sqlrow.ByInstant(runs)
 		nb := &pgx.Batch{}
@@ -108,7 +119,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 				return rows.Err()
 			})
 		}
-		nb.Queue(planNextSQL, ids, nexts)
+		nb.Queue(planNextSQL, ids, nexts, fires, through, statuses, versions, updated)
 		if err := sendBatch(ctx, tx, nb); err != nil {
 			return err
 		}

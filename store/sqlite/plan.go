@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -18,7 +19,8 @@ const planDueSQL = `SELECT ` + sqlrow.TaskCols + ` FROM tasks INDEXED BY tasks_d
 	ORDER BY next_fire_at, id
 	LIMIT ?`
 
-const planNextSQL = `UPDATE tasks SET next_fire_at = ? WHERE id = ?`
+// planNextSQL writes a planned task's sqlrow.TaskPlanCols.
+var planNextSQL = `UPDATE tasks SET ` + strings.Join(sqlrow.TaskPlanCols, " = ?, ") + ` = ? WHERE id = ?`
 
 // PlanDue (see sundial.Store.PlanDue): the single writer holds every task,
 // so no other planner can claim one meanwhile.
@@ -55,7 +57,7 @@ func (s *Store) PlanDue(ctx context.Context, until time.Time, limit int, nodeID 
 				}
 				runs = append(runs, r)
 			}
-			if _, err := next.ExecContext(ctx, sqlrow.NullMicros(p.Next), t.ID); err != nil {
+			if _, err := next.ExecContext(ctx, append(sqlrow.TaskPlanArgs(t, p, now), t.ID)...); err != nil {
 				return err
 			}
 		}

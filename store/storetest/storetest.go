@@ -89,6 +89,7 @@ func Run(t *testing.T, b Backend) {
 		{"RunListFilters", testRunListFilters},
 		{"RunRerunOf", testRunRerunOf},
 		{"PlanDue", testPlanDue},
+		{"TaskBounds", testTaskBounds},
 		{"Run", testRun},
 		{"RunAdmit", testRunAdmit},
 		{"RunStart", testRunStart},

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/sundialhq/sundial"
 )
@@ -15,7 +16,7 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
 	signing_secret, oidc_json, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, labels_json, params_json,
-	disabled_reason, disabled_at, disabled_by`
+	disabled_reason, disabled_at, disabled_by, start_at, end_at, max_runs, jitter_seconds, fire_count, counted_through`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
@@ -24,7 +25,24 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
 	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "next_fire_at",
-	"run_at", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
+	"run_at", "start_at", "end_at", "max_runs", "jitter_seconds", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
+
+// TaskPlanCols are the columns PlanDue writes of a task it planned
+// (sundial.Plan), in the order of TaskPlanArgs: the planner's cursor, the
+// fire counters, and the status, version and update time a plan that ends
+// the task changes (Plan.End).
+var TaskPlanCols = []string{"next_fire_at", "fire_count", "counted_through", "status", "version", "updated_at"}
+
+// TaskPlanArgs are the values of TaskPlanCols for the task t planned with
+// p at now: t's counters as the plan left them, and t's status, version and
+// update time, or those of its end (sundial.Task.End) when p ends it.
+func TaskPlanArgs(t *sundial.Task, p sundial.Plan, now time.Time) []any {
+	status, version, updated := t.Status, t.Version, t.UpdatedAt
+	if p.End != "" {
+		status, version, updated = p.End, version+1, now
+	}
+	return []any{NullMicros(p.Next), t.FireCount, NullMicros(t.CountedThrough), string(status), version, Micros(updated)}
+}
 
 // ScanTask reads a row of TaskCols.
 func ScanTask(sc Scanner) (*sundial.Task, error) {
@@ -33,6 +51,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		headers, retry          string
 		created, updated        int64
 		next, runAt, disabledAt sql.NullInt64
+		startAt, endAt, through sql.NullInt64
 		params, oidc            sql.NullString
 		redirects               string
 		execType, concPol       string
@@ -46,7 +65,8 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
-		&t.DisabledReason, &disabledAt, &t.DisabledBy)
+		&t.DisabledReason, &disabledAt, &t.DisabledBy, &startAt, &endAt, &t.MaxRuns, &t.JitterSeconds,
+		&t.FireCount, &through)
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +106,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	t.NextFireTime = TimePtr(next)
 	t.RunAt = TimePtr(runAt)
 	t.DisabledAt = TimePtr(disabledAt)
+	t.StartAt, t.EndAt, t.CountedThrough = TimePtr(startAt), TimePtr(endAt), TimePtr(through)
 	if params.Valid {
 		t.Params = json.RawMessage(params.String)
 	}
@@ -144,7 +165,8 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
 		NullMicros(t.NextFireTime),
-		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
+		NullMicros(t.RunAt), NullMicros(t.StartAt), NullMicros(t.EndAt), t.MaxRuns, t.JitterSeconds,
+		t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
 }
 
 // LabelsJSON is the labels_json column of labels: a JSON object, its keys
