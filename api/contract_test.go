@@ -48,7 +48,7 @@ func TestOpenAPIContract(t *testing.T) {
 	for _, name := range []string{"Task", "TaskState", "LastRun", "RunFields", "RunDetail", "Attempt", "RetryPolicy", "OIDC", "Node",
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
-		"BulkItem", "BulkResult", "BulkError",
+		"BulkItem", "BulkResult", "BulkError", "Backfill", "BackfillItem", "BackfillCancel",
 		"TokenList", "NodeList", "Event", "EventTask", "EventRun", "EventReset"} {
 		for _, p := range c.ownProperties(c.schema(t, name)) {
 			if !c.fields[name+"."+p] {
@@ -401,6 +401,18 @@ func (f *contractFixture) story(t *testing.T) {
 		t.Fatalf("rerun of run %d = %+v", manual.ID, rerun)
 	}
 
+	// Backfills: a dry run, a backfill, one of a one-off task, a cancel.
+	filled := f.createTask(t, f.cronTask("backfilled", ""))
+	span := func(dry bool) string {
+		return fmt.Sprintf(`{"from":%q,"to":%q,"dry_run":%t}`, now.Add(-48*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339), dry)
+	}
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill"), body: span(true), token: f.secrets[sundial.RoleOperator], status: 200})
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill"), body: span(false), status: 202})
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill"), body: span(true), status: 200})
+	f.do(t, call{method: "POST", path: taskPath(once.ID, "/backfill"), body: span(false), status: 409, code: "conflict", field: "cron_expr"})
+	f.do(t, invalid("POST", taskPath(filled.ID, "/backfill"), `{"from":"yesterday","to":"2026-01-01T00:00:00Z"}`, "from"))
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill:cancel"), token: f.secrets[sundial.RoleOperator], status: 200})
+
 	// Runs: one of each shape, lists, one, cancels.
 	planned := &sundial.Run{TaskID: nightly.ID, FireKey: "s:planned", Trigger: sundial.TriggerSchedule,
 		ScheduledTime: now.Add(time.Hour), Priority: 10}
@@ -740,6 +752,9 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			s.body = `{"reason":"sampled"}`
 		case "triggerTask":
 			s.body = `{"params":{"a":1}}`
+		case "backfillTask":
+			s.body = fmt.Sprintf(`{"from":%q,"to":%q,"dry_run":true}`, f.now().Add(-time.Hour).Format(time.RFC3339),
+				f.now().Format(time.RFC3339))
 		case "bulkTasks":
 			s.body = fmt.Sprintf(`{"action":"trigger","ids":[%d]}`, tk.ID)
 		case "createToken":

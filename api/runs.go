@@ -214,6 +214,9 @@ func (s *Server) handleRunRerun(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
 
+// runTarget is the audit target of run id.
+func runTarget(id int64) string { return "run/" + strconv.FormatInt(id, 10) }
+
 // utcRun puts run's times in UTC, the zone every response uses.
 func utcRun(run *sundial.Run) *sundial.Run {
 	run.ScheduledTime = run.ScheduledTime.UTC()

@@ -214,8 +214,9 @@ func (p *pool) deliver(j job) {
 	trigger := string(r.Trigger)
 	started := time.Now()
 	p.publish(startEvent(j, started, p.node))
-	if j.deliveryNo() == 1 {
-		// The fire's first delivery: how late it started.
+	if j.deliveryNo() == 1 && r.Trigger != sundial.TriggerBackfill {
+		// The fire's first delivery: how late it started (a backfilled
+		// fire is late on purpose).
 		p.m.lag.Observe(started.Sub(r.ScheduledTime).Seconds())
 	}
 	var cbURL, cbToken string

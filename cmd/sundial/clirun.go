@@ -37,7 +37,7 @@ type runFilter struct {
 func (f *runFilter) flags(cmd *cobra.Command, withSelector bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.status, "status", "", "only runs in these statuses, comma-separated: FAILED,TIMEOUT")
-	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP")
+	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP, BACKFILL")
 	if withSelector {
 		fl.StringVarP(&f.selector, "selector", "l", "", "only the runs of the tasks whose labels match this label selector: team=payments")
 	}
@@ -53,7 +53,7 @@ func (f *runFilter) flags(cmd *cobra.Command, withSelector bool) {
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"SCHEDULED", "QUEUED", "RUNNING",
 		"WAITING_CALLBACK", "SUCCESS", "FAILED", "TIMEOUT", "FAILED_TIMEOUT", "CANCELED", "SKIPPED", "INTERRUPTED"},
 		cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"SCHEDULE", "MANUAL", "CATCH_UP"},
+	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"SCHEDULE", "MANUAL", "CATCH_UP", "BACKFILL"},
 		cobra.ShellCompDirectiveNoFileComp))
 }
 
