@@ -217,6 +217,7 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /api/v1/tasks/{id}/upcoming", sundial.RoleViewer, s.handleTaskUpcoming, "limit")
 
 	s.route("GET /api/v1/runs", sundial.RoleViewer, s.handleRunList, runListParams...)
+	s.route("POST /api/v1/runs:replay", sundial.RoleOperator, s.handleRunReplay)
 	s.route("GET /api/v1/runs/{id}", sundial.RoleViewer, s.handleRunGet)
 	s.route("POST /api/v1/runs/{id}/cancel", sundial.RoleOperator, s.handleRunCancel)
 	s.route("POST /api/v1/runs/{id}/rerun", sundial.RoleOperator, s.handleRunRerun)

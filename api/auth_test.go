@@ -47,6 +47,7 @@ func TestRoleTable(t *testing.T) {
 		{"GET /api/v1/admin/compensation", sundial.RoleViewer},
 		{"POST /api/v1/tasks/{id}/trigger", sundial.RoleOperator},
 		{"POST /api/v1/tasks/{id}/backfill", sundial.RoleOperator},
+		{"POST /api/v1/runs:replay", sundial.RoleOperator},
 		{"POST /api/v1/tasks/{id}/backfill:cancel", sundial.RoleOperator},
 		{"POST /api/v1/tasks/{id}/enable", sundial.RoleOperator},
 		{"POST /api/v1/tasks/{id}/disable", sundial.RoleOperator},
