@@ -143,6 +143,9 @@ type Task struct {
 	// later than that was missed and follows CatchUpMode. 0: the server's
 	// scheduler.misfire_threshold.
 	StartingDeadline int `json:"starting_deadline_seconds"`
+	// PauseAfterFailures, when above 0, disables the task once that many
+	// of its runs in a row failed for good (see AutoPause); 0: never.
+	PauseAfterFailures int `json:"pause_after_failures"`
 	Priority         int `json:"priority"`
 	// FollowRedirects is which redirects a delivery follows (see
 	// RedirectPolicy); "" is read as same_origin.
@@ -638,6 +641,10 @@ func (t *Task) validate() error {
 	if t.CallbackTimeout < 0 || t.CallbackTimeout > MaxCallbackTimeout {
 		return Errorf(EInvalid, "callback_timeout_sec",
 			"callback_timeout_sec must be from 1 to %d, or 0 for the server's callback timeout", MaxCallbackTimeout)
+	}
+	if t.PauseAfterFailures < 0 || t.PauseAfterFailures > MaxPauseAfterFailures {
+		return Errorf(EInvalid, "pause_after_failures",
+			"pause_after_failures must be from 1 to %d, or 0 never to pause the task", MaxPauseAfterFailures)
 	}
 	if t.StartingDeadline < 0 || t.StartingDeadline > MaxStartingDeadline {
 		return Errorf(EInvalid, "starting_deadline_seconds",

@@ -50,6 +50,7 @@ var fieldExamples = map[string]string{
 	"callback_method":           `"POST"`,
 	"callback_timeout_sec":      `600`,
 	"starting_deadline_seconds": `30`,
+	"pause_after_failures":      `5`,
 	"priority":                  `10`,
 	"follow_redirects":          `"same_origin"`,
 	"signing_secret":            `"generate"`,

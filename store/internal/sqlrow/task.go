@@ -15,7 +15,7 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
 	signing_secret, oidc_json, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, labels_json, params_json,
-	disabled_reason, disabled_at, disabled_by`
+	disabled_reason, disabled_at, disabled_by, pause_after_failures`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
@@ -24,7 +24,7 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
 	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "next_fire_at",
-	"run_at", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
+	"run_at", "request_id", "request_hash", "biz_id", "labels_json", "params_json", "pause_after_failures"}
 
 // ScanTask reads a row of TaskCols.
 func ScanTask(sc Scanner) (*sundial.Task, error) {
@@ -46,7 +46,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
-		&t.DisabledReason, &disabledAt, &t.DisabledBy)
+		&t.DisabledReason, &disabledAt, &t.DisabledBy, &t.PauseAfterFailures)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
 		NullMicros(t.NextFireTime),
-		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
+		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params), t.PauseAfterFailures}, nil
 }
 
 // LabelsJSON is the labels_json column of labels: a JSON object, its keys
