@@ -146,7 +146,7 @@ type Task struct {
 	// PauseAfterFailures, when above 0, disables the task once that many
 	// of its runs in a row failed for good (see AutoPause); 0: never.
 	PauseAfterFailures int `json:"pause_after_failures"`
-	Priority         int `json:"priority"`
+	Priority           int `json:"priority"`
 	// FollowRedirects is which redirects a delivery follows (see
 	// RedirectPolicy); "" is read as same_origin.
 	FollowRedirects RedirectPolicy `json:"follow_redirects"`
