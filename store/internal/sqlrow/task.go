@@ -23,8 +23,8 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
-	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "next_fire_at",
-	"run_at", "request_id", "request_hash", "biz_id", "labels_json", "params_json", "pause_after_failures"}
+	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "pause_after_failures", "next_fire_at",
+	"run_at", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
 
 // ScanTask reads a row of TaskCols.
 func ScanTask(sc Scanner) (*sundial.Task, error) {
@@ -143,8 +143,8 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
-		NullMicros(t.NextFireTime),
-		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params), t.PauseAfterFailures}, nil
+		t.PauseAfterFailures, NullMicros(t.NextFireTime),
+		NullMicros(t.RunAt), t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
 }
 
 // LabelsJSON is the labels_json column of labels: a JSON object, its keys
