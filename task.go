@@ -314,16 +314,20 @@ func (t *Task) InputHash() string {
 	// No labels are left out, so that a task without any hashes as it did
 	// before tasks had labels: a request repeated across an upgrade is
 	// still the same request.
-	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels})
+	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels, PauseAfterFailures: in.PauseAfterFailures})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
 
 // hashedTask is a task as InputHash encodes it: its labels, when it has
-// any, come last, in place of the task's own field.
+// any, and its pause_after_failures, when set, come last, in place of the
+// task's own fields.
 type hashedTask struct {
 	*Task
 	Labels map[string]string `json:"labels,omitempty"`
+	// PauseAfterFailures is left out when 0, as the hash was made
+	// before tasks had it.
+	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
 }
 
 // Schedule parses the task's expression and loads its zone.
