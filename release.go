@@ -12,11 +12,12 @@ import (
 // (Redeliver).
 
 // Planned reports whether r is a fire its planner makes again if it is
-// deleted: SCHEDULED, never delivered, and not a manual trigger (which no
-// planner makes). Deleting it and rewinding its task (RunChanges.Rewind)
+// deleted: SCHEDULED, never delivered, and made by the planner
+// (Trigger.Planned: not a manual or backfilled run, which no planner
+// makes). Deleting it and rewinding its task (RunChanges.Rewind)
 // hands it to the next planner pass, under its task's catch-up mode.
 func (r *Run) Planned() bool {
-	return r.Status == RunScheduled && r.Deliveries == 0 && r.Trigger != TriggerManual
+	return r.Status == RunScheduled && r.Deliveries == 0 && r.Trigger.Planned()
 }
 
 // Missable reports whether RunUnplanMissed may delete r when it came too
@@ -39,8 +40,9 @@ const (
 	// that the next planner pass, on any node, plans it again.
 	ReleaseUnplan
 	// ReleaseHandBack gives a SCHEDULED run delivered before (waiting for
-	// a retry, or redelivered) back to no node, as it is: no planner makes
-	// it again, and any node claims it when it is due.
+	// a retry, or redelivered), or a backfilled fire, back to no node, as
+	// it is: no planner makes it again, and any node claims it when it is
+	// due.
 	ReleaseHandBack
 	// ReleaseMisfire records a manual run never delivered, which no
 	// planner makes again, as SKIPPED (MISFIRE), with the reason.
@@ -63,6 +65,9 @@ func ReleaseOf(r *Run) ReleaseAction {
 		return ReleaseHandBack
 	case r.Trigger == TriggerManual:
 		return ReleaseMisfire
+	case !r.Trigger.Planned():
+		// A backfilled fire: handed back as it is, any node claims it.
+		return ReleaseHandBack
 	}
 	return ReleaseUnplan
 }

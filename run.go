@@ -143,10 +143,21 @@ const (
 	TriggerSchedule Trigger = "SCHEDULE"
 	TriggerManual   Trigger = "MANUAL"
 	TriggerCatchUp  Trigger = "CATCH_UP"
+	// TriggerBackfill marks a run of a past fire time made by a backfill
+	// (POST /tasks/{id}/backfill): see Task.BackfillTimes.
+	TriggerBackfill Trigger = "BACKFILL"
 )
 
 // Triggers returns every trigger.
-func Triggers() []Trigger { return []Trigger{TriggerSchedule, TriggerManual, TriggerCatchUp} }
+func Triggers() []Trigger {
+	return []Trigger{TriggerSchedule, TriggerManual, TriggerCatchUp, TriggerBackfill}
+}
+
+// Planned reports whether runs of the trigger are made by the planner
+// (SCHEDULE, CATCH_UP), which makes such a run again if it is deleted
+// before its first delivery. A manual run or a backfilled one is made
+// once, by a request, and no planner makes it again.
+func (t Trigger) Planned() bool { return t == TriggerSchedule || t == TriggerCatchUp }
 
 // MaxResponseBody is how much of a target's answer a run keeps.
 const MaxResponseBody = 4096

@@ -23,7 +23,7 @@ func sentAfter(r *Run, cutoff time.Time) bool {
 // committed ahead of an instant past cutoff: taken back, it is deleted, and
 // the planner plans it again from the task as changed.
 func firstAhead(r *Run, cutoff time.Time) bool {
-	return sentAfter(r, cutoff) && r.Trigger != TriggerManual && r.Deliveries == 1
+	return sentAfter(r, cutoff) && r.Trigger.Planned() && r.Deliveries == 1
 }
 
 // TakeBackOnUpdate decides what TaskUpdate makes of the runs of t, the task

@@ -168,7 +168,10 @@ type Task struct {
 	// amount in [0, JitterSeconds) seconds, decided when the fire is
 	// planned and recorded on its run (Run.DueAt is ScheduledTime plus it).
 	JitterSeconds int `json:"jitter_seconds"`
-	Priority      int `json:"priority"`
+	// PauseAfterFailures, when above 0, disables the task once that many
+	// of its runs in a row failed for good (see AutoPause); 0: never.
+	PauseAfterFailures int `json:"pause_after_failures"`
+	Priority           int `json:"priority"`
 	// FollowRedirects is which redirects a delivery follows (see
 	// RedirectPolicy); "" is read as same_origin.
 	FollowRedirects RedirectPolicy `json:"follow_redirects"`
@@ -337,7 +340,7 @@ func (t *Task) InputHash() string {
 	// The same goes for the schedule's bounds, max_runs and jitter: left
 	// out when not given.
 	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels, StartAt: in.StartAt, EndAt: in.EndAt,
-		MaxRuns: in.MaxRuns, JitterSeconds: in.JitterSeconds})
+		MaxRuns: in.MaxRuns, JitterSeconds: in.JitterSeconds, PauseAfterFailures: in.PauseAfterFailures})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -352,7 +355,8 @@ func utcOf(at *time.Time) *time.Time {
 }
 
 // hashedTask is a task as InputHash encodes it: its labels, when it has
-// any, come last, in place of the task's own field.
+// any, and its pause_after_failures, when set, come last, in place of the
+// task's own fields.
 type hashedTask struct {
 	*Task
 	Labels        map[string]string `json:"labels,omitempty"`
@@ -361,6 +365,9 @@ type hashedTask struct {
 	MaxRuns       int               `json:"max_runs,omitempty"`
 	FireCount     int               `json:"fire_count,omitempty"`
 	JitterSeconds int               `json:"jitter_seconds,omitempty"`
+	// PauseAfterFailures is left out when 0, as the hash was made
+	// before tasks had it.
+	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
 }
 
 // Schedule parses the task's expression and loads its zone.
@@ -756,6 +763,10 @@ func (t *Task) validate() error {
 	if t.CallbackTimeout < 0 || t.CallbackTimeout > MaxCallbackTimeout {
 		return Errorf(EInvalid, "callback_timeout_sec",
 			"callback_timeout_sec must be from 1 to %d, or 0 for the server's callback timeout", MaxCallbackTimeout)
+	}
+	if t.PauseAfterFailures < 0 || t.PauseAfterFailures > MaxPauseAfterFailures {
+		return Errorf(EInvalid, "pause_after_failures",
+			"pause_after_failures must be from 1 to %d, or 0 never to pause the task", MaxPauseAfterFailures)
 	}
 	if t.StartingDeadline < 0 || t.StartingDeadline > MaxStartingDeadline {
 		return Errorf(EInvalid, "starting_deadline_seconds",

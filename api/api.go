@@ -103,6 +103,11 @@ type Scheduler interface {
 	// params, recording of as the run it runs again (Run.RerunOf), and
 	// returns it as Trigger does.
 	Rerun(ctx context.Context, of *sundial.Run) (*sundial.Run, error)
+	// Backfill makes a BACKFILL run of task t for each of times (past
+	// fire times of its schedule, oldest first), for the nodes to claim
+	// and admit. It returns the run made for each time, nil for a time
+	// that has a backfilled run already.
+	Backfill(ctx context.Context, t *sundial.Task, times []time.Time) ([]*sundial.Run, error)
 	// Cancel cancels a run, or stops it if it is in flight.
 	Cancel(ctx context.Context, runID int64) (*sundial.Run, error)
 	// Poke asks for a planner pass now, after a task was created or changed.
@@ -206,10 +211,13 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/tasks/{id}/enable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskEnabled))
 	s.route("POST /api/v1/tasks/{id}/disable", sundial.RoleOperator, s.handleTaskSetStatus(sundial.TaskDisabled))
 	s.route("POST /api/v1/tasks/{id}/trigger", sundial.RoleOperator, s.handleTaskTrigger)
+	s.route("POST /api/v1/tasks/{id}/backfill", sundial.RoleOperator, s.handleTaskBackfill)
+	s.route("POST /api/v1/tasks/{id}/backfill:cancel", sundial.RoleOperator, s.handleTaskBackfillCancel)
 	s.route("GET /api/v1/tasks/{id}/runs", sundial.RoleViewer, s.handleTaskRuns, runListParams[1:]...)
 	s.route("GET /api/v1/tasks/{id}/upcoming", sundial.RoleViewer, s.handleTaskUpcoming, "limit")
 
 	s.route("GET /api/v1/runs", sundial.RoleViewer, s.handleRunList, runListParams...)
+	s.route("POST /api/v1/runs:replay", sundial.RoleOperator, s.handleRunReplay)
 	s.route("GET /api/v1/runs/{id}", sundial.RoleViewer, s.handleRunGet)
 	s.route("POST /api/v1/runs/{id}/cancel", sundial.RoleOperator, s.handleRunCancel)
 	s.route("POST /api/v1/runs/{id}/rerun", sundial.RoleOperator, s.handleRunRerun)

@@ -48,7 +48,7 @@ func TestOpenAPIContract(t *testing.T) {
 	for _, name := range []string{"Task", "TaskState", "LastRun", "RunFields", "RunDetail", "Attempt", "RetryPolicy", "OIDC", "Node",
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
-		"BulkItem", "BulkResult", "BulkError",
+		"BulkItem", "BulkResult", "BulkError", "Backfill", "BackfillItem", "BackfillCancel", "Replay",
 		"TokenList", "NodeList", "Event", "EventTask", "EventRun", "EventReset"} {
 		for _, p := range c.ownProperties(c.schema(t, name)) {
 			if !c.fields[name+"."+p] {
@@ -401,6 +401,49 @@ func (f *contractFixture) story(t *testing.T) {
 		t.Fatalf("rerun of run %d = %+v", manual.ID, rerun)
 	}
 
+	// Backfills: a dry run, a backfill, one of a one-off task, a cancel.
+	filled := f.createTask(t, f.cronTask("backfilled", ""))
+	span := func(dry bool) string {
+		return fmt.Sprintf(`{"from":%q,"to":%q,"dry_run":%t}`, now.Add(-48*time.Hour).Format(time.RFC3339), now.Format(time.RFC3339), dry)
+	}
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill"), body: span(true), token: f.secrets[sundial.RoleOperator], status: 200})
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill"), body: span(false), status: 202})
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill"), body: span(true), status: 200})
+	f.do(t, call{method: "POST", path: taskPath(once.ID, "/backfill"), body: span(false), status: 409, code: "conflict", field: "cron_expr"})
+	f.do(t, invalid("POST", taskPath(filled.ID, "/backfill"), `{"from":"yesterday","to":"2026-01-01T00:00:00Z"}`, "from"))
+	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill:cancel"), token: f.secrets[sundial.RoleOperator], status: 200})
+
+	// Dead letters: listed, replayed by id and by filter; refused.
+	dead := func(tk *sundial.Task, key string) *sundial.Run {
+		d := &sundial.Run{TaskID: tk.ID, FireKey: key, Trigger: sundial.TriggerSchedule, ScheduledTime: now.Add(-time.Hour), NodeID: "node-a"}
+		if err := f.store.RunInsert(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.RunStart(ctx, []sundial.RunStartParams{{ID: d.ID, Fence: d.Fence, Attempt: 1, StartedAt: now}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.store.RunFinish(ctx, []sundial.RunFinishParams{{ID: d.ID, Fence: d.Fence, Status: sundial.RunFailed,
+			StartedAt: now, FinishedAt: now, HTTPStatus: 500, Error: "HTTP 500 Internal Server Error"}}); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	letter := dead(filled, "s:dead")
+	f.do(t, call{method: "GET", path: "/api/v1/runs?dead_letter=true&task_id=" + strconv.FormatInt(filled.ID, 10), status: 200})
+	f.do(t, silent("GET", "/api/v1/runs?dead_letter=true&status=FAILED", "", "dead_letter", "a rule across two parameters"))
+	f.do(t, call{method: "POST", path: "/api/v1/runs:replay", body: fmt.Sprintf(`{"ids":[%d]}`, letter.ID),
+		token: f.secrets[sundial.RoleOperator], status: 202})
+	f.do(t, call{method: "POST", path: "/api/v1/runs:replay", body: fmt.Sprintf(`{"filter":{"task_id":%d}}`, filled.ID), status: 202})
+	f.do(t, silent("POST", "/api/v1/runs:replay", fmt.Sprintf(`{"ids":[%d,%d]}`, letter.ID, letter.ID), "ids[1]",
+		"the document does not know which runs exist"))
+	gone := f.createTask(t, f.cronTask("gone", ""))
+	goneLetter := dead(gone, "s:gone")
+	if err := f.store.TaskDelete(ctx, gone.ID, now); err != nil {
+		t.Fatal(err)
+	}
+	f.do(t, call{method: "POST", path: "/api/v1/runs:replay", body: fmt.Sprintf(`{"ids":[%d]}`, goneLetter.ID),
+		status: 409, code: "conflict", field: "ids[0]"})
+
 	// Runs: one of each shape, lists, one, cancels.
 	planned := &sundial.Run{TaskID: nightly.ID, FireKey: "s:planned", Trigger: sundial.TriggerSchedule,
 		ScheduledTime: now.Add(time.Hour), Priority: 10}
@@ -740,6 +783,11 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			s.body = `{"reason":"sampled"}`
 		case "triggerTask":
 			s.body = `{"params":{"a":1}}`
+		case "replayRuns":
+			s.body = fmt.Sprintf(`{"ids":[%d]}`, r.ID)
+		case "backfillTask":
+			s.body = fmt.Sprintf(`{"from":%q,"to":%q,"dry_run":true}`, f.now().Add(-time.Hour).Format(time.RFC3339),
+				f.now().Format(time.RFC3339))
 		case "bulkTasks":
 			s.body = fmt.Sprintf(`{"action":"trigger","ids":[%d]}`, tk.ID)
 		case "createToken":

@@ -54,6 +54,7 @@ var fieldExamples = map[string]string{
 	"end_at":                    `"2030-03-31T23:59:59Z"`,
 	"max_runs":                  `10`,
 	"jitter_seconds":            `30`,
+	"pause_after_failures":      `5`,
 	"priority":                  `10`,
 	"follow_redirects":          `"same_origin"`,
 	"signing_secret":            `"generate"`,

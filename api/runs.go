@@ -15,10 +15,10 @@ import (
 // runListParams are the query parameters of GET /api/v1/runs; those of
 // GET /api/v1/tasks/{id}/runs are the same less task_id, the first.
 var runListParams = []string{"task_id", "status", "trigger", "selector", "from", "to", "finished_after", "finished_before",
-	"planned", "limit", "cursor"}
+	"planned", "dead_letter", "limit", "cursor"}
 
 // handleRunList serves
-// GET /api/v1/runs?task_id=&status=&trigger=&selector=&from=&to=&finished_after=&finished_before=&planned=&limit=&cursor=:
+// GET /api/v1/runs?task_id=&status=&trigger=&selector=&from=&to=&finished_after=&finished_before=&planned=&dead_letter=&limit=&cursor=:
 // runs newest first by scheduled time.
 func (s *Server) handleRunList(w http.ResponseWriter, r *http.Request) {
 	f, limit, err := runFilter(r.URL.Query(), 0, s.now())
@@ -89,6 +89,19 @@ func runFilter(q url.Values, taskID int64, now time.Time) (sundial.RunListParams
 		return f, 0, err
 	}
 	f.Status = statuses
+	switch v := strings.ToLower(q.Get("dead_letter")); v {
+	case "", "false":
+	case "true":
+		// The runs that failed for good: see sundial.RunStatus.DeadLetter.
+		if len(statuses) > 0 {
+			return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "dead_letter", Token: q.Get("dead_letter"),
+				Message: "dead_letter=true selects the statuses FAILED, TIMEOUT and FAILED_TIMEOUT: give it or status, not both"}
+		}
+		f.Status = sundial.DeadLetterStatuses()
+	default:
+		return f, 0, &sundial.Error{Code: sundial.EInvalid, Field: "dead_letter", Token: q.Get("dead_letter"),
+			Message: "dead_letter must be true (only the runs that failed for good: FAILED, TIMEOUT, FAILED_TIMEOUT) or false"}
+	}
 	if f.Trigger, err = enumList(q, "trigger", sundial.Triggers()); err != nil {
 		return f, 0, err
 	}
@@ -213,6 +226,9 @@ func (s *Server) handleRunRerun(w http.ResponseWriter, r *http.Request) {
 	s.audit(r, "run.rerun", "run/"+strconv.FormatInt(of.ID, 10), run.TaskID, nil, newRunChange(run))
 	writeJSON(w, http.StatusAccepted, utcRun(run))
 }
+
+// runTarget is the audit target of run id.
+func runTarget(id int64) string { return "run/" + strconv.FormatInt(id, 10) }
 
 // utcRun puts run's times in UTC, the zone every response uses.
 func utcRun(run *sundial.Run) *sundial.Run {

@@ -148,7 +148,7 @@ func TestRunList(t *testing.T) {
 		// The task comes from the path.
 		{taskPath(a.ID, "/runs?task_id=") + strconv.FormatInt(c.ID, 10), 400,
 			errorDetail{Code: sundial.EInvalid, Field: "task_id", Message: `unknown query parameter "task_id"; ` +
-				"GET /api/v1/tasks/{id}/runs accepts status, trigger, selector, from, to, finished_after, finished_before, planned, limit, cursor"}},
+				"GET /api/v1/tasks/{id}/runs accepts status, trigger, selector, from, to, finished_after, finished_before, planned, dead_letter, limit, cursor"}},
 	} {
 		wantError(t, b.do(t, http.MethodGet, tt.path, nil), tt.status, tt.err)
 	}

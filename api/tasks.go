@@ -33,43 +33,44 @@ const (
 // The server-set fields are decoded only to be refused by name (PUT takes
 // version, and requires it). A null counts as present.
 type taskRequest struct {
-	Name              string                    `json:"name"`
-	Description       string                    `json:"description"`
-	Labels            map[string]string         `json:"labels"`
-	CronExpr          string                    `json:"cron_expr"`
-	RunAt             json.RawMessage           `json:"run_at"`
-	DelaySeconds      *int                      `json:"delay_seconds"`
-	RequestID         string                    `json:"request_id"`
-	BizID             string                    `json:"biz_id"`
-	Params            json.RawMessage           `json:"params"`
-	Timezone          string                    `json:"timezone"`
-	ExecType          sundial.ExecType          `json:"exec_type"`
-	HTTPMethod        string                    `json:"http_method"`
-	TargetURL         string                    `json:"target_url"`
-	Headers           map[string]string         `json:"headers"`
-	HeadersJSON       *string                   `json:"headers_json"`
-	BodyTemplate      string                    `json:"body_template"`
-	TimeoutSeconds    int                       `json:"timeout_seconds"`
-	RetryPolicy       json.RawMessage           `json:"retry_policy"`
-	MaxConcurrency    int                       `json:"max_concurrency"`
-	ConcurrencyPolicy sundial.ConcurrencyPolicy `json:"concurrency_policy"`
-	MaxQueue          int                       `json:"max_queue"`
-	OverlapAction     sundial.OverlapAction     `json:"overlap_action"`
-	FailureAction     sundial.FailureAction     `json:"failure_action"`
-	CatchUpMode       sundial.CatchUpMode       `json:"catch_up_mode"`
-	CatchUpLimit      int                       `json:"catch_up_limit"`
-	CallbackMethod    string                    `json:"callback_method"`
-	CallbackTimeout   int                       `json:"callback_timeout_sec"`
-	StartingDeadline  int                       `json:"starting_deadline_seconds"`
-	StartAt           json.RawMessage           `json:"start_at"`
-	EndAt             json.RawMessage           `json:"end_at"`
-	MaxRuns           int                       `json:"max_runs"`
-	JitterSeconds     int                       `json:"jitter_seconds"`
-	Priority          int                       `json:"priority"`
-	FollowRedirects   sundial.RedirectPolicy    `json:"follow_redirects"`
-	SigningSecret     string                    `json:"signing_secret"`
-	OIDC              *sundial.OIDCOption       `json:"oidc"`
-	Status            sundial.TaskStatus        `json:"status"`
+	Name               string                    `json:"name"`
+	Description        string                    `json:"description"`
+	Labels             map[string]string         `json:"labels"`
+	CronExpr           string                    `json:"cron_expr"`
+	RunAt              json.RawMessage           `json:"run_at"`
+	DelaySeconds       *int                      `json:"delay_seconds"`
+	RequestID          string                    `json:"request_id"`
+	BizID              string                    `json:"biz_id"`
+	Params             json.RawMessage           `json:"params"`
+	Timezone           string                    `json:"timezone"`
+	ExecType           sundial.ExecType          `json:"exec_type"`
+	HTTPMethod         string                    `json:"http_method"`
+	TargetURL          string                    `json:"target_url"`
+	Headers            map[string]string         `json:"headers"`
+	HeadersJSON        *string                   `json:"headers_json"`
+	BodyTemplate       string                    `json:"body_template"`
+	TimeoutSeconds     int                       `json:"timeout_seconds"`
+	RetryPolicy        json.RawMessage           `json:"retry_policy"`
+	MaxConcurrency     int                       `json:"max_concurrency"`
+	ConcurrencyPolicy  sundial.ConcurrencyPolicy `json:"concurrency_policy"`
+	MaxQueue           int                       `json:"max_queue"`
+	OverlapAction      sundial.OverlapAction     `json:"overlap_action"`
+	FailureAction      sundial.FailureAction     `json:"failure_action"`
+	CatchUpMode        sundial.CatchUpMode       `json:"catch_up_mode"`
+	CatchUpLimit       int                       `json:"catch_up_limit"`
+	CallbackMethod     string                    `json:"callback_method"`
+	CallbackTimeout    int                       `json:"callback_timeout_sec"`
+	StartingDeadline   int                       `json:"starting_deadline_seconds"`
+	StartAt            json.RawMessage           `json:"start_at"`
+	EndAt              json.RawMessage           `json:"end_at"`
+	MaxRuns            int                       `json:"max_runs"`
+	JitterSeconds      int                       `json:"jitter_seconds"`
+	PauseAfterFailures int                       `json:"pause_after_failures"`
+	Priority           int                       `json:"priority"`
+	FollowRedirects    sundial.RedirectPolicy    `json:"follow_redirects"`
+	SigningSecret      string                    `json:"signing_secret"`
+	OIDC               *sundial.OIDCOption       `json:"oidc"`
+	Status             sundial.TaskStatus        `json:"status"`
 	// DisabledReason is the reason a DISABLED task is disabled for: left
 	// out, the current one is kept; null or "" removes it (see
 	// sundial.Task.NoteDisabled).
@@ -133,39 +134,40 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 	}
 
 	t := &sundial.Task{
-		Name:              req.Name,
-		Description:       req.Description,
-		Labels:            req.Labels,
-		CronExpr:          req.CronExpr,
-		DelaySeconds:      req.DelaySeconds,
-		RequestID:         req.RequestID,
-		BizID:             req.BizID,
-		Params:            req.Params,
-		Timezone:          req.Timezone,
-		ExecType:          req.ExecType,
-		HTTPMethod:        req.HTTPMethod,
-		TargetURL:         req.TargetURL,
-		Headers:           req.Headers,
-		BodyTemplate:      req.BodyTemplate,
-		TimeoutSeconds:    req.TimeoutSeconds,
-		RetryPolicy:       req.RetryPolicy,
-		MaxConcurrency:    req.MaxConcurrency,
-		ConcurrencyPolicy: req.ConcurrencyPolicy,
-		MaxQueue:          req.MaxQueue,
-		OverlapAction:     req.OverlapAction,
-		FailureAction:     req.FailureAction,
-		CatchUpMode:       req.CatchUpMode,
-		CatchUpLimit:      req.CatchUpLimit,
-		CallbackMethod:    req.CallbackMethod,
-		CallbackTimeout:   req.CallbackTimeout,
-		StartingDeadline:  req.StartingDeadline,
-		MaxRuns:           req.MaxRuns,
-		JitterSeconds:     req.JitterSeconds,
-		Priority:          req.Priority,
-		FollowRedirects:   req.FollowRedirects,
-		SigningSecret:     req.SigningSecret,
-		OIDC:              req.OIDC,
-		Status:            req.Status,
+		Name:               req.Name,
+		Description:        req.Description,
+		Labels:             req.Labels,
+		CronExpr:           req.CronExpr,
+		DelaySeconds:       req.DelaySeconds,
+		RequestID:          req.RequestID,
+		BizID:              req.BizID,
+		Params:             req.Params,
+		Timezone:           req.Timezone,
+		ExecType:           req.ExecType,
+		HTTPMethod:         req.HTTPMethod,
+		TargetURL:          req.TargetURL,
+		Headers:            req.Headers,
+		BodyTemplate:       req.BodyTemplate,
+		TimeoutSeconds:     req.TimeoutSeconds,
+		RetryPolicy:        req.RetryPolicy,
+		MaxConcurrency:     req.MaxConcurrency,
+		ConcurrencyPolicy:  req.ConcurrencyPolicy,
+		MaxQueue:           req.MaxQueue,
+		OverlapAction:      req.OverlapAction,
+		FailureAction:      req.FailureAction,
+		CatchUpMode:        req.CatchUpMode,
+		CatchUpLimit:       req.CatchUpLimit,
+		CallbackMethod:     req.CallbackMethod,
+		CallbackTimeout:    req.CallbackTimeout,
+		StartingDeadline:   req.StartingDeadline,
+		MaxRuns:            req.MaxRuns,
+		JitterSeconds:      req.JitterSeconds,
+		PauseAfterFailures: req.PauseAfterFailures,
+		Priority:           req.Priority,
+		FollowRedirects:    req.FollowRedirects,
+		SigningSecret:      req.SigningSecret,
+		OIDC:               req.OIDC,
+		Status:             req.Status,
 	}
 	for _, f := range []struct {
 		field string

@@ -87,6 +87,20 @@ func (f *fakeScheduler) trigger(ctx context.Context, taskID int64, params json.R
 	return r, nil
 }
 
+func (f *fakeScheduler) Backfill(ctx context.Context, t *sundial.Task, times []time.Time) ([]*sundial.Run, error) {
+	runs := make([]*sundial.Run, len(times))
+	for i, at := range times {
+		r := sundial.BackfillRun(t, at, f.now())
+		if err := f.store.RunInsert(ctx, r); sundial.ErrorCode(err) == sundial.EConflict {
+			continue
+		} else if err != nil {
+			return runs, err
+		}
+		runs[i] = r
+	}
+	return runs, nil
+}
+
 func (f *fakeScheduler) Cancel(ctx context.Context, runID int64) (*sundial.Run, error) {
 	return f.store.RunCancel(ctx, runID, f.now())
 }

@@ -93,7 +93,8 @@ func newHealth(cfg Config, store stateStore, log *slog.Logger) *health {
 // else.
 func (h *health) observe(o outcome) {
 	r := o.run
-	lag := o.delivery == 1 && !o.started.IsZero()
+	// A backfilled fire is late on purpose: its lag tells nothing.
+	lag := o.delivery == 1 && !o.started.IsZero() && r.Trigger != sundial.TriggerBackfill
 	final := !o.retry && (o.status == sundial.RunSuccess || o.status.Failure())
 	if !lag && !final {
 		return

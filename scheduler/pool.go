@@ -214,9 +214,10 @@ func (p *pool) deliver(j job) {
 	trigger := string(r.Trigger)
 	started := time.Now()
 	p.publish(startEvent(j, started, p.node))
-	if j.deliveryNo() == 1 {
+	if j.deliveryNo() == 1 && r.Trigger != sundial.TriggerBackfill {
 		// The fire's first delivery: how late it started after it was
-		// due (its scheduled time plus its jitter).
+		// due (its scheduled time plus its jitter). A backfilled fire is
+		// late on purpose.
 		p.m.lag.Observe(started.Sub(dueOf(r)).Seconds())
 	}
 	var cbURL, cbToken string

@@ -86,6 +86,11 @@ type Config struct {
 	// send for a while and the heap has used half its room, so that a
 	// cycle does not fall in a burst of fires (quietgc.go) [on].
 	QuietGC bool
+	// OnAutoPause, when set, is told of every task this node pauses
+	// after its pause_after_failures (see pauser.go): the hook where the
+	// alerting of a pause plugs in. Each pause is told once in the
+	// cluster, by the node that made it. It must not block long.
+	OnAutoPause func(sundial.AutoPaused)
 
 	// admitLaneCap is the room of each admission lane [4096]: tests make
 	// it small to fill a lane with a small burst.
@@ -203,6 +208,7 @@ type Scheduler struct {
 	pool         *pool
 	writer       *writer
 	health       *health
+	pauser       *pauser
 	members      *membership
 	callbacks    *callbacks
 	housekeeping *housekeeping
@@ -243,6 +249,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.pool = newPool(cfg, d, log, m, s.endDrain)
 	s.writer = newWriter(store, log, m, cfg.Node.ID)
 	s.health = newHealth(cfg, store, log)
+	s.pauser = newPauser(cfg, store, log)
 	s.members = newMembership(cfg, store, log)
 	s.callbacks = newCallbacks(cfg, store, log)
 	s.housekeeping = newHousekeeping(cfg, store, log, m.purged)
@@ -271,7 +278,12 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 		}
 	}
 
-	s.writer.written, s.writer.slotFreed, s.writer.observe = s.pool.written, s.disp.slotFreed, s.health.observe
+	s.writer.written, s.writer.slotFreed = s.pool.written, s.disp.slotFreed
+	s.writer.observe = func(o outcome) {
+		s.health.observe(o)
+		s.pauser.observe(o)
+	}
+	s.pauser.changed = s.planner.poke
 
 	s.members.dropAll, s.members.cancelAll, s.members.reaped = s.disp.dropAll, s.pool.cancelAll, s.planner.poke
 	s.members.inHeap, s.members.claim, s.members.add, s.members.record = s.disp.has, s.claimer.claim, s.disp.add, record
@@ -326,7 +338,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	pool.Go(func() error { return s.pool.Run(poolCtx) })
 
 	loops, loopCtx := errgroup.WithContext(ctx)
-	for _, c := range []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp} {
+	for _, c := range []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp, s.pauser} {
 		loops.Go(func() error { return c.Run(loopCtx) })
 	}
 	<-loopCtx.Done()

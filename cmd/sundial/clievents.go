@@ -342,7 +342,7 @@ func tailLine(e sundial.Event, color bool) string {
 		task = "task/" + strconv.FormatInt(e.Task.ID, 10)
 	}
 	parts := []string{at.Local().Format("2006-01-02 15:04:05.000"), task, "run/" + strconv.FormatInt(r.ID, 10), status}
-	if r.StartedAt != nil && r.Trigger != sundial.TriggerManual && (r.Delivery <= 1) {
+	if r.StartedAt != nil && r.Trigger != sundial.TriggerManual && r.Trigger != sundial.TriggerBackfill && (r.Delivery <= 1) {
 		parts = append(parts, "lag "+runDuration(r.StartedAt.Sub(r.ScheduledTime)))
 	}
 	if r.StartedAt != nil && r.FinishedAt != nil {

@@ -16,8 +16,8 @@ import (
 
 // runCommand is "sundial run".
 func (c *cli) runCommand() *cobra.Command {
-	cmd := groupCommand("run", "List, read, cancel, rerun and follow runs", "")
-	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runRerunCommand(), c.runTailCommand())
+	cmd := groupCommand("run", "List, read, cancel, rerun, replay and follow runs", "")
+	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runRerunCommand(), c.runReplayCommand(), c.runTailCommand())
 	return cmd
 }
 
@@ -27,7 +27,7 @@ type runFilter struct {
 	since, until                   string // scheduled time (--from and --to are their other names)
 	from, to                       string
 	finishedAfter, finishedBefore  string
-	planned                        bool
+	planned, deadLetter            bool
 	limit                          int
 }
 
@@ -37,7 +37,7 @@ type runFilter struct {
 func (f *runFilter) flags(cmd *cobra.Command, withSelector bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.status, "status", "", "only runs in these statuses, comma-separated: FAILED,TIMEOUT")
-	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP")
+	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP, BACKFILL")
 	if withSelector {
 		fl.StringVarP(&f.selector, "selector", "l", "", "only the runs of the tasks whose labels match this label selector: team=payments")
 	}
@@ -48,12 +48,13 @@ func (f *runFilter) flags(cmd *cobra.Command, withSelector bool) {
 	fl.StringVar(&f.finishedAfter, "finished-after", "", "only runs that finished from this time on: RFC 3339, or how long ago")
 	fl.StringVar(&f.finishedBefore, "finished-before", "", "only runs that finished before this time: RFC 3339, or how long ago")
 	fl.BoolVar(&f.planned, "planned", false, "list the planned runs too (fires not due yet), first")
+	fl.BoolVar(&f.deadLetter, "dead-letter", false, "only the runs that failed for good (FAILED, TIMEOUT, FAILED_TIMEOUT); not with --status")
 	fl.IntVar(&f.limit, "limit", 20, "at most this many runs (0: all)")
 	addOutputFlag(cmd, &f.out, "table", "table", "wide", "json", "yaml", "name")
 	_ = cmd.RegisterFlagCompletionFunc("status", cobra.FixedCompletions([]string{"SCHEDULED", "QUEUED", "RUNNING",
 		"WAITING_CALLBACK", "SUCCESS", "FAILED", "TIMEOUT", "FAILED_TIMEOUT", "CANCELED", "SKIPPED", "INTERRUPTED"},
 		cobra.ShellCompDirectiveNoFileComp))
-	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"SCHEDULE", "MANUAL", "CATCH_UP"},
+	_ = cmd.RegisterFlagCompletionFunc("trigger", cobra.FixedCompletions([]string{"SCHEDULE", "MANUAL", "CATCH_UP", "BACKFILL"},
 		cobra.ShellCompDirectiveNoFileComp))
 }
 
@@ -100,6 +101,9 @@ func (f *runFilter) query(now time.Time) (url.Values, error) {
 	}
 	if f.planned {
 		q.Set("planned", "true")
+	}
+	if f.deadLetter {
+		q.Set("dead_letter", "true")
 	}
 	return q, nil
 }

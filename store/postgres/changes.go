@@ -102,7 +102,7 @@ const tasksRewindSQL = `UPDATE tasks SET next_fire_at = LEAST(tasks.next_fire_at
 // after the rewind, which locks the tasks first.
 const runsUnplanAfterSQL = `DELETE FROM runs USING unnest($1::bigint[], $2::bigint[]) AS u (id, at)
 	WHERE runs.task_id = u.id AND runs.status = 'SCHEDULED' AND runs.scheduled_at > u.at
-	AND runs.deliveries = 0 AND runs.trigger_type <> 'MANUAL'`
+	AND runs.deliveries = 0 AND runs.trigger_type IN ('SCHEDULE', 'CATCH_UP')`
 
 // runsLockSQL locks the runs $1 in ID order, and reads them.
 const runsLockSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs WHERE id = ANY($1) ORDER BY id FOR UPDATE`

@@ -495,9 +495,22 @@ func testRunRelease(t *testing.T, open Opener) {
 	man := f.run(a.ID, at(47), sundial.RunScheduled, manual, withKey("m:1"))
 	b70 := f.run(b.ID, at(70), sundial.RunScheduled)
 	c20 := f.run(c.ID, at(20), sundial.RunScheduled)
+	// Backfilled fires are not the planner's: neither deleted by the
+	// rewind (node-b's, later than a50) nor unplanned (node-a's, handed
+	// back to no node).
+	backfill := func(r *sundial.Run) {
+		r.Trigger = sundial.TriggerBackfill
+		r.FireKey = sundial.BackfillFireKey(r.ScheduledTime)
+	}
+	bfOwn := f.run(a.ID, at(90), sundial.RunScheduled, backfill)
+	bfOther := f.run(a.ID, at(57), sundial.RunScheduled, backfill, withNode("node-b"))
 
 	if err := f.s.RunRelease(f.ctx, "node-a", "shutting down", at(200)); err != nil {
 		t.Fatalf("RunRelease: %v", err)
+	}
+	eqRun(t, f.get(bfOther.ID), bfOther)
+	if got := f.get(bfOwn.ID); got.Status != sundial.RunScheduled || got.NodeID != "" || got.Trigger != sundial.TriggerBackfill {
+		t.Fatalf("released backfilled run = %s; want SCHEDULED, held by no node", fmtRun(*got))
 	}
 	for _, r := range []*sundial.Run{a50, a60, a55, b70, c20} {
 		_, err := f.s.RunGet(f.ctx, r.ID)

@@ -190,7 +190,8 @@ func newTask(name string, mods ...func(*sundial.Task)) *sundial.Task {
 		RetryPolicy:  json.RawMessage(`{"max_attempts":3}`),
 		Priority:     0,
 		// Not a default, so that every round trip of a task checks it.
-		StartingDeadline: 90,
+		StartingDeadline:   90,
+		PauseAfterFailures: 4,
 	}
 	for _, m := range mods {
 		m(tk)

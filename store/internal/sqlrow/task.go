@@ -16,7 +16,7 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
 	signing_secret, oidc_json, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, labels_json, params_json,
-	disabled_reason, disabled_at, disabled_by, start_at, end_at, max_runs, jitter_seconds, fire_count, counted_through`
+	disabled_reason, disabled_at, disabled_by, pause_after_failures, start_at, end_at, max_runs, jitter_seconds, fire_count, counted_through`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
@@ -24,7 +24,7 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"target_url", "headers_json", "body_template", "timeout_seconds", "retry_policy_json", "max_concurrency",
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
-	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "next_fire_at",
+	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "pause_after_failures", "next_fire_at",
 	"run_at", "start_at", "end_at", "max_runs", "jitter_seconds", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
 
 // TaskPlanCols are the columns PlanDue writes of a task it planned
@@ -65,7 +65,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
-		&t.DisabledReason, &disabledAt, &t.DisabledBy, &startAt, &endAt, &t.MaxRuns, &t.JitterSeconds,
+		&t.DisabledReason, &disabledAt, &t.DisabledBy, &t.PauseAfterFailures, &startAt, &endAt, &t.MaxRuns, &t.JitterSeconds,
 		&t.FireCount, &through)
 	if err != nil {
 		return nil, err
@@ -164,7 +164,7 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
 		string(t.CatchUpMode), t.CatchUpLimit, t.CallbackMethod, t.CallbackTimeout, t.StartingDeadline, t.Priority,
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
-		NullMicros(t.NextFireTime),
+		t.PauseAfterFailures, NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), NullMicros(t.StartAt), NullMicros(t.EndAt), t.MaxRuns, t.JitterSeconds,
 		t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
 }

@@ -113,4 +113,4 @@ const TaskRewindSQL = `UPDATE tasks
 // after the task's rewind, which locks the task first: arguments the
 // task's ID, then the fire's time.
 const RunsUnplanAfterSQL = `DELETE FROM runs
-	WHERE task_id = ? AND status = 'SCHEDULED' AND scheduled_at > ? AND deliveries = 0 AND trigger_type <> 'MANUAL'`
+	WHERE task_id = ? AND status = 'SCHEDULED' AND scheduled_at > ? AND deliveries = 0 AND trigger_type IN ('SCHEDULE', 'CATCH_UP')`
