@@ -151,6 +151,7 @@ func (p *planner) planOnce(ctx context.Context) {
 	}
 	p.sweptOnce.Do(func() { close(p.swept) })
 	passEnd := time.Now().Add(p.refillWindow())
+	limit := p.batch // tasks read (and, on PostgreSQL and MySQL, locked) per PlanDue
 	for ctx.Err() == nil {
 		now := time.Now()
 		until := now.Add(p.lookahead)
@@ -164,7 +165,7 @@ func (p *planner) planOnce(ctx context.Context) {
 		keepAfter := now.Add(2*p.pollInterval + p.claimWindow)
 		// Planned runs belong to no node: every node claims its share
 		// shortly before they are due (the claimer).
-		runs, err := p.store.PlanDue(ctx, until, p.batch, "", now,
+		runs, err := p.store.PlanDue(ctx, until, limit, "", now,
 			func(t *sundial.Task) sundial.Plan {
 				tasks[t.ID] = t
 				if missedUnplanned(t, now, p.misfire) &&
@@ -217,9 +218,13 @@ func (p *planner) planOnce(ctx context.Context) {
 			if time.Now().After(passEnd) {
 				return
 			}
+			// Read about as many as this one planned, not a whole batch
+			// to keep most of it again: each task read is locked (a write
+			// on PostgreSQL).
+			limit = min(p.batch, max(2*(len(tasks)-kept), 32))
 			continue
 		}
-		if len(tasks) < p.batch && !deferred {
+		if len(tasks) < limit && !deferred {
 			return
 		}
 	}
