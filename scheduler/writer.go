@@ -205,22 +205,42 @@ func (w *writer) record(o outcome) {
 		w.observe(o)
 	}
 	r := o.run
+	// What is counted, and the log line: its level, message and the
+	// attributes of its kind. The extra attributes are built only for the
+	// lines that are not a plain success.
+	level, msg := slog.LevelWarn, "run finished"
+	var extra func() []any
 	switch {
 	case o.retry:
 		w.m.retries.Inc()
-	case o.status == sundial.RunWaitingCallback, o.status == sundial.RunInterrupted:
+		msg = "run will be retried"
+		extra = func() []any { return []any{slog.Time("retry_at", o.dueAt), slog.String("run_error", o.err)} }
+	case o.status == sundial.RunWaitingCallback:
+		level, msg = slog.LevelInfo, "run waiting for its callback"
+		extra = func() []any { return []any{slog.Time("deadline", o.dueAt)} }
 	case o.status == sundial.RunSkipped && r.SkipReason == sundial.SkipMisfire:
 		w.m.fires.WithLabelValues(string(o.status)).Inc()
 		w.m.missed.Add(float64(r.MissedCount))
+		msg = "fires missed"
+		extra = func() []any { return []any{slog.Int("missed", r.MissedCount)} }
+	case o.status == sundial.RunSkipped:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		level, msg = slog.LevelInfo, "run skipped"
+		extra = func() []any { return []any{slog.String("skip_reason", string(r.SkipReason))} }
+	case o.status == sundial.RunInterrupted:
+		// Not final, not counted: a live node delivers it again
+		// (RunRedeliver).
+		msg = "run interrupted"
+		extra = func() []any { return []any{slog.String("run_error", o.err)} }
+	case o.status == sundial.RunSuccess:
+		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		level = slog.LevelInfo
 	default:
 		w.m.fires.WithLabelValues(string(o.status)).Inc()
+		extra = func() []any { return []any{slog.String("run_error", o.err)} }
 	}
-	level := slog.LevelWarn
-	if !o.retry && (o.status == sundial.RunWaitingCallback || o.status == sundial.RunSuccess ||
-		o.status == sundial.RunSkipped && r.SkipReason != sundial.SkipMisfire) {
-		level = slog.LevelInfo
-	}
-	if !w.log.Enabled(context.Background(), level) {
+	ctx := context.Background()
+	if !w.log.Enabled(ctx, level) {
 		return // a fire a second per task: its attributes are not built for nothing
 	}
 	attrs := []any{slog.Int64("task_id", r.TaskID)}
@@ -242,23 +262,10 @@ func (w *writer) record(o outcome) {
 		attrs = append(attrs, slog.Int64("lag_ms", o.started.Sub(dueOf(r)).Milliseconds()),
 			slog.Int64("duration_ms", o.finished.Sub(o.started).Milliseconds()), slog.Int("http_status", o.httpStatus))
 	}
-	switch {
-	case o.retry:
-		w.log.Warn("run will be retried", append(attrs, slog.Time("retry_at", o.dueAt), slog.String("run_error", o.err))...)
-	case o.status == sundial.RunWaitingCallback:
-		w.log.Info("run waiting for its callback", append(attrs, slog.Time("deadline", o.dueAt))...)
-	case o.status == sundial.RunSkipped && r.SkipReason == sundial.SkipMisfire:
-		w.log.Warn("fires missed", append(attrs, slog.Int("missed", r.MissedCount))...)
-	case o.status == sundial.RunSkipped:
-		w.log.Info("run skipped", append(attrs, slog.String("skip_reason", string(r.SkipReason)))...)
-	case o.status == sundial.RunInterrupted:
-		// Not final: a live node delivers it again (RunRedeliver).
-		w.log.Warn("run interrupted", append(attrs, slog.String("run_error", o.err))...)
-	case o.status == sundial.RunSuccess:
-		w.log.Info("run finished", attrs...)
-	default:
-		w.log.Warn("run finished", append(attrs, slog.String("run_error", o.err))...)
+	if extra != nil {
+		attrs = append(attrs, extra()...)
 	}
+	w.log.Log(ctx, level, msg, attrs...)
 }
 
 // dueOf is when the run r was due, which its lag counts from: its DueAt
