@@ -266,7 +266,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 				writeReset(&buf, e.Reset)
 			case pass(e):
 				buf.WriteString("id: " + e.ID + "\nevent: " + string(e.Kind) + "\ndata: ")
-				buf.Write(e.Data)
+				buf.Write(e.Data())
 				buf.WriteString("\n\n")
 			}
 		}

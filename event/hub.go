@@ -61,8 +61,8 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Entry is one event the hub holds, encoded once for every stream that
-// sends it, or a reset: a point past which events may be missing.
+// Entry is one event the hub holds, or a reset: a point past which events
+// may be missing.
 type Entry struct {
 	Pos      uint64 // the entry's position in this hub: 1, 2, ...
 	ID       string
@@ -70,11 +70,24 @@ type Entry struct {
 	At       time.Time
 	TaskID   int64
 	TaskName string
-	Data     []byte // the event as JSON
 	// Reset, when set, makes the entry a reset, not an event.
 	Reset *Reset
 
 	added time.Time // when the hub took it in, by its clock (Options.Retention)
+
+	// The event, encoded when a stream first sends it (Data): most
+	// events of a busy node are sent to no stream at all.
+	event   sundial.Event
+	encode  sync.Once
+	encoded []byte
+}
+
+// Data is the event as JSON, encoded once for every stream that sends it.
+func (en *Entry) Data() []byte {
+	en.encode.Do(func() {
+		en.encoded, _ = json.Marshal(&en.event) // an Event always encodes
+	})
+	return en.encoded
 }
 
 // Reset says that a stream misses events: where it resumes from is no
@@ -298,22 +311,19 @@ func (h *Hub) send(ctx context.Context, batch []sundial.Event) {
 	h.addReset(ResetLost, "events this node made could not be sent to the cluster")
 }
 
-// add takes in events, in order: each is encoded once and held; one the
-// hub holds already (the same ID) is left out.
+// add takes in events, in order: each is held (a copy); one the hub holds
+// already (the same ID) is left out.
 func (h *Hub) add(evs []sundial.Event) {
-	entries := make([]*Entry, 0, len(evs))
+	entries := make([]Entry, len(evs))
 	for i := range evs {
 		e := &evs[i]
-		data, err := json.Marshal(e)
-		if err != nil {
-			continue // an Event always encodes
-		}
-		entries = append(entries, &Entry{ID: e.ID, Kind: e.Kind, At: e.At, TaskID: e.Task.ID, TaskName: e.Task.Name, Data: data})
+		entries[i] = Entry{ID: e.ID, Kind: e.Kind, At: e.At, TaskID: e.Task.ID, TaskName: e.Task.Name, event: *e}
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	added := 0
-	for _, en := range entries {
+	for i := range entries {
+		en := &entries[i]
 		if _, dup := h.byID[en.ID]; dup {
 			continue
 		}

@@ -69,7 +69,7 @@ func TestHubResume(t *testing.T) {
 	}
 	entries, next := h.Read(head, 1)
 	var decoded sundial.Event
-	if len(entries) != 1 || next != head+1 || json.Unmarshal(entries[0].Data, &decoded) != nil || decoded.ID != evs[0].ID ||
+	if len(entries) != 1 || next != head+1 || json.Unmarshal(entries[0].Data(), &decoded) != nil || decoded.ID != evs[0].ID ||
 		entries[0].TaskID != 1 || entries[0].TaskName != "t" || entries[0].Kind != sundial.EventRunScheduled {
 		t.Errorf("Read(head, 1) = %+v, %d", entries, next)
 	}

@@ -47,7 +47,31 @@ type relay struct {
 
 	mu      sync.Mutex
 	channel string // found once: see channelName
+
+	// sent holds this node's notifications not heard back yet, by
+	// payload, with their events: when one comes back, its events are
+	// delivered as they are, not decoded again. A payload names events
+	// no other node's can (their IDs), so one that comes back the same
+	// was sent from here.
+	sentMu    sync.Mutex
+	sent      map[string]sentPayload
+	sentSwept time.Time
 }
+
+// sentPayload is a notification this node sent: its events, and when.
+type sentPayload struct {
+	evs []sundial.Event
+	at  time.Time
+}
+
+// sentKeep is how long the relay waits for its own notification to come
+// back before it forgets it (the listening connection was lost); one that
+// comes later is decoded as another node's would be.
+const sentKeep = time.Minute
+
+// maxSent bounds the notifications the relay waits to hear back (a few
+// megabytes); past it, those sent are decoded when they come back.
+const maxSent = 1000
 
 // channelName is the channel of the schema the store works in: one for
 // every node of a cluster, apart from the clusters in other schemas or
@@ -67,27 +91,73 @@ func (r *relay) channelName(ctx context.Context) (string, error) {
 	return r.channel, nil
 }
 
+// payload is one notification: a JSON array of events.
+type payload struct {
+	text string
+	evs  []sundial.Event // a copy of those in text
+}
+
 // payloads encodes evs as JSON arrays of at most maxPayload bytes each, in
 // order. An event that alone is larger (none is: its texts are bounded)
 // is left out.
-func payloads(evs []sundial.Event) []string {
-	var out []string
+func payloads(evs []sundial.Event) []payload {
+	var out []payload
 	cur := []byte{'['}
+	var in []sundial.Event
+	flush := func() {
+		out = append(out, payload{text: string(append(cur[:len(cur)-1], ']')), evs: in})
+		cur, in = []byte{'['}, nil
+	}
 	for i := range evs {
 		b, err := json.Marshal(&evs[i])
 		if err != nil || len(b)+2 > maxPayload {
 			continue
 		}
 		if len(cur)+len(b)+1 > maxPayload {
-			out = append(out, string(append(cur[:len(cur)-1], ']')))
-			cur = []byte{'['}
+			flush()
 		}
 		cur = append(append(cur, b...), ',')
+		in = append(in, evs[i])
 	}
 	if len(cur) > 1 {
-		out = append(out, string(append(cur[:len(cur)-1], ']')))
+		flush()
 	}
 	return out
+}
+
+// remember holds ps as sent now (up to maxSent in all), and forgets
+// those sent longer than sentKeep ago (looked for every sentKeep at most).
+func (r *relay) remember(ps []payload, now time.Time) {
+	r.sentMu.Lock()
+	defer r.sentMu.Unlock()
+	if r.sent == nil {
+		r.sent = make(map[string]sentPayload)
+	}
+	if now.Sub(r.sentSwept) >= sentKeep {
+		for text, p := range r.sent {
+			if now.Sub(p.at) >= sentKeep {
+				delete(r.sent, text)
+			}
+		}
+		r.sentSwept = now
+	}
+	for _, p := range ps {
+		if len(r.sent) < maxSent {
+			r.sent[p.text] = sentPayload{evs: p.evs, at: now}
+		}
+	}
+}
+
+// heard returns the events of a notification this node sent, and forgets
+// it; ok is false for another node's.
+func (r *relay) heard(text string) (evs []sundial.Event, ok bool) {
+	r.sentMu.Lock()
+	defer r.sentMu.Unlock()
+	p, ok := r.sent[text]
+	if ok {
+		delete(r.sent, text)
+	}
+	return p.evs, ok
 }
 
 // Publish sends evs to every node in one round trip: a NOTIFY per payload.
@@ -97,13 +167,17 @@ func (r *relay) Publish(ctx context.Context, evs []sundial.Event) (err error) {
 	if err != nil {
 		return err
 	}
-	b := &pgx.Batch{}
-	for _, p := range payloads(evs) {
-		b.Queue(`SELECT pg_notify($1, $2)`, channel, p)
-	}
-	if b.Len() == 0 {
+	ps := payloads(evs)
+	if len(ps) == 0 {
 		return nil
 	}
+	b := &pgx.Batch{}
+	for _, p := range ps {
+		b.Queue(`SELECT pg_notify($1, $2)`, channel, p.text)
+	}
+	// Before they are sent: a notification may come back before
+	// sendBatch returns.
+	r.remember(ps, time.Now())
 	if err := sendBatch(ctx, r.s.pool, b); err != nil {
 		return fmt.Errorf("notify events: %w", err)
 	}
@@ -178,10 +252,12 @@ func (r *relay) listen(ctx context.Context, sink sundial.EventSink, ready func()
 		case err != nil:
 			return true, err
 		}
-		var evs []sundial.Event
-		if err := json.Unmarshal([]byte(n.Payload), &evs); err != nil {
-			r.s.log.Error("live events: a notification that is not events", "component", "events", "err", err)
-			continue
+		evs, ok := r.heard(n.Payload)
+		if !ok {
+			if err := json.Unmarshal([]byte(n.Payload), &evs); err != nil {
+				r.s.log.Error("live events: a notification that is not events", "component", "events", "err", err)
+				continue
+			}
 		}
 		sink.Deliver(evs)
 	}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -120,6 +121,14 @@ func TestEventRelay(t *testing.T) {
 	if !slices.Equal(gotA, gotB) || len(gotA) != len(want) {
 		t.Errorf("the nodes got the events in different orders, or not all:\n a %v\n b %v", gotA, gotB)
 	}
+	for name, r := range map[string]sundial.EventRelay{"a": ra, "b": rb} {
+		r := r.(*relay)
+		r.sentMu.Lock()
+		if n := len(r.sent); n != 0 {
+			t.Errorf("%s waits for %d of its notifications, heard back already", name, n)
+		}
+		r.sentMu.Unlock()
+	}
 	for _, prefix := range []string{"a", "b"} {
 		var sent, got []string
 		for _, id := range want {
@@ -199,17 +208,75 @@ func TestPayloads(t *testing.T) {
 	if len(ps) < 3 {
 		t.Fatalf("%d payloads for 40 events of over 600 bytes, want several", len(ps))
 	}
-	n := 0
+	var held []sundial.Event
 	for _, p := range ps {
-		if len(p) > maxPayload || !strings.HasPrefix(p, "[{") || !strings.HasSuffix(p, "}]") {
-			t.Errorf("payload of %d bytes: %.20s...%s", len(p), p, p[len(p)-10:])
+		text := p.text
+		if len(text) > maxPayload || !strings.HasPrefix(text, "[{") || !strings.HasSuffix(text, "}]") {
+			t.Errorf("payload of %d bytes: %.20s...%s", len(text), text, text[len(text)-10:])
 		}
-		n += strings.Count(p, `"kind":`)
+		var decoded []sundial.Event
+		if err := json.Unmarshal([]byte(text), &decoded); err != nil {
+			t.Fatal(err)
+		}
+		if !sameEvents(decoded, p.evs) {
+			t.Errorf("a payload decodes to %d events, and holds %d others", len(decoded), len(p.evs))
+		}
+		held = append(held, p.evs...)
 	}
-	if n != len(evs) {
-		t.Errorf("the payloads hold %d events, want %d", n, len(evs))
+	if !sameEvents(held, evs) {
+		t.Errorf("the payloads hold %d events, want the %d given, in order", len(held), len(evs))
 	}
 	if payloads(nil) != nil {
 		t.Error("payloads of no event")
 	}
+}
+
+// TestRelaySent: a notification this node sent is heard back once, as the
+// events it was made of; another's is not known; one not heard back
+// within sentKeep is forgotten.
+func TestRelaySent(t *testing.T) {
+	t.Parallel()
+	r := &relay{}
+	now := time.Now()
+	old := payloads(events("old", 1, 0))
+	r.remember(old, now)
+	ps := payloads(events("p", 2, 0))
+	r.remember(ps, now.Add(sentKeep/2))
+	if evs, ok := r.heard(ps[0].text); !ok || !sameEvents(evs, ps[0].evs) {
+		t.Errorf("heard(own) = %d events, %t; want the %d sent", len(evs), ok, len(ps[0].evs))
+	}
+	if _, ok := r.heard(ps[0].text); ok {
+		t.Error("a notification heard twice")
+	}
+	if _, ok := r.heard(payloads(events("other", 1, 0))[0].text); ok {
+		t.Error("another node's notification taken for this one's")
+	}
+	r.remember(nil, now.Add(sentKeep))
+	if _, ok := r.heard(old[0].text); ok {
+		t.Errorf("a notification not heard back for %s is still held", sentKeep)
+	}
+
+	many := make([]payload, maxSent+10)
+	for i := range many {
+		many[i].text = fmt.Sprint(i)
+	}
+	r.remember(many, now.Add(sentKeep))
+	if n := len(r.sent); n != maxSent {
+		t.Errorf("%d notifications held, want at most %d", n, maxSent)
+	}
+}
+
+// sameEvents reports whether a and b encode alike, one by one.
+func sameEvents(a, b []sundial.Event) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		ja, _ := json.Marshal(&a[i])
+		jb, _ := json.Marshal(&b[i])
+		if string(ja) != string(jb) {
+			return false
+		}
+	}
+	return true
 }
