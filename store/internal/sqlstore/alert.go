@@ -63,7 +63,7 @@ func (p *Plain) alertGet(ctx context.Context, o alertObject, id int64) (*alertRo
 	err := p.r.QueryRow(ctx, p.q.d.bind(`SELECT id, version, created_at, updated_at, spec_json FROM `+o.table+` WHERE id = ?`), id).
 		Scan(&r.id, &r.version, &r.created, &r.updated, &r.spec)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("id", "%s %d not found", o.what, id)
+		return nil, sqlrow.NotFound("", "%s %d not found", o.what, id)
 	}
 	if err != nil {
 		return nil, p.wrap(err, "read %s %d", o.what, id)
@@ -111,7 +111,7 @@ func (p *Plain) alertDelete(ctx context.Context, o alertObject, id int64) error 
 		return p.wrap(err, "delete %s %d", o.what, id)
 	}
 	if n == 0 {
-		return sqlrow.NotFound("id", "%s %d not found", o.what, id)
+		return sqlrow.NotFound("", "%s %d not found", o.what, id)
 	}
 	return nil
 }
@@ -444,7 +444,7 @@ func (p *Plain) IncidentGet(ctx context.Context, id int64) (_ *sundial.Incident,
 	defer p.classify(&err)
 	inc, err := scanIncident(p.r.QueryRow(ctx, p.q.d.bind(`SELECT `+incidentCols+` FROM incidents WHERE id = ?`), id))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, sqlrow.NotFound("id", "incident %d not found", id)
+		return nil, sqlrow.NotFound("", "incident %d not found", id)
 	}
 	if err != nil {
 		return nil, p.wrap(err, "read incident %d", id)
