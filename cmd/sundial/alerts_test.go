@@ -267,3 +267,47 @@ func TestAlertsTwoNodesPostgres(t *testing.T) {
 		t.Errorf("the runs were recorded by %v, want both nodes", byNode)
 	}
 }
+
+// TestCLIAlerts: the alert commands add, list, test and remove channels
+// and rules, and list and show incidents.
+func TestCLIAlerts(t *testing.T) {
+	t.Parallel()
+	sink := alerttest.NewSMTPSink(t, nil)
+	target := newHook(t)
+	target.status = 500
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--secrets.key="+seal.NewKey(), "--scheduler.alert_sweep", "200ms")
+	env := clientEnv(t, n.url)
+	dir := t.TempDir()
+	writeText(t, filepath.Join(dir, "mail.yaml"), "name: ops-mail\nkind: email\nsmtp: {host: 127.0.0.1, port: "+sink.Port()+
+		", tls: none, from: sundial@example.com, to: [ops@example.com]}\n")
+	writeText(t, filepath.Join(dir, "task.yaml"), "name: fragile\ncron_expr: \"0 0 0 1 1 * 2099\"\ntarget_url: "+target.srv.URL+"/f\n")
+	writeText(t, filepath.Join(dir, "rule.yaml"), "name: fragile-1\ntask: fragile\ncondition: {kind: run_failed}\nchannels: [ops-mail]\n")
+	if out := mustCLI(t, env, "alert", "channel", "add", "-f", filepath.Join(dir, "mail.yaml")); !strings.Contains(out, "channel/ops-mail created") {
+		t.Fatalf("channel add: %s", out)
+	}
+	mustCLI(t, env, "task", "create", "-f", filepath.Join(dir, "task.yaml"))
+	mustCLI(t, env, "alert", "rule", "add", "-f", filepath.Join(dir, "rule.yaml"))
+	if out := mustCLI(t, env, "alert", "channel", "ls"); !strings.Contains(out, "ops-mail") || !strings.Contains(out, "smtp://127.0.0.1:"+sink.Port()) {
+		t.Fatalf("channel ls:\n%s", out)
+	}
+	if out := mustCLI(t, env, "alert", "rule", "ls"); !strings.Contains(out, "fragile-1") || !strings.Contains(out, "run_failed") {
+		t.Fatalf("rule ls:\n%s", out)
+	}
+	if out := mustCLI(t, env, "alert", "channel", "test", "ops-mail"); !strings.Contains(out, "test message sent") {
+		t.Fatalf("channel test: %s", out)
+	}
+	_ = runCLI(t, env, "", "task", "trigger", "fragile", "--wait")
+	waitFor(t, func() bool { return len(sink.Mails()) == 2 })
+	out := mustCLI(t, env, "incident", "ls", "--task", "fragile", "--open")
+	if !strings.Contains(out, "OPEN") || !strings.Contains(out, "fragile-1") {
+		t.Fatalf("incident ls:\n%s", out)
+	}
+	waitFor(t, func() bool { return strings.Contains(mustCLI(t, env, "incident", "show", "1"), "SENT") })
+	if out := mustCLI(t, env, "incident", "show", "1"); !strings.Contains(out, "opened") || !strings.Contains(out, "ops-mail") {
+		t.Fatalf("incident show:\n%s", out)
+	}
+	failCLI(t, env, 1, []string{"rule", "fragile-1"}, "alert", "channel", "rm", "ops-mail")
+	mustCLI(t, env, "alert", "rule", "rm", "fragile-1")
+	mustCLI(t, env, "alert", "channel", "rm", "ops-mail")
+	failCLI(t, env, 1, []string{"not found"}, "alert", "channel", "test", "ops-mail")
+}
