@@ -186,8 +186,9 @@ func (a *alerter) judge(t *sundial.Task, o sundial.AlertOutcome) {
 		}
 		_, open := a.open[incKey{r.ID, t.ID}]
 		v, reason := r.Condition.Judge(o, open)
-		if v == sundial.VerdictNone || (v == sundial.VerdictOpen && open) {
-			continue
+		if v == sundial.VerdictNone || (v == sundial.VerdictOpen && open) ||
+			(v == sundial.VerdictHistory && open && o.Status != sundial.RunSuccess) {
+			continue // nothing to change: a failure of a task whose incident is open reads nothing
 		}
 		a.jobs = append(a.jobs, alertJob{rule: r, task: t, verdict: v, reason: reason})
 		queued = true

@@ -51,7 +51,7 @@ type alertSetup struct {
 	first time.Time
 }
 
-func newAlertSetup(t *testing.T, rule *sundial.AlertRule) *alertSetup {
+func newAlertSetup(t *testing.T, rule *sundial.AlertRule, mods ...func(*sundial.Task)) *alertSetup {
 	t.Helper()
 	n := &notifier{}
 	b := setup(t, scheduler.Config{Notify: n.notify})
@@ -60,7 +60,11 @@ func newAlertSetup(t *testing.T, rule *sundial.AlertRule) *alertSetup {
 	if err := b.store.AlertChannelCreate(ctx, ch, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	tk := b.addTask(t, "*/10 * * * * *", nil)
+	tk := b.addTask(t, "*/10 * * * * *", func(tk *sundial.Task) {
+		for _, m := range mods {
+			m(tk)
+		}
+	})
 	rule.Name, rule.TaskID, rule.Channels = "r", tk.ID, []string{"ops"}
 	if err := b.store.AlertRuleCreate(ctx, rule, time.Now()); err != nil {
 		t.Fatal(err)
@@ -205,6 +209,30 @@ func TestAlertSilence(t *testing.T) {
 		synctest.Wait()
 		if got := s.n.events(); len(got) != 1 {
 			t.Fatalf("after the silence: sent %v, want the held one", got)
+		}
+		s.stop(t)
+	})
+}
+
+// TestAlertAutoPaused: a task that pauses itself raises the incident of
+// a rule of auto_paused, once; the failures before it raise nothing else.
+func TestAlertAutoPaused(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetup(t, &sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondAutoPaused}},
+			func(tk *sundial.Task) { tk.PauseAfterFailures = 2 })
+		s.failing(true)
+		s.after(1)
+		if got := s.n.events(); len(got) != 0 {
+			t.Fatalf("after one failure: sent %v", got)
+		}
+		s.after(4)
+		incs := s.incidents(t)
+		if len(incs) != 1 || incs[0].Condition != sundial.CondAutoPaused || incs[0].Status != sundial.IncidentOpen {
+			t.Fatalf("after the pause: %+v", incs)
+		}
+		if got := s.n.events(); len(got) != 1 || got[0] != sundial.EventOpened {
+			t.Fatalf("sent %v, want one opened", got)
 		}
 		s.stop(t)
 	})

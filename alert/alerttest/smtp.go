@@ -93,7 +93,7 @@ func (s *SMTPSink) serve(c net.Conn) {
 	r, w := bufio.NewReader(c), bufio.NewWriter(c)
 	say := func(lines ...string) bool {
 		for _, l := range lines {
-			w.WriteString(l + "\r\n")
+			_, _ = w.WriteString(l + "\r\n")
 		}
 		return w.Flush() == nil
 	}
