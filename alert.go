@@ -175,6 +175,11 @@ func SealChannel(c, cur *AlertChannel, s Sealer) error {
 			if stored == nil || stored[field] == nil || *stored[field] == "" {
 				return Errorf(EInvalid, field, "%s is %q, which keeps a stored secret, and there is none", field, Masked)
 			}
+			if field == "smtp.password" && (cur.SMTP.Host != c.SMTP.Host || cur.SMTP.Port != c.SMTP.Port) {
+				// The stored password must not follow the channel to another
+				// server, which would receive it in AUTH.
+				return Errorf(EInvalid, field, "smtp.password must be given again when smtp.host or smtp.port changes")
+			}
 			*v = *stored[field]
 			continue
 		case Sealed(*v):

@@ -207,6 +207,11 @@ func TestAlertValidate(t *testing.T) {
 	if err := sundial.SealChannel(&next, ch, box); err != nil || next.SMTP.Password != ch.SMTP.Password {
 		t.Fatalf("kept: %v %q", err, next.SMTP.Password)
 	}
+	moved := *sundial.MaskChannel(ch)
+	moved.SMTP.Host = "evil.example"
+	if err := sundial.SealChannel(&moved, ch, box); err == nil {
+		t.Fatal("a masked password followed the channel to another server")
+	}
 	open, err := sundial.OpenChannel(ch, box)
 	if err != nil || open.SMTP.Password != "pw" || ch.SMTP.Password == "pw" {
 		t.Fatalf("opened: %v %q (stored %q)", err, open.SMTP.Password, ch.SMTP.Password)

@@ -468,7 +468,7 @@ func (a *alerter) deliverLoop(ctx context.Context) {
 		case <-a.deliverNow:
 		case <-tick.C:
 		}
-		for ctx.Err() == nil {
+		for ctx.Err() == nil && a.hasChannels() {
 			n, err := a.deliver(ctx)
 			if err != nil && ctx.Err() == nil {
 				a.log.Error("alert: deliver notifications", "err", err)
@@ -479,6 +479,14 @@ func (a *alerter) deliverLoop(ctx context.Context) {
 		}
 		tick.Reset(alertPoll)
 	}
+}
+
+// hasChannels reports whether any channel exists, as of the last load: a
+// cluster without one has no notification, and no node looks for one.
+func (a *alerter) hasChannels() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.channels) > 0
 }
 
 // deliver claims the notifications due and sends them; it returns how
