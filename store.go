@@ -322,6 +322,56 @@ type Store interface {
 	// first, and reports how many it deleted.
 	AuditPurge(ctx context.Context, before time.Time, limit int) (int, error)
 
+	// AlertChannelCreate inserts a channel (its secrets sealed) and sets
+	// its ID, Version 1 and times; a name taken is EConflict (field
+	// "name").
+	AlertChannelCreate(ctx context.Context, c *AlertChannel, now time.Time) error
+	// AlertChannelGet returns a channel, or ENotFound.
+	AlertChannelGet(ctx context.Context, id int64) (*AlertChannel, error)
+	// AlertChannelList returns every channel, by name.
+	AlertChannelList(ctx context.Context) ([]*AlertChannel, error)
+	// AlertChannelUpdate replaces channel c.ID if its version is still
+	// c.Version (else EConflict), and bumps it.
+	AlertChannelUpdate(ctx context.Context, c *AlertChannel, now time.Time) error
+	// AlertChannelDelete deletes a channel, or ENotFound.
+	AlertChannelDelete(ctx context.Context, id int64) error
+	// AlertRuleCreate, AlertRuleGet, AlertRuleList, AlertRuleUpdate and
+	// AlertRuleDelete are the same for rules.
+	AlertRuleCreate(ctx context.Context, r *AlertRule, now time.Time) error
+	AlertRuleGet(ctx context.Context, id int64) (*AlertRule, error)
+	AlertRuleList(ctx context.Context) ([]*AlertRule, error)
+	AlertRuleUpdate(ctx context.Context, r *AlertRule, now time.Time) error
+	AlertRuleDelete(ctx context.Context, id int64) error
+
+	// IncidentOpen inserts inc OPEN with its notifications, in one
+	// transaction, unless an incident of the same (rule, task) is open: a
+	// unique key decides, so of nodes that open one at once, one does.
+	// opened says whether this call did; inc and notes get their IDs.
+	IncidentOpen(ctx context.Context, inc *Incident, notes []*Notification) (opened bool, err error)
+	// IncidentResolve resolves the open incident id at now and inserts
+	// notes, in one transaction; resolved is false (and nothing written)
+	// when it is not open, resolved meanwhile by another node.
+	IncidentResolve(ctx context.Context, id int64, now time.Time, notes []*Notification) (resolved bool, err error)
+	// IncidentRepeat sets the open incident id's NotifiedAt from prev to
+	// now and inserts notes; false (and nothing written) when it is no
+	// longer open or another node repeated it (NotifiedAt is not prev).
+	IncidentRepeat(ctx context.Context, id int64, prev, now time.Time, notes []*Notification) (bool, error)
+	// IncidentGet returns an incident with its notifications, or
+	// ENotFound.
+	IncidentGet(ctx context.Context, id int64) (*Incident, error)
+	// IncidentList returns the incidents f selects, newest first, each
+	// with its notifications.
+	IncidentList(ctx context.Context, f IncidentListParams) ([]*Incident, error)
+	// NotificationClaim claims up to limit PENDING notifications due by
+	// now whose claim (if any) expired, for nodeID until until: a
+	// compare-and-swap per row, so a notification is delivered by one
+	// node at a time; a claim that lapses (the node died) is taken again.
+	NotificationClaim(ctx context.Context, nodeID string, now, until time.Time, limit int) ([]*Notification, error)
+	// NotificationFinish writes n's delivery (status, due time, tries,
+	// attempts, sent time) and drops its claim, if nodeID still holds it;
+	// false when it does not.
+	NotificationFinish(ctx context.Context, nodeID string, n *Notification) (bool, error)
+
 	// NodeRegister inserts or revives a node as ALIVE, its heartbeat and
 	// start time taken from the database's clock.
 	NodeRegister(ctx context.Context, n *Node) error

@@ -61,6 +61,11 @@ type Config struct {
 	// signing_secret) is refused with a message saying how to set a key.
 	Sealer sundial.Sealer
 
+	// Notify sends a channel's test message (POST
+	// /api/v1/alert-channels/{id}/test): package alert's Sender.Send.
+	// Nil: a test reports that this server sends no notifications.
+	Notify func(ctx context.Context, ch *sundial.AlertChannel, m sundial.AlertMessage) error
+
 	// Events is the node's hub of live events, which GET /api/v1/events
 	// reads and to which the API publishes the changes of tasks it makes.
 	// Nil: a hub of the API's own events (a server without a scheduler
@@ -144,6 +149,7 @@ type Server struct {
 	roles       map[string]sundial.Role // the role each route's pattern needs
 	params      map[string][]string     // the query parameters each built-in route reads
 	sealer      sundial.Sealer
+	notify      func(ctx context.Context, ch *sundial.AlertChannel, m sundial.AlertMessage) error
 	events      *event.Hub
 	streamsDone chan struct{} // closed by EndStreams
 	endStreams  sync.Once
@@ -178,7 +184,7 @@ func NewServer(cfg Config) *Server {
 			panic("api: Config.Auth.Required needs a Store to read tokens from")
 		}
 	}
-	s.sealer = cfg.Sealer
+	s.sealer, s.notify = cfg.Sealer, cfg.Notify
 	if s.maxBody <= 0 {
 		s.maxBody = executor.DefaultMaxBodyBytes
 	}
@@ -232,6 +238,20 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /api/v1/nodes", sundial.RoleViewer, s.handleNodeList)
 	s.route("GET /api/v1/admin/compensation", sundial.RoleViewer, s.handleCompensation)
 	s.route("POST /api/v1/admin/compensation/trigger", sundial.RoleOperator, s.handleCompensationTrigger)
+
+	s.route("POST /api/v1/alert-channels", sundial.RoleEditor, s.handleChannelCreate)
+	s.route("GET /api/v1/alert-channels", sundial.RoleViewer, s.handleChannelList)
+	s.route("GET /api/v1/alert-channels/{id}", sundial.RoleViewer, s.handleChannelGet)
+	s.route("PUT /api/v1/alert-channels/{id}", sundial.RoleEditor, s.handleChannelReplace)
+	s.route("DELETE /api/v1/alert-channels/{id}", sundial.RoleEditor, s.handleChannelDelete)
+	s.route("POST /api/v1/alert-channels/{id}/test", sundial.RoleOperator, s.handleChannelTest)
+	s.route("POST /api/v1/alert-rules", sundial.RoleEditor, s.handleRuleCreate)
+	s.route("GET /api/v1/alert-rules", sundial.RoleViewer, s.handleRuleList)
+	s.route("GET /api/v1/alert-rules/{id}", sundial.RoleViewer, s.handleRuleGet)
+	s.route("PUT /api/v1/alert-rules/{id}", sundial.RoleEditor, s.handleRuleReplace)
+	s.route("DELETE /api/v1/alert-rules/{id}", sundial.RoleEditor, s.handleRuleDelete)
+	s.route("GET /api/v1/incidents", sundial.RoleViewer, s.handleIncidentList, "status", "task_id", "rule_id", "limit", "cursor")
+	s.route("GET /api/v1/incidents/{id}", sundial.RoleViewer, s.handleIncidentGet)
 
 	s.route("POST /api/v1/tokens", sundial.RoleAdmin, s.handleTokenCreate)
 	s.route("GET /api/v1/tokens", sundial.RoleAdmin, s.handleTokenList)

@@ -49,7 +49,8 @@ func TestOpenAPIContract(t *testing.T) {
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
 		"BulkItem", "BulkResult", "BulkError", "Backfill", "BackfillItem", "BackfillCancel", "Replay",
-		"TokenList", "NodeList", "Event", "EventTask", "EventRun", "EventReset"} {
+		"TokenList", "NodeList", "Event", "EventTask", "EventRun", "EventReset",
+		"AlertChannel", "SMTPSettings", "AlertRule", "AlertCondition", "Silence", "Incident", "Notification", "NotificationAttempt"} {
 		for _, p := range c.ownProperties(c.schema(t, name)) {
 			if !c.fields[name+"."+p] {
 				t.Errorf("no answer of the test had %s.%s", name, p)
@@ -601,6 +602,9 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "GET", path: "/api/v1/admin/compensation", token: f.secrets[sundial.RoleViewer], status: 200})
 	f.do(t, call{method: "POST", path: "/api/v1/admin/compensation/trigger", token: f.secrets[sundial.RoleOperator], status: 202})
 
+	// Alerts.
+	f.alertStory(t, &nightly)
+
 	// Tokens and the audit log.
 	var tok struct {
 		ID string `json:"id"`
@@ -792,6 +796,16 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			s.body = fmt.Sprintf(`{"action":"trigger","ids":[%d]}`, tk.ID)
 		case "createToken":
 			s.body = `{"name":"sample","role":"viewer"}`
+		case "createAlertChannel", "replaceAlertChannel":
+			s.body = `{"name":"` + f.name("sample") + `","kind":"webhook","url":"https://example.com/alerts","version":1}`
+			if o.id() == "createAlertChannel" {
+				s.body = `{"name":"` + f.name("sample") + `","kind":"webhook","url":"https://example.com/alerts"}`
+			}
+		case "createAlertRule", "replaceAlertRule":
+			s.body = `{"name":"` + f.name("sample") + `","selector":"team=x","condition":{"kind":"run_failed"},"channels":["ops-hook"],"version":1}`
+			if o.id() == "createAlertRule" {
+				s.body = `{"name":"` + f.name("sample") + `","selector":"team=x","condition":{"kind":"run_failed"},"channels":["ops-hook"]}`
+			}
 		case "revokeToken":
 			s.path = "/api/v1/tokens/0123456789abcdef"
 		case "callbackGet", "callbackPost", "callbackPut", "callbackPatch", "reportProgress":

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/net/idna"
 
@@ -288,4 +289,14 @@ func literalIP(host string) (netip.Addr, bool) {
 		n |= v
 	}
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}), true
+}
+
+// Dialer returns a dialer that checks every address it dials with g, as
+// deliveries do: for what else Sundial sends to addresses its users give
+// (the notifications of package alert).
+func (g *Guard) Dialer() *net.Dialer {
+	if g == nil {
+		g = &Guard{}
+	}
+	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, ControlContext: g.control}
 }

@@ -91,6 +91,14 @@ type Config struct {
 	// alerting of a pause plugs in. Each pause is told once in the
 	// cluster, by the node that made it. It must not block long.
 	OnAutoPause func(sundial.AutoPaused)
+	// Notify, when set, turns alerts on (alerter.go, docs/alerts.md): it
+	// sends a notification to a channel whose secrets are open (package
+	// alert's Sender.Send). Nil: no rule is judged, nothing is sent.
+	Notify func(ctx context.Context, ch *sundial.AlertChannel, m sundial.AlertMessage) error
+	// AlertSweep is how often each node reloads the alert rules and
+	// channels, resolves the open incidents whose condition cleared and
+	// sends the repeats due [10s].
+	AlertSweep time.Duration
 
 	// admitLaneCap is the room of each admission lane [4096]: tests make
 	// it small to fill a lane with a small burst.
@@ -143,6 +151,7 @@ func DefaultConfig() Config {
 		CallbackURL:     "http://127.0.0.1:8080",
 		CallbackTimeout: 10 * time.Minute,
 		CallbackSweep:   time.Second,
+		AlertSweep:      10 * time.Second,
 		admitLaneCap:    4096,
 		QuietGC:         true,
 	}
@@ -161,7 +170,7 @@ func (c *Config) setDefaults() {
 		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
 		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
 		{&c.PlanHorizon, &d.PlanHorizon},
-		{&c.StateFlush, &d.StateFlush},
+		{&c.StateFlush, &d.StateFlush}, {&c.AlertSweep, &d.AlertSweep},
 	} {
 		positive(f.v, *f.def)
 	}
@@ -209,6 +218,7 @@ type Scheduler struct {
 	writer       *writer
 	health       *health
 	pauser       *pauser
+	alerter      *alerter // nil: alerts off (no Config.Notify)
 	members      *membership
 	callbacks    *callbacks
 	housekeeping *housekeeping
@@ -250,6 +260,9 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.writer = newWriter(store, log, m, cfg.Node.ID)
 	s.health = newHealth(cfg, store, log)
 	s.pauser = newPauser(cfg, store, log)
+	if cfg.Notify != nil {
+		s.alerter = newAlerter(cfg, store, log, reg)
+	}
 	s.members = newMembership(cfg, store, log)
 	s.callbacks = newCallbacks(cfg, store, log)
 	s.housekeeping = newHousekeeping(cfg, store, log, m.purged)
@@ -282,6 +295,19 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.writer.observe = func(o outcome) {
 		s.health.observe(o)
 		s.pauser.observe(o)
+	}
+	if a := s.alerter; a != nil {
+		s.writer.observe = func(o outcome) {
+			s.health.observe(o)
+			s.pauser.observe(o)
+			a.observe(o)
+		}
+		s.pauser.paused = func(p sundial.AutoPaused) {
+			a.paused(p)
+			if cfg.OnAutoPause != nil {
+				cfg.OnAutoPause(p)
+			}
+		}
 	}
 	s.pauser.changed = s.planner.poke
 
@@ -338,7 +364,11 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	pool.Go(func() error { return s.pool.Run(poolCtx) })
 
 	loops, loopCtx := errgroup.WithContext(ctx)
-	for _, c := range []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp, s.pauser} {
+	loopers := []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp, s.pauser}
+	if s.alerter != nil {
+		loopers = append(loopers, s.alerter)
+	}
+	for _, c := range loopers {
 		loops.Go(func() error { return c.Run(loopCtx) })
 	}
 	<-loopCtx.Done()
@@ -367,6 +397,14 @@ func (s *Scheduler) EndDrain() {
 
 // CompensationStatus returns the state of seed 000's compensator.
 func (s *Scheduler) CompensationStatus() sundial.CompensationStatus { return s.comp.Status() }
+
+// AlertsChanged makes this node reload its alert rules and channels now,
+// after the API changed one (other nodes reload at their next sweep).
+func (s *Scheduler) AlertsChanged() {
+	if s.alerter != nil {
+		poke(s.alerter.reload)
+	}
+}
 
 // TriggerCompensation forces a compensation round now.
 func (s *Scheduler) TriggerCompensation() { s.comp.Trigger() }

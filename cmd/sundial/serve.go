@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/alert"
 	"github.com/sundialhq/sundial/api"
 	"github.com/sundialhq/sundial/event"
 	"github.com/sundialhq/sundial/executor"
@@ -142,6 +143,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	exec := executor.New(executor.Options{DefaultTimeout: cfg.Executor.RequestTimeout,
 		MaxIdleConnsPerHost: max(cfg.Executor.WorkerPoolSize, 64), MaxBodyBytes: cfg.Executor.MaxBodyBytes, Guard: guard})
 	defer exec.Close()
+	notifier := alert.New(guard)
 	sched, err := scheduler.New(scheduler.Config{
 		Node:              node,
 		PollInterval:      cfg.Scheduler.PollInterval,
@@ -159,6 +161,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,
 		MaxDeliveries:     cfg.Scheduler.MaxDeliveries,
 		StateFlush:        cfg.Scheduler.StateFlush,
+		AlertSweep:        cfg.Scheduler.AlertSweep,
+		Notify:            notifier.Send,
 		CallbackURL:       baseURL,
 		CallbackSecret:    secret,
 		CallbackTimeout:   cfg.Callback.Timeout,
@@ -183,7 +187,8 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	srv := api.NewServer(api.Config{Logger: log, Store: store, Scheduler: sched,
-		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth, Sealer: sealer, Events: hub})
+		MaxBodyBytes: cfg.Executor.MaxBodyBytes, CheckTarget: guard.CheckURL, Auth: auth, Sealer: sealer, Events: hub,
+		Notify: notifier.Send})
 	srv.Handle("GET /metrics", sundial.RoleViewer, promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	if issuer != nil {
 		// Open: targets fetch them to verify the tokens.

@@ -62,3 +62,28 @@ func (r noRows) Scan(dest ...any) error {
 	}
 	return err
 }
+
+// InTx runs fn in one transaction of the pool (sqlstore.Txer).
+func (d poolDB) InTx(ctx context.Context, fn func(sqlstore.DB) error) error {
+	return pgx.BeginFunc(ctx, d.pool, func(tx pgx.Tx) error { return fn(txDB{tx}) })
+}
+
+// txDB is a pgx transaction as the plain methods take it.
+type txDB struct{ tx pgx.Tx }
+
+func (d txDB) Query(ctx context.Context, q string, args ...any) (sqlstore.Rows, error) {
+	rows, err := d.tx.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+func (d txDB) QueryRow(ctx context.Context, q string, args ...any) sqlrow.Scanner {
+	return noRows{d.tx.QueryRow(ctx, q, args...)}
+}
+
+func (d txDB) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	ct, err := d.tx.Exec(ctx, q, args...)
+	return ct.RowsAffected(), err
+}

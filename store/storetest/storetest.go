@@ -71,6 +71,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClusterSecretsSwap", testClusterSecretsSwap},
 		{"ClusterTaskStateSave", testClusterTaskStateSave},
 		{"AttemptsGolden", testAttemptsGolden},
+		{"ClusterIncidentOpen", testClusterIncidentOpen},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
@@ -142,6 +143,8 @@ func Run(t *testing.T, b Backend) {
 		{"TaskStateSave", testTaskStateSave},
 		{"TaskStatesLastRun", testTaskStatesLastRun},
 		{"TaskStatesMany", testTaskStatesMany},
+		{"AlertObjects", testAlertObjects},
+		{"Incidents", testIncidents},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

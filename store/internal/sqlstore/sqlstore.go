@@ -170,3 +170,48 @@ func scanAll[T any](rows Rows, err error, scan func(sqlrow.Scanner) (T, error)) 
 	}
 	return out, rows.Err()
 }
+
+// Txer is a DB that can run statements in one transaction: the few plain
+// methods that write more than one row at once (the alerts' incidents and
+// their notifications) need it.
+type Txer interface {
+	// InTx runs fn on a DB of one transaction, committed when fn returns
+	// nil and rolled back otherwise.
+	InTx(ctx context.Context, fn func(DB) error) error
+}
+
+// InTx runs fn in a database/sql transaction.
+func (d sqlDB) InTx(ctx context.Context, fn func(DB) error) error {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(sqlTx{tx}); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// sqlTx is a database/sql transaction as a DB.
+type sqlTx struct{ tx *sql.Tx }
+
+func (d sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	rows, err := d.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (d sqlTx) QueryRow(ctx context.Context, q string, args ...any) sqlrow.Scanner {
+	return d.tx.QueryRowContext(ctx, q, args...)
+}
+
+func (d sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
+	res, err := d.tx.ExecContext(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

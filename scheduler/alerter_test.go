@@ -1,0 +1,239 @@
+package scheduler_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/scheduler"
+)
+
+// notifier records the notifications a scheduler sends; it fails while
+// failing is set.
+type notifier struct {
+	mu      sync.Mutex
+	sent    []sundial.AlertMessage
+	tries   int
+	failing bool
+}
+
+func (n *notifier) notify(_ context.Context, ch *sundial.AlertChannel, m sundial.AlertMessage) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.tries++
+	if n.failing {
+		return errors.New("connection refused")
+	}
+	n.sent = append(n.sent, m)
+	return nil
+}
+
+func (n *notifier) events() []sundial.NotificationEvent {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]sundial.NotificationEvent, len(n.sent))
+	for i, m := range n.sent {
+		out[i] = m.Event
+	}
+	return out
+}
+
+// alertSetup is a scheduler with alerts on, a channel and a task firing
+// every 10 s whose deliveries fail while failing(true).
+type alertSetup struct {
+	*bundle
+	n     *notifier
+	task  *sundial.Task
+	first time.Time
+}
+
+func newAlertSetup(t *testing.T, rule *sundial.AlertRule, mods ...func(*sundial.Task)) *alertSetup {
+	t.Helper()
+	n := &notifier{}
+	b := setup(t, scheduler.Config{Notify: n.notify})
+	ctx := context.Background()
+	ch := &sundial.AlertChannel{Name: "ops", Kind: sundial.ChannelWebhook, URL: "http://127.0.0.1:9/alerts"}
+	if err := b.store.AlertChannelCreate(ctx, ch, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	tk := b.addTask(t, "*/10 * * * * *", func(tk *sundial.Task) {
+		for _, m := range mods {
+			m(tk)
+		}
+	})
+	rule.Name, rule.TaskID, rule.Channels = "r", tk.ID, []string{"ops"}
+	if err := b.store.AlertRuleCreate(ctx, rule, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b.start()
+	return &alertSetup{bundle: b, n: n, task: tk, first: *tk.NextFireTime}
+}
+
+func (s *alertSetup) failing(on bool) {
+	s.target.mu.Lock()
+	defer s.target.mu.Unlock()
+	s.target.failTask = 0
+	if on {
+		s.target.failTask = s.task.ID
+	}
+}
+
+// after waits until 2 s after the k-th fire (from 1).
+func (s *alertSetup) after(k int) {
+	waitUntil(s.first.Add(time.Duration(k-1)*10*time.Second + 2*time.Second))
+	synctest.Wait()
+}
+
+func (s *alertSetup) incidents(t *testing.T) []*sundial.Incident {
+	t.Helper()
+	incs, err := s.store.IncidentList(context.Background(), sundial.IncidentListParams{TaskID: s.task.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return incs
+}
+
+// TestAlertConsecutiveFailures: a rule of 3 consecutive failures opens
+// one incident at the third failure in a row (not before, and a success
+// starts the count again), sends one notification while the task keeps
+// failing, and one when the next success resolves it.
+func TestAlertConsecutiveFailures(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetup(t, &sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondConsecutiveFailures, Count: 3}})
+		s.failing(true)
+		s.after(2)
+		s.failing(false)
+		s.after(3) // a success: the count starts again
+		s.failing(true)
+		s.after(5)
+		if incs := s.incidents(t); len(incs) != 0 || len(s.n.events()) != 0 {
+			t.Fatalf("after 2 failures, a success and 2 failures: %d incidents, sent %v", len(incs), s.n.events())
+		}
+		s.after(6) // the third failure in a row
+		incs := s.incidents(t)
+		if len(incs) != 1 || incs[0].Status != sundial.IncidentOpen || incs[0].Reason == "" {
+			t.Fatalf("after 3 failures in a row: %+v", incs)
+		}
+		if got := s.n.events(); len(got) != 1 || got[0] != sundial.EventOpened {
+			t.Fatalf("sent %v, want one opened", got)
+		}
+		s.after(9) // failures 4 to 6: nothing more
+		if got := s.n.events(); len(got) != 1 || len(s.incidents(t)) != 1 {
+			t.Fatalf("while failing: sent %v, %d incidents", got, len(s.incidents(t)))
+		}
+		s.failing(false)
+		s.after(10)
+		incs = s.incidents(t)
+		if len(incs) != 1 || incs[0].Status != sundial.IncidentResolved || incs[0].ResolvedAt == nil {
+			t.Fatalf("after a success: %+v", incs[0])
+		}
+		if got := s.n.events(); len(got) != 2 || got[1] != sundial.EventResolved {
+			t.Fatalf("sent %v, want opened then resolved", got)
+		}
+		if n := len(incs[0].Notifications); n != 2 || incs[0].Notifications[0].Status != sundial.NotifySent ||
+			incs[0].Notifications[0].Tries != 1 {
+			t.Fatalf("notifications %+v", incs[0].Notifications)
+		}
+		s.after(12)
+		if got := s.n.events(); len(got) != 2 {
+			t.Fatalf("successes after the resolve sent %v", got)
+		}
+		s.stop(t)
+	})
+}
+
+// TestAlertRetryAndRepeat: a notification that fails is tried again
+// after its backoff, each attempt recorded; an incident that stays open
+// notifies again every repeat_every.
+func TestAlertRetryAndRepeat(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetup(t, &sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
+			RepeatEvery: sundial.Duration(time.Minute)})
+		s.n.mu.Lock()
+		s.n.failing = true
+		s.n.mu.Unlock()
+		s.failing(true)
+		s.after(1)
+		incs := s.incidents(t)
+		if len(incs) != 1 || len(incs[0].Notifications) != 1 {
+			t.Fatalf("after a failure: %+v", incs)
+		}
+		n := incs[0].Notifications[0]
+		if n.Status != sundial.NotifyPending || n.Tries != 1 || len(n.Attempts) != 1 || n.Attempts[0].Error != "connection refused" {
+			t.Fatalf("a failed notification: %+v", n)
+		}
+		s.n.mu.Lock()
+		s.n.failing = false
+		s.n.mu.Unlock()
+		s.after(3) // 10 s of backoff, and the poll
+		n = s.incidents(t)[0].Notifications[0]
+		if n.Status != sundial.NotifySent || n.Tries != 2 || len(n.Attempts) != 2 || n.Attempts[1].Error != "" {
+			t.Fatalf("the retry: %+v", n)
+		}
+		s.after(9) // a minute and a sweep after it opened: one repeat
+		if got := s.n.events(); len(got) != 2 || got[1] != sundial.EventRepeat {
+			t.Fatalf("sent %v, want opened and a repeat", got)
+		}
+		s.stop(t)
+	})
+}
+
+// TestAlertSilence: a notification made in a silence window is held
+// until its end, then sent.
+func TestAlertSilence(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		from := time.Now()
+		to := from.Add(45 * time.Second)
+		s := newAlertSetup(t, &sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
+			Silences: []sundial.Silence{{From: &from, To: &to}}})
+		s.failing(true)
+		s.after(1)
+		incs := s.incidents(t)
+		if len(incs) != 1 || len(incs[0].Notifications) != 1 || !incs[0].Notifications[0].Held ||
+			!incs[0].Notifications[0].DueAt.Equal(to.UTC().Truncate(time.Microsecond)) {
+			t.Fatalf("in the silence: %+v", incs[0].Notifications[0])
+		}
+		waitUntil(to.Add(-time.Second))
+		synctest.Wait()
+		if got := s.n.events(); len(got) != 0 {
+			t.Fatalf("sent %v in the silence", got)
+		}
+		waitUntil(to.Add(3 * time.Second))
+		synctest.Wait()
+		if got := s.n.events(); len(got) != 1 {
+			t.Fatalf("after the silence: sent %v, want the held one", got)
+		}
+		s.stop(t)
+	})
+}
+
+// TestAlertAutoPaused: a task that pauses itself raises the incident of
+// a rule of auto_paused, once; the failures before it raise nothing else.
+func TestAlertAutoPaused(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetup(t, &sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondAutoPaused}},
+			func(tk *sundial.Task) { tk.PauseAfterFailures = 2 })
+		s.failing(true)
+		s.after(1)
+		if got := s.n.events(); len(got) != 0 {
+			t.Fatalf("after one failure: sent %v", got)
+		}
+		s.after(4)
+		incs := s.incidents(t)
+		if len(incs) != 1 || incs[0].Condition != sundial.CondAutoPaused || incs[0].Status != sundial.IncidentOpen {
+			t.Fatalf("after the pause: %+v", incs)
+		}
+		if got := s.n.events(); len(got) != 1 || got[0] != sundial.EventOpened {
+			t.Fatalf("sent %v, want one opened", got)
+		}
+		s.stop(t)
+	})
+}
