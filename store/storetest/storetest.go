@@ -70,6 +70,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClusterLockOrder", testClusterLockOrder},
 		{"ClusterSecretsSwap", testClusterSecretsSwap},
 		{"ClusterTaskStateSave", testClusterTaskStateSave},
+		{"ClusterDepRecord", testClusterDepRecord},
 		{"AttemptsGolden", testAttemptsGolden},
 	} {
 		t.Run(g.name, func(t *testing.T) {
@@ -142,6 +143,7 @@ func Run(t *testing.T, b Backend) {
 		{"TaskStateSave", testTaskStateSave},
 		{"TaskStatesLastRun", testTaskStatesLastRun},
 		{"TaskStatesMany", testTaskStatesMany},
+		{"Dependencies", testDependencies},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

@@ -120,6 +120,10 @@ func (q *Queries) TaskList(f sundial.TaskListParams) (string, []any) {
 	if f.NamePrefix != "" {
 		where = append(where, q.d.HasPrefix("name", f.NamePrefix, arg))
 	}
+	if f.HasParents {
+		// The few tasks with parents: a range of tasks_children.
+		where = append(where, `join_mode IN ('all', 'any')`)
+	}
 	if len(f.Selector) > 0 {
 		// No index holds labels: the live tasks are read in id order
 		// (the primary key, from AfterID) until the page is full.

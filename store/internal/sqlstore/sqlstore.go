@@ -38,7 +38,17 @@ type Rows interface {
 // SQL is a database/sql handle as a DB.
 func SQL(db *sql.DB) DB { return sqlDB{db} }
 
-type sqlDB struct{ db *sql.DB }
+// SQLTx is a database/sql transaction as a DB.
+func SQLTx(tx *sql.Tx) DB { return sqlDB{tx} }
+
+// sqlHandle is what *sql.DB and *sql.Tx share.
+type sqlHandle interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+type sqlDB struct{ db sqlHandle }
 
 func (d sqlDB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
 	rows, err := d.db.QueryContext(ctx, q, args...)
@@ -101,6 +111,14 @@ type Dialect struct {
 	// Duplicate reports whether err is the refusal of a row that a unique
 	// index already holds. Nil: none is recognised.
 	Duplicate func(err error) bool
+	// ForUpdate follows a SELECT that locks the rows it reads for the
+	// rest of the transaction: " FOR UPDATE"; "" where a write
+	// transaction holds the whole database (SQLite).
+	ForUpdate string
+	// Upsert, when set, begins the clause of an INSERT that leaves a row
+	// a unique key already holds alone, followed by a no-op assignment:
+	// MySQL's "ON DUPLICATE KEY UPDATE". "": ON CONFLICT DO NOTHING.
+	Upsert string
 }
 
 // bind numbers the "?" of q as the dialect marks arguments.
@@ -135,6 +153,7 @@ type Plain struct {
 	r, w     DB
 	q        *Queries
 	tq       tokenQueries
+	dq       depQueries
 	classify func(*error)
 }
 
@@ -142,7 +161,7 @@ type Plain struct {
 // writes; the same as r but for SQLite, whose writer is one connection),
 // with the statements q and the adapter's error classification.
 func New(r, w DB, q *Queries, classify func(*error)) *Plain {
-	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), classify: classify}
+	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), dq: newDepQueries(q.d), classify: classify}
 }
 
 // wrap is sqlrow.Wrap of the dialect's reading of err.
