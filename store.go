@@ -413,8 +413,8 @@ type TaskListParams struct {
 	Selector label.Selector
 	// HasParents picks the tasks that have parents (Task.DependsOn).
 	HasParents bool
-	AfterID  int64 // paging: IDs greater than this
-	Limit    int
+	AfterID    int64 // paging: IDs greater than this
+	Limit      int
 }
 
 // RunListParams selects runs for RunList: those that match every condition

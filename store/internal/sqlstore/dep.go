@@ -63,7 +63,7 @@ func newDepQueries(d Dialect) depQueries {
 		due: b(`SELECT child_id, logical_at FROM dep_joins` + d.hint("dep_joins_waiting") + `
 			WHERE state = 'WAITING' AND deadline_at > 0 AND deadline_at <= ? ORDER BY deadline_at LIMIT ?`),
 		runByKey: b(`SELECT id FROM runs WHERE task_id = ? AND fire_key = ?`),
-		purge: b(`DELETE FROM dep_joins WHERE state <> 'WAITING' AND updated_at < ?`),
+		purge:    b(`DELETE FROM dep_joins WHERE state <> 'WAITING' AND updated_at < ?`),
 	}
 }
 
