@@ -295,9 +295,13 @@ func (j *DepJoin) Parent(name string) (ParentOutcome, bool) {
 }
 
 // ParentOutcomeOf is the outcome of the parent run r of task t, which
-// ended.
+// ended. Its result is the run's callback result (an ASYNC run), or else
+// the response body the run kept when that is JSON (a SYNC run), or none.
 func ParentOutcomeOf(t *Task, r *Run) ParentOutcome {
 	p := ParentOutcome{Task: t.Name, TaskID: t.ID, RunID: r.ID, Status: r.Status, Result: r.Result}
+	if len(p.Result) == 0 && r.ResponseBody != "" && json.Valid([]byte(r.ResponseBody)) {
+		p.Result = json.RawMessage(r.ResponseBody)
+	}
 	if r.FinishedAt != nil {
 		p.FinishedAt = r.FinishedAt.UTC()
 	} else {
