@@ -63,6 +63,7 @@ type config struct {
 		ClaimInterval     time.Duration `yaml:"claim_interval"`
 		MaxDeliveries     int           `yaml:"max_deliveries"`
 		StateFlush        time.Duration `yaml:"state_flush"`
+		DependencyRefresh time.Duration `yaml:"dependency_refresh"`
 	} `yaml:"scheduler"`
 
 	Compensator struct {
@@ -135,6 +136,7 @@ func defaultConfig() *config {
 	c.Scheduler.ClaimInterval = d.ClaimInterval
 	c.Scheduler.MaxDeliveries = d.MaxDeliveries
 	c.Scheduler.StateFlush = d.StateFlush
+	c.Scheduler.DependencyRefresh = d.DependencyRefresh
 	c.Compensator.BaseInterval = d.Compensator.Base
 	c.Compensator.Increment = d.Compensator.Increment
 	c.Compensator.MaxInterval = d.Compensator.Max
@@ -183,6 +185,7 @@ func (c *config) settings() []setting {
 		{"scheduler.claim_interval", "how often this node claims its share of the runs coming due", &c.Scheduler.ClaimInterval},
 		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
 		{"scheduler.state_flush", "a task whose runs succeed has its health (lags, last success) saved at most this often; a failure is saved at once", &c.Scheduler.StateFlush},
+		{"scheduler.dependency_refresh", "how often a node reads the tasks that have parents (a new child counts on every node within it) and skips the joins past their deadline", &c.Scheduler.DependencyRefresh},
 		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
 		{"compensator.increment", "added to the interval after every round that found nothing", &c.Compensator.Increment},
 		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
@@ -536,6 +539,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.max_deliveries: %d: want from 1 to 100", sc.MaxDeliveries)
 	case sc.StateFlush < time.Second || sc.StateFlush > 24*time.Hour:
 		return fmt.Errorf("scheduler.state_flush: %s: want from 1s to 24h", sc.StateFlush)
+	case sc.DependencyRefresh < 100*time.Millisecond || sc.DependencyRefresh > time.Hour:
+		return fmt.Errorf("scheduler.dependency_refresh: %s: want from 100ms to 1h", sc.DependencyRefresh)
 	case c.Compensator.BaseInterval < time.Second:
 		return fmt.Errorf("compensator.base_interval: %s: want at least 1s", c.Compensator.BaseInterval)
 	case c.Compensator.Increment < 0:

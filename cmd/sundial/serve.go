@@ -159,6 +159,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,
 		MaxDeliveries:     cfg.Scheduler.MaxDeliveries,
 		StateFlush:        cfg.Scheduler.StateFlush,
+		DependencyRefresh: cfg.Scheduler.DependencyRefresh,
 		CallbackURL:       baseURL,
 		CallbackSecret:    secret,
 		CallbackTimeout:   cfg.Callback.Timeout,
