@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -176,5 +177,53 @@ func TestClusterPostgresDependencies(t *testing.T) {
 		if r.Status != "SKIPPED" || r.SkipReason != "UPSTREAM" || !strings.Contains(r.Error, "flaky ended FAILED") {
 			t.Errorf("doomed child run %+v", r)
 		}
+	}
+}
+
+// TestCLIDependencies, end to end on one node against a loopback target:
+// task get shows a child's parents, task deps both sides; a trigger of
+// the parent fires the child once, its body rendered with the parent's
+// run; a cycle is refused naming it.
+func TestCLIDependencies(t *testing.T) {
+	t.Parallel()
+	target := newHook(t)
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	env := clientEnv(t, n.url)
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	writeText(t, file, "name: extract\ncron_expr: \"0 0 0 1 1 * 2099\"\ntarget_url: "+target.srv.URL+"/extract\n"+
+		"---\nname: report\ntarget_url: "+target.srv.URL+"/report\ndepends_on: [{task: extract}]\njoin_deadline_seconds: 600\n"+
+		"body_template: '{\"status\": \"{{parents.extract.status}}\", \"rows\": {{parents.extract.result}}}'\n")
+	mustCLI(t, env, "task", "create", "-f", file)
+
+	get := mustCLI(t, env, "task", "get", "report")
+	if !strings.Contains(get, "Depends on:") || !strings.Contains(get, "all of extract (success), waiting up to 10m0s") ||
+		!strings.Contains(get, "parents: After its parents (all)") {
+		t.Errorf("task get report:\n%s", get)
+	}
+	deps := mustCLI(t, env, "task", "deps", "extract")
+	if !strings.Contains(deps, "Parents:   -") || !strings.Contains(deps, "Children:  report") {
+		t.Errorf("task deps extract:\n%s", deps)
+	}
+	var d taskDeps
+	if err := json.Unmarshal([]byte(mustCLI(t, env, "task", "deps", "report", "-o", "json")), &d); err != nil ||
+		len(d.Parents) != 1 || d.Parents[0].Task != "extract" || d.Join != "all" || d.JoinDeadline != 600 {
+		t.Errorf("task deps report -o json: %+v, %v", d, err)
+	}
+
+	_ = mustCLI(t, env, "task", "trigger", "extract", "--wait")
+	got := target.wait(t, 2, 10*time.Second)
+	var child delivery
+	for _, g := range got {
+		if g.body != "" && strings.Contains(g.body, "status") {
+			child = g
+		}
+	}
+	if child.body != `{"status": "SUCCESS", "rows": {"ok":true}}` {
+		t.Errorf("child's body %q", child.body)
+	}
+
+	patch := runCLI(t, env, "", "task", "patch", "extract", "-p", `{"depends_on":[{"task":"report"}]}`)
+	if patch.err == nil || !strings.Contains(patch.err.Error(), "depends_on: cycle extract -> report -> extract") {
+		t.Errorf("a cycle through task patch: %v %s", patch.err, patch.stderr)
 	}
 }
