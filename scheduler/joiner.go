@@ -13,6 +13,7 @@ import (
 type joinStore interface {
 	TaskList(ctx context.Context, f sundial.TaskListParams) ([]*sundial.Task, error)
 	RunGet(ctx context.Context, id int64) (*sundial.Run, error)
+	RunList(ctx context.Context, f sundial.RunListParams) ([]*sundial.Run, error)
 	DepRecord(ctx context.Context, recs []sundial.DepRecordParams, now time.Time, decide sundial.JoinFunc) ([]*sundial.Run, error)
 	DepExpire(ctx context.Context, now time.Time, limit int, decide sundial.JoinFunc) ([]*sundial.Run, error)
 	DepPurge(ctx context.Context, before time.Time) (int, error)
@@ -20,6 +21,17 @@ type joinStore interface {
 
 // joinExpireBatch bounds the joins one deadline pass skips.
 const joinExpireBatch = 100
+
+// The sweep (see joiner): every joinSweepEvery a node reads the runs of
+// each parent that ended since its last sweep, less joinSweepOverlap,
+// and scheduled within joinSweepScheduled of now, and records those it
+// did not record itself.
+const (
+	joinSweepEvery     = 30 * time.Second
+	joinSweepOverlap   = time.Minute
+	joinSweepScheduled = time.Hour
+	joinSweepFirst     = 10 * time.Minute // how far back a node's first sweep looks
+)
 
 // joiner fires the children of tasks (sundial.Task.DependsOn; see
 // dependency.go). It keeps an index of the tasks that have parents, by
@@ -33,6 +45,12 @@ const joinExpireBatch = 100
 // DependencyRefresh it also skips the joins past their deadline
 // (Store.DepExpire), and every hour purges the joins resolved longer
 // ago than the run retention.
+//
+// Every joinSweepEvery it also sweeps: it reads the runs of each parent
+// that ended lately and records those it has not recorded itself (a
+// recorded outcome is recorded again as a no-op). So an outcome a node
+// recorded just before it died, or recorded before it knew of a new
+// child, still counts: the sweep of any node records it.
 type joiner struct {
 	store     joinStore
 	log       *slog.Logger
@@ -46,6 +64,10 @@ type joiner struct {
 	mu       sync.Mutex
 	children map[string][]*sundial.Task // by parent name
 	pending  []joinOutcome
+	// recorded are the runs this node recorded, by the time it did, so
+	// that its sweep passes over them; older ones are forgotten.
+	recorded map[int64]time.Time
+	swept    time.Time // when the last sweep began
 	wake     chan struct{}
 	reindex  chan struct{}
 }
@@ -58,7 +80,7 @@ type joinOutcome struct {
 
 func newJoiner(cfg Config, store joinStore, log *slog.Logger) *joiner {
 	return &joiner{store: store, log: log.With("component", "joiner"), every: cfg.DependencyRefresh,
-		retention: cfg.Retention, children: map[string][]*sundial.Task{},
+		retention: cfg.Retention, children: map[string][]*sundial.Task{}, recorded: map[int64]time.Time{},
 		wake: make(chan struct{}, 1), reindex: make(chan struct{}, 1)}
 }
 
@@ -96,6 +118,7 @@ func (j *joiner) Run(ctx context.Context) error {
 	tick := time.NewTicker(j.every)
 	defer tick.Stop()
 	lastPurge := time.Now()
+	lastSweep := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -107,6 +130,10 @@ func (j *joiner) Run(ctx context.Context) error {
 		case <-tick.C:
 			j.index(ctx)
 			j.expire(ctx)
+			if time.Since(lastSweep) >= joinSweepEvery {
+				lastSweep = time.Now()
+				j.sweep(ctx)
+			}
 			if time.Since(lastPurge) >= time.Hour {
 				lastPurge = time.Now()
 				if _, err := j.store.DepPurge(ctx, time.Now().Add(-j.retention)); err != nil && ctx.Err() == nil {
@@ -158,23 +185,91 @@ func (j *joiner) record(ctx context.Context) {
 			}
 			continue
 		}
-		if !r.Status.Final() {
-			continue // sent back for another delivery meanwhile
-		}
-		j.mu.Lock()
-		children := j.children[o.task.Name]
-		j.mu.Unlock()
-		p := sundial.ParentOutcomeOf(o.task, r)
-		recs := make([]sundial.DepRecordParams, 0, len(children))
-		for _, c := range children {
-			recs = append(recs, sundial.DepRecordParams{ChildID: c.ID, LogicalTime: sundial.LogicalTime(r), Parent: p})
-		}
-		made, err := j.store.DepRecord(ctx, recs, time.Now(), sundial.DecideJoin)
-		if err != nil && ctx.Err() == nil {
-			j.log.Error("record a parent's run on its children's joins", "task_id", o.task.ID, "run_id", r.ID, "err", err)
-		}
-		j.told(made, children)
+		j.recordRun(ctx, o.task, r)
 	}
+}
+
+// recordRun records the run r of the parent t, if it ended, on the joins
+// of t's children.
+func (j *joiner) recordRun(ctx context.Context, t *sundial.Task, r *sundial.Run) {
+	if !r.Status.Final() {
+		return // sent back for another delivery meanwhile
+	}
+	j.mu.Lock()
+	children := j.children[t.Name]
+	j.recorded[r.ID] = time.Now()
+	j.mu.Unlock()
+	p := sundial.ParentOutcomeOf(t, r)
+	recs := make([]sundial.DepRecordParams, 0, len(children))
+	for _, c := range children {
+		recs = append(recs, sundial.DepRecordParams{ChildID: c.ID, LogicalTime: sundial.LogicalTime(r), Parent: p})
+	}
+	made, err := j.store.DepRecord(ctx, recs, time.Now(), sundial.DecideJoin)
+	if err != nil && ctx.Err() == nil {
+		j.log.Error("record a parent's run on its children's joins", "task_id", t.ID, "run_id", r.ID, "err", err)
+		j.mu.Lock()
+		delete(j.recorded, r.ID) // the next sweep tries again
+		j.mu.Unlock()
+	}
+	j.told(made, children)
+}
+
+// sweep records the runs of the parents that ended since the last sweep
+// (less an overlap) and that this node has not recorded.
+func (j *joiner) sweep(ctx context.Context) {
+	now := time.Now()
+	since := now.Add(-joinSweepFirst)
+	if !j.swept.IsZero() {
+		since = j.swept.Add(-joinSweepOverlap)
+	}
+	j.swept = now
+	j.mu.Lock()
+	for id, at := range j.recorded {
+		if at.Before(since) {
+			delete(j.recorded, id)
+		}
+	}
+	parents := make([]string, 0, len(j.children))
+	for name := range j.children {
+		parents = append(parents, name)
+	}
+	j.mu.Unlock()
+	for _, name := range parents {
+		ts, err := j.store.TaskList(ctx, sundial.TaskListParams{Name: name, Limit: 1})
+		if err != nil || len(ts) == 0 {
+			if err != nil && ctx.Err() == nil {
+				j.log.Error("sweep: read a parent", "task_name", name, "err", err)
+			}
+			continue
+		}
+		runs, err := j.store.RunList(ctx, sundial.RunListParams{TaskID: ts[0].ID, Status: finalStatuses(),
+			From: now.Add(-joinSweepScheduled), FinishedFrom: since, Limit: 1000})
+		if err != nil {
+			if ctx.Err() == nil {
+				j.log.Error("sweep: read a parent's runs", "task_id", ts[0].ID, "err", err)
+			}
+			continue
+		}
+		for _, r := range runs {
+			j.mu.Lock()
+			_, done := j.recorded[r.ID]
+			j.mu.Unlock()
+			if !done {
+				j.recordRun(ctx, ts[0], r)
+			}
+		}
+	}
+}
+
+// finalStatuses are the statuses that end a run.
+func finalStatuses() []sundial.RunStatus {
+	var out []sundial.RunStatus
+	for _, s := range sundial.RunStatuses() {
+		if s.Final() {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // expire skips the joins past their deadline.

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -110,6 +111,43 @@ func TestDependencies(t *testing.T) {
 				r.FinishedAt.After(r.ScheduledTime.Add(20*time.Second)) {
 				t.Errorf("join deadline: %+v", r)
 			}
+		}
+	})
+}
+
+// TestDependencySweep: a parent's run that ended on a node that died
+// before recording it on its children's joins (here: ended through the
+// store, past this node's scheduler) is recorded by the sweep of a live
+// node within joinSweepEvery, and its child fires once.
+func TestDependencySweep(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		b := setup(t, scheduler.Config{})
+		b.start()
+		parent := b.addTask(t, "0 0 0 1 1 * 2099", nil)
+		child := b.addTask(t, "", func(tk *sundial.Task) { tk.DependsOn = []sundial.Dependency{{Task: parent.Name}} })
+		waitUntil(time.Now().Add(3 * time.Second)) // the child is known
+		ctx := context.Background()
+		now := time.Now()
+		r := &sundial.Run{TaskID: parent.ID, FireKey: "manual:gone", Trigger: sundial.TriggerManual, ScheduledTime: now,
+			NodeID: "node-gone", Fence: 1}
+		if err := b.store.RunInsert(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.store.RunStart(ctx, []sundial.RunStartParams{{ID: r.ID, Fence: 1, Attempt: 1, StartedAt: now}}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.store.RunFinish(ctx, []sundial.RunFinishParams{{ID: r.ID, Fence: 1, Status: sundial.RunSuccess,
+			StartedAt: now, FinishedAt: now}}); err != nil || !ok[0] {
+			t.Fatal(ok, err)
+		}
+		waitUntil(now.Add(35 * time.Second))
+		synctest.Wait()
+		b.stop(t)
+		runs := b.runs(t, child.ID)
+		if len(runs) != 1 || runs[0].Trigger != sundial.TriggerDependency || runs[0].Status != sundial.RunSuccess ||
+			!runs[0].ScheduledTime.Equal(sundial.LogicalTime(r)) {
+			t.Fatalf("child after the sweep: %+v", summarize(runs))
 		}
 	})
 }
