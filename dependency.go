@@ -115,7 +115,10 @@ func (t *Task) Dependency(name string) (Dependency, bool) {
 	return Dependency{}, false
 }
 
-// normalizeDeps fills the defaults of the task's dependencies.
+// normalizeDeps fills the defaults of the task's dependencies. A task
+// without parents has no join: join and join_deadline_seconds given
+// without depends_on are dropped (so that a patch removing depends_on
+// needs not remove them too).
 func (t *Task) normalizeDeps() {
 	if len(t.DependsOn) == 0 {
 		t.DependsOn, t.Join, t.JoinDeadline = nil, "", 0
@@ -139,9 +142,6 @@ func (t *Task) normalizeDeps() {
 // exist and form no cycle is CheckDependencies', which sees every task.
 func (t *Task) validateDeps() error {
 	if len(t.DependsOn) == 0 {
-		if t.JoinDeadline != 0 {
-			return Errorf(EInvalid, "join_deadline_seconds", "join_deadline_seconds is for a task with depends_on")
-		}
 		return nil
 	}
 	if len(t.DependsOn) > MaxParents {
