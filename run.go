@@ -150,7 +150,7 @@ const (
 
 // Triggers returns every trigger.
 func Triggers() []Trigger {
-	return []Trigger{TriggerSchedule, TriggerManual, TriggerCatchUp, TriggerBackfill}
+	return []Trigger{TriggerSchedule, TriggerManual, TriggerCatchUp, TriggerBackfill, TriggerDependency}
 }
 
 // Planned reports whether runs of the trigger are made by the planner

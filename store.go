@@ -115,6 +115,31 @@ type Store interface {
 	// inserted, with their IDs.
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan PlanFunc) ([]*Run, error)
 
+	// DepRecord records the outcomes of parents' runs on the joins of
+	// their children (see dependency.go), each outcome in a transaction of
+	// its own: the join (rec.ChildID, rec.LogicalTime) is made WAITING and
+	// empty if it has none, and locked; the child is read (nil when it is
+	// not live); decide is called with both and the outcome, and what it
+	// returns is written: the child's run inserted (at the child's
+	// priority; when the fire key is taken, the join records the run
+	// that has it instead), the join written back when it changed, and
+	// deleted when it records no parent. The lock on the join makes the
+	// outcomes of one join, recorded by any number of nodes at once, wait
+	// for each other, so that the child's run is made once. It returns the
+	// runs it inserted.
+	DepRecord(ctx context.Context, recs []DepRecordParams, now time.Time, decide JoinFunc) ([]*Run, error)
+	// DepExpire calls decide, without an outcome, on each of up to limit
+	// WAITING joins whose DeadlineAt is at or before now, oldest first,
+	// each in a transaction of its own under its lock as DepRecord does,
+	// and writes what it returns. It returns the runs it inserted.
+	DepExpire(ctx context.Context, now time.Time, limit int, decide JoinFunc) ([]*Run, error)
+	// DepJoinGet returns the join of a child at a logical time, or
+	// ENotFound.
+	DepJoinGet(ctx context.Context, childID int64, logical time.Time) (*DepJoin, error)
+	// DepPurge deletes the joins that are no longer WAITING and were last
+	// written before before, and reports how many it deleted.
+	DepPurge(ctx context.Context, before time.Time) (int, error)
+
 	// RunInsert inserts a run (a manual trigger, with its Params) with its
 	// task's priority. An existing (TaskID, FireKey) is EConflict.
 	RunInsert(ctx context.Context, r *Run) error
@@ -436,8 +461,10 @@ type TaskListParams struct {
 	BizID      string       // exactly this biz_id; empty: any
 	// Selector picks tasks by their labels; empty: any.
 	Selector label.Selector
-	AfterID  int64 // paging: IDs greater than this
-	Limit    int
+	// HasParents picks the tasks that have parents (Task.DependsOn).
+	HasParents bool
+	AfterID    int64 // paging: IDs greater than this
+	Limit      int
 }
 
 // RunListParams selects runs for RunList: those that match every condition

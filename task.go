@@ -171,7 +171,15 @@ type Task struct {
 	// PauseAfterFailures, when above 0, disables the task once that many
 	// of its runs in a row failed for good (see AutoPause); 0: never.
 	PauseAfterFailures int `json:"pause_after_failures"`
-	Priority           int `json:"priority"`
+	// DependsOn are the task's parents (see dependency.go): it fires once
+	// per logical time of their runs, as Join says, besides its schedule
+	// if it has one. A task with parents may have no schedule. Join and
+	// JoinDeadline (seconds; 0: DefaultJoinDeadline) are empty for a task
+	// without parents.
+	DependsOn    []Dependency `json:"depends_on,omitempty"`
+	Join         JoinMode     `json:"join,omitempty"`
+	JoinDeadline int          `json:"join_deadline_seconds,omitempty"`
+	Priority     int          `json:"priority"`
 	// FollowRedirects is which redirects a delivery follows (see
 	// RedirectPolicy); "" is read as same_origin.
 	FollowRedirects RedirectPolicy `json:"follow_redirects"`
@@ -528,6 +536,7 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 		}
 	}
 	t.Params = NormParams(t.Params)
+	t.normalizeDeps()
 	// Enum values are accepted in any case, and kept as documented.
 	t.ExecType = ExecType(UpperASCII(string(t.ExecType)))
 	t.HTTPMethod = UpperASCII(t.HTTPMethod)
@@ -667,10 +676,12 @@ func (t *Task) validate() error {
 		return Errorf(EInvalid, "description", "description is longer than %d characters", MaxDescriptionLen)
 	}
 	switch {
-	case t.CronExpr == "" && t.RunAt == nil:
-		return Errorf(EInvalid, "cron_expr", "give cron_expr for a recurring task, or run_at or delay_seconds for a one-off task")
+	case t.CronExpr == "" && t.RunAt == nil && !t.HasParents():
+		return Errorf(EInvalid, "cron_expr", "give cron_expr for a recurring task, run_at or delay_seconds for a one-off task, or depends_on for a task fired by its parents")
 	case t.CronExpr != "" && t.RunAt != nil:
 		return Errorf(EInvalid, "run_at", "a task has cron_expr or run_at (delay_seconds), not both")
+	case t.RunAt != nil && t.HasParents():
+		return Errorf(EInvalid, "depends_on", "a one-off task (run_at, delay_seconds) cannot have depends_on: give cron_expr, or no schedule at all")
 	case t.CronExpr != "":
 		s, err := cron.Parse(t.CronExpr)
 		if err != nil {
@@ -682,7 +693,7 @@ func (t *Task) validate() error {
 				Message: fmt.Sprintf("%s: %q: %s", pe.Field, pe.Token, pe.Reason)}
 		}
 		t.CronExpr = s.String()
-	case t.RunAt.Year() < 2000 || t.RunAt.Year() > 9999:
+	case t.RunAt != nil && (t.RunAt.Year() < 2000 || t.RunAt.Year() > 9999):
 		return &Error{Code: EInvalid, Field: "run_at", Token: t.RunAt.Format(time.RFC3339),
 			Message: "run_at must be a time from the year 2000 to 9999"}
 	}
@@ -773,6 +784,9 @@ func (t *Task) validate() error {
 			"starting_deadline_seconds must be from 1 to %d, or 0 for the server's scheduler.misfire_threshold", MaxStartingDeadline)
 	}
 	if err := t.validateBounds(); err != nil {
+		return err
+	}
+	if err := t.validateDeps(); err != nil {
 		return err
 	}
 	if t.Priority < -1000 || t.Priority > 1000 {

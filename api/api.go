@@ -211,6 +211,7 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /api/v1/tasks", sundial.RoleViewer, s.handleTaskList,
 		"status", "name", "name_prefix", "request_id", "biz_id", "selector", "limit", "cursor", "format")
 	s.route("GET /api/v1/tasks/{id}", sundial.RoleViewer, s.handleTaskGet)
+	s.route("GET /api/v1/tasks/{id}/deps", sundial.RoleViewer, s.handleTaskDeps)
 	s.route("PUT /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskReplace)
 	s.route("PATCH /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskPatch)
 	s.route("DELETE /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskDelete)

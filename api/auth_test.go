@@ -38,6 +38,7 @@ func TestRoleTable(t *testing.T) {
 		{"GET /api/v1/openapi.json", sundial.RoleViewer},
 		{"GET /api/v1/tasks", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}", sundial.RoleViewer},
+		{"GET /api/v1/tasks/{id}/deps", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}/runs", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}/upcoming", sundial.RoleViewer},
 		{"GET /api/v1/runs", sundial.RoleViewer},

@@ -88,6 +88,14 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 		t.NextFireTime = nextFire(t, now)
 		tasks[i], generated[i] = t, gen
 	}
+	if failed == 0 {
+		for i, t := range tasks {
+			if err := s.checkDeps(r.Context(), t, nil, tasks); err != nil {
+				items[i] = itemError(i, err)
+				failed++
+			}
+		}
+	}
 	if failed > 0 {
 		s.writeBatchError(w, items)
 		return

@@ -266,7 +266,9 @@ func (s *Server) applyBulk(r *http.Request, action string, items []bulkItem) []b
 			}
 		case "delete":
 			before, _ := s.store.TaskGet(ctx, it.ID) // for the audit log; the delete decides
-			err = s.store.TaskDelete(ctx, it.ID, s.now())
+			if err = s.checkDelete(ctx, it.ID); err == nil {
+				err = s.store.TaskDelete(ctx, it.ID, s.now())
+			}
 			if err == nil {
 				waits = append(waits, it.ID)
 				s.logChange(r, "task deleted", slog.Int64("task_id", it.ID), slog.Bool("bulk", true))

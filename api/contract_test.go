@@ -414,6 +414,17 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, invalid("POST", taskPath(filled.ID, "/backfill"), `{"from":"yesterday","to":"2026-01-01T00:00:00Z"}`, "from"))
 	f.do(t, call{method: "POST", path: taskPath(filled.ID, "/backfill:cancel"), token: f.secrets[sundial.RoleOperator], status: 200})
 
+	// Dependencies: a child fired by its parent alone; its deps; a cycle
+	// and the delete of a parent refused.
+	parent := f.createTask(t, f.cronTask("parent", ""))
+	child := f.createTask(t, `{"name":"child","target_url":"https://example.com/hook","depends_on":[{"task":"parent","on":"completion"}],`+
+		`"join":"any","join_deadline_seconds":600,"body_template":"{{parents.parent.status}}"}`)
+	f.do(t, call{method: "GET", path: taskPath(child.ID, "/deps"), token: f.secrets[sundial.RoleViewer], status: 200})
+	f.do(t, call{method: "GET", path: taskPath(child.ID), status: 200})
+	f.do(t, call{method: "PATCH", path: taskPath(parent.ID), body: `{"depends_on":[{"task":"child"}]}`,
+		status: 400, code: "invalid", field: "depends_on"})
+	f.do(t, call{method: "DELETE", path: taskPath(parent.ID), status: 409, code: "conflict", field: "depends_on"})
+
 	// Dead letters: listed, replayed by id and by filter; refused.
 	dead := func(tk *sundial.Task, key string) *sundial.Run {
 		d := &sundial.Run{TaskID: tk.ID, FireKey: key, Trigger: sundial.TriggerSchedule, ScheduledTime: now.Add(-time.Hour), NodeID: "node-a"}

@@ -242,7 +242,7 @@ func TestRunListFilters(t *testing.T) {
 		{"/api/v1/runs?status=FAILED,DONE", errorDetail{Code: sundial.EInvalid, Field: "status", Token: "DONE"}},
 		{taskPath(pay.ID, "/runs?status=FAILED,DONE"), errorDetail{Code: sundial.EInvalid, Field: "status", Token: "DONE"}},
 		{"/api/v1/runs?trigger=CRON", errorDetail{Code: sundial.EInvalid, Field: "trigger", Token: "CRON",
-			Message: "must be one of SCHEDULE, MANUAL, CATCH_UP, BACKFILL, or several of them separated by commas"}},
+			Message: "must be one of SCHEDULE, MANUAL, CATCH_UP, BACKFILL, DEPENDENCY, or several of them separated by commas"}},
 		{"/api/v1/runs?selector=a,", errorDetail{Code: sundial.EInvalid, Field: "selector", Token: ","}},
 		{"/api/v1/runs?finished_after=yesterday", errorDetail{Code: sundial.EInvalid, Field: "finished_after", Token: "yesterday"}},
 		{"/api/v1/runs?finished_after=" + at(0) + "&finished_before=" + at(-time.Hour), errorDetail{Code: sundial.EInvalid,

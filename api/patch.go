@@ -69,6 +69,9 @@ func (s *Server) handleTaskPatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		t, err := s.writable(&req, cur, now)
+		if err == nil {
+			err = s.checkDeps(r.Context(), t, cur, nil)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return

@@ -66,6 +66,9 @@ type taskRequest struct {
 	MaxRuns            int                       `json:"max_runs"`
 	JitterSeconds      int                       `json:"jitter_seconds"`
 	PauseAfterFailures int                       `json:"pause_after_failures"`
+	DependsOn          []sundial.Dependency      `json:"depends_on"`
+	Join               sundial.JoinMode          `json:"join"`
+	JoinDeadline       int                       `json:"join_deadline_seconds"`
 	Priority           int                       `json:"priority"`
 	FollowRedirects    sundial.RedirectPolicy    `json:"follow_redirects"`
 	SigningSecret      string                    `json:"signing_secret"`
@@ -163,6 +166,9 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		MaxRuns:            req.MaxRuns,
 		JitterSeconds:      req.JitterSeconds,
 		PauseAfterFailures: req.PauseAfterFailures,
+		DependsOn:          req.DependsOn,
+		Join:               req.Join,
+		JoinDeadline:       req.JoinDeadline,
 		Priority:           req.Priority,
 		FollowRedirects:    req.FollowRedirects,
 		SigningSecret:      req.SigningSecret,
@@ -229,7 +235,7 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 	if err := t.NoteDisabled(cur, reason, req.actor, now); err != nil {
 		return nil, err
 	}
-	if err := executor.ValidateTemplate(t.BodyTemplate); err != nil {
+	if err := executor.ValidateTemplate(t.BodyTemplate, sundial.ParentVarNames(t)...); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -377,6 +383,9 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	t, err := s.writable(&req, nil, now)
+	if err == nil {
+		err = s.checkDeps(r.Context(), t, nil, nil)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -532,6 +541,9 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	t, err := s.writable(&req, cur, now)
+	if err == nil {
+		err = s.checkDeps(r.Context(), t, cur, nil)
+	}
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -637,6 +649,10 @@ func (s *Server) handleTaskDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	before, _ := s.store.TaskGet(r.Context(), id) // for the audit log; the delete decides
+	if err := s.checkDelete(r.Context(), id); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if err := s.store.TaskDelete(r.Context(), id, s.now()); err != nil {
 		s.writeError(w, r, err)
 		return

@@ -382,7 +382,7 @@ func TestTaskCreateInvalid(t *testing.T) {
 		{
 			name: "missing cron", body: task("a", map[string]any{"cron_expr": nil}),
 			status: 400, err: errorDetail{Code: sundial.EInvalid, Field: "cron_expr",
-				Message: "give cron_expr for a recurring task, or run_at or delay_seconds for a one-off task"},
+				Message: "give cron_expr for a recurring task, run_at or delay_seconds for a one-off task, or depends_on for a task fired by its parents"},
 		},
 		{
 			name: "bad timezone", body: task("a", map[string]any{"timezone": "Mars/Olympus"}),

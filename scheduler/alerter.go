@@ -139,13 +139,6 @@ func newAlerter(cfg Config, store alertStore, log *slog.Logger, reg prometheus.R
 		wake: make(chan struct{}, 1), deliverNow: make(chan struct{}, 1), reload: make(chan struct{}, 1)}
 }
 
-func poke(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
-}
-
 // observe takes an outcome the store has recorded (writer.record). It
 // reads nothing: the rules and open incidents are in memory.
 func (a *alerter) observe(o outcome) {

@@ -94,7 +94,7 @@ func newHealth(cfg Config, store stateStore, log *slog.Logger) *health {
 func (h *health) observe(o outcome) {
 	r := o.run
 	// A backfilled fire is late on purpose: its lag tells nothing.
-	lag := o.delivery == 1 && !o.started.IsZero() && r.Trigger != sundial.TriggerBackfill
+	lag := o.delivery == 1 && !o.started.IsZero() && r.Trigger != sundial.TriggerBackfill && r.Trigger != sundial.TriggerDependency
 	final := !o.retry && (o.status == sundial.RunSuccess || o.status.Failure())
 	if !lag && !final {
 		return

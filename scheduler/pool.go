@@ -79,6 +79,9 @@ type pool struct {
 
 	sealer  sundial.Sealer
 	idToken func(audience, subject string) (string, error)
+	// parents returns the template variables of a run about its task's
+	// parents (parents.NAME.run_id, ...); nil: none.
+	parents func(ctx context.Context, t *sundial.Task, r *sundial.Run) (map[string]string, error)
 
 	mu       sync.Mutex
 	inflight map[int64]*flight
@@ -214,10 +217,10 @@ func (p *pool) deliver(j job) {
 	trigger := string(r.Trigger)
 	started := time.Now()
 	p.publish(startEvent(j, started, p.node))
-	if j.deliveryNo() == 1 && r.Trigger != sundial.TriggerBackfill {
+	if j.deliveryNo() == 1 && r.Trigger != sundial.TriggerBackfill && r.Trigger != sundial.TriggerDependency {
 		// The fire's first delivery: how late it started after it was
-		// due (its scheduled time plus its jitter). A backfilled fire is
-		// late on purpose.
+		// due (its scheduled time plus its jitter). A backfilled fire, or
+		// a child's fire (scheduled at its parents' time), is late on purpose.
 		p.m.lag.Observe(started.Sub(dueOf(r)).Seconds())
 	}
 	var cbURL, cbToken string
@@ -242,6 +245,9 @@ func (p *pool) deliver(j job) {
 		CallbackURL:    cbURL,
 		CallbackToken:  cbToken,
 		Checkpoint:     r.Checkpoint,
+	}
+	if err == nil && p.parents != nil && t.HasParents() {
+		req.Vars.Extra, err = p.parents(ctx, t, r)
 	}
 	var out executor.Outcome
 	if err != nil {

@@ -40,6 +40,10 @@ type Config struct {
 	Retention         time.Duration // finished runs older than this are purged [7 days]
 	NodeRetention     time.Duration // nodes gone (LEFT or DEAD) longer than this are deleted [24h]
 	AuditRetention    time.Duration // audit entries older than this are purged [90 days]
+	// DependencyRefresh is how often a node reads the tasks that have
+	// parents again, and skips the joins past their deadline [2s]
+	// (joiner.go).
+	DependencyRefresh time.Duration
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
 	DrainReport       time.Duration // while draining, how often what is still in flight is logged [5s]
 	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
@@ -135,6 +139,7 @@ func DefaultConfig() Config {
 		Retention:         7 * 24 * time.Hour,
 		NodeRetention:     24 * time.Hour,
 		AuditRetention:    90 * 24 * time.Hour,
+		DependencyRefresh: 2 * time.Second,
 		DrainTimeout:      30 * time.Second,
 		DrainReport:       5 * time.Second,
 		ClaimInterval:     50 * time.Millisecond,
@@ -166,7 +171,7 @@ func (c *Config) setDefaults() {
 		{&c.ClaimInterval, &d.ClaimInterval}, {&c.MisfireThreshold, &d.MisfireThreshold},
 		{&c.RequestTimeout, &d.RequestTimeout}, {&c.HeartbeatInterval, &d.HeartbeatInterval},
 		{&c.DeadAfter, &d.DeadAfter}, {&c.Retention, &d.Retention}, {&c.NodeRetention, &d.NodeRetention},
-		{&c.AuditRetention, &d.AuditRetention},
+		{&c.AuditRetention, &d.AuditRetention}, {&c.DependencyRefresh, &d.DependencyRefresh},
 		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
 		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
 		{&c.PlanHorizon, &d.PlanHorizon},
@@ -219,6 +224,7 @@ type Scheduler struct {
 	health       *health
 	pauser       *pauser
 	alerter      *alerter // nil: alerts off (no Config.Notify)
+	joiner       *joiner
 	members      *membership
 	callbacks    *callbacks
 	housekeeping *housekeeping
@@ -263,6 +269,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	if cfg.Notify != nil {
 		s.alerter = newAlerter(cfg, store, log, reg)
 	}
+	s.joiner = newJoiner(cfg, store, log)
 	s.members = newMembership(cfg, store, log)
 	s.callbacks = newCallbacks(cfg, store, log)
 	s.housekeeping = newHousekeeping(cfg, store, log, m.purged)
@@ -295,11 +302,13 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.writer.observe = func(o outcome) {
 		s.health.observe(o)
 		s.pauser.observe(o)
+		s.joiner.observe(o)
 	}
 	if a := s.alerter; a != nil {
 		s.writer.observe = func(o outcome) {
 			s.health.observe(o)
 			s.pauser.observe(o)
+			s.joiner.observe(o)
 			a.observe(o)
 		}
 		s.pauser.paused = func(p sundial.AutoPaused) {
@@ -309,6 +318,15 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 			}
 		}
 	}
+	s.joiner.made = func(r *sundial.Run, t *sundial.Task) {
+		if r.Status == sundial.RunSkipped {
+			record(outcome{run: r, task: t, status: r.Status, err: r.Error, attempt: r.Attempt})
+			return
+		}
+		s.publish(storedEvent(r, t, s.cfg.Node.ID))
+		s.claimer.poke()
+	}
+	s.pool.parents = s.parentVars
 	s.pauser.changed = s.planner.poke
 
 	s.members.dropAll, s.members.cancelAll, s.members.reaped = s.disp.dropAll, s.pool.cancelAll, s.planner.poke
@@ -364,7 +382,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	pool.Go(func() error { return s.pool.Run(poolCtx) })
 
 	loops, loopCtx := errgroup.WithContext(ctx)
-	loopers := []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp, s.pauser}
+	loopers := []component{s.planner, s.claimer, s.disp, s.members, s.callbacks, s.housekeeping, s.comp, s.pauser, s.joiner}
 	if s.alerter != nil {
 		loopers = append(loopers, s.alerter)
 	}
@@ -420,7 +438,27 @@ func (s *Scheduler) CallbackSecret() []byte { return s.cfg.CallbackSecret }
 
 // Poke asks the planner for a pass now, after a task was created or changed,
 // so that a fire due within the next poll interval is not late.
-func (s *Scheduler) Poke() { s.planner.poke() }
+func (s *Scheduler) Poke() {
+	s.planner.poke()
+	s.joiner.refresh()
+}
+
+// parentVars are the template variables of run r of task t about its
+// parents (sundial.ParentVars): from the join that fired r, for a run
+// with trigger DEPENDENCY; empty for another run of a task with parents.
+func (s *Scheduler) parentVars(ctx context.Context, t *sundial.Task, r *sundial.Run) (map[string]string, error) {
+	if !t.HasParents() {
+		return nil, nil
+	}
+	var j *sundial.DepJoin
+	if r.Trigger == sundial.TriggerDependency {
+		var err error
+		if j, err = s.store.DepJoinGet(ctx, t.ID, sundial.LogicalTime(r)); err != nil && sundial.ErrorCode(err) != sundial.ENotFound {
+			return nil, err
+		}
+	}
+	return sundial.ParentVars(t, j), nil
+}
 
 // Trigger makes a manual run of a task now, with params in place of the
 // task's for every delivery of the run (nil: the task's), and admits it at

@@ -42,13 +42,15 @@ type call struct {
 	trigger   string
 	key       string
 	node      string
+	taskID    int64
+	extra     map[string]string
 }
 
 func (tg *target) Deliver(ctx context.Context, req executor.Request) executor.Outcome {
 	start := time.Now()
 	tg.mu.Lock()
 	tg.calls = append(tg.calls, call{req.Vars.RunID, req.Vars.ScheduledTime, start, req.Vars.Attempt,
-		req.Vars.Trigger, req.Vars.IdempotencyKey, req.Vars.NodeID})
+		req.Vars.Trigger, req.Vars.IdempotencyKey, req.Vars.NodeID, req.Vars.TaskID, req.Vars.Extra})
 	hold, status := tg.hold, tg.status
 	if tg.failTask != 0 && req.Vars.TaskID == tg.failTask {
 		status = "FAILED"

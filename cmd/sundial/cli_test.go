@@ -571,7 +571,7 @@ func TestCLIErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"task"}, "task: missing subcommand (backfill, bulk, create, delete, disable, edit, enable, get, history, ls, patch, trigger, upcoming)"},
+		{[]string{"task"}, "task: missing subcommand (backfill, bulk, create, delete, deps, disable, edit, enable, get, history, ls, patch, trigger, upcoming)"},
 		{[]string{"task", "frob"}, `task: unknown subcommand "frob"`},
 		{[]string{"task", "ls", "--bogus"}, "task ls: unknown flag: --bogus; run 'sundial task ls -h' for the flags"},
 		{[]string{"task", "ls", "-o", "xml"}, `-o "xml": want table, wide, json, yaml, name`},

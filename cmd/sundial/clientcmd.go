@@ -152,6 +152,33 @@ type cliTask struct {
 	MaxRuns       int        `json:"max_runs"`
 	FireCount     int        `json:"fire_count"`
 	JitterSeconds int        `json:"jitter_seconds"`
+
+	DependsOn    []cliDependency `json:"depends_on"`
+	Join         string          `json:"join"`
+	JoinDeadline int             `json:"join_deadline_seconds"`
+}
+
+// cliDependency is one parent of a task.
+type cliDependency struct {
+	Task string `json:"task"`
+	On   string `json:"on"`
+}
+
+// parentsText is a task's parents and join, as task get prints them:
+// "all of extract (success), load (failure)"; "" for none.
+func parentsText(t cliTask) string {
+	if len(t.DependsOn) == 0 {
+		return ""
+	}
+	parts := make([]string, len(t.DependsOn))
+	for i, d := range t.DependsOn {
+		parts[i] = d.Task + " (" + d.On + ")"
+	}
+	deadline := "1h0m0s"
+	if t.JoinDeadline > 0 {
+		deadline = (time.Duration(t.JoinDeadline) * time.Second).String()
+	}
+	return t.Join + " of " + strings.Join(parts, ", ") + ", waiting up to " + deadline
 }
 
 // taskHealth is the state block of a task answer (docs/api.md, "Task
@@ -487,6 +514,9 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 		if b := boundsText(t); b != "" {
 			fields = append(fields, [2]string{"Bounds", b})
 		}
+		if p := parentsText(t); p != "" {
+			fields = append(fields, [2]string{"Depends on", p})
+		}
 		if t.Status == "DISABLED" {
 			fields = append(fields, [2]string{"Disabled", disabledText(t, now)})
 		}
@@ -547,8 +577,13 @@ func boundsText(t cliTask) string {
 
 // scheduleText is a task's cron expression, or "once" for a one-off task.
 func scheduleText(t cliTask) string {
-	if t.CronExpr != "" {
+	switch {
+	case t.CronExpr != "" && len(t.DependsOn) > 0:
+		return t.CronExpr + " + parents"
+	case t.CronExpr != "":
 		return t.CronExpr
+	case len(t.DependsOn) > 0:
+		return "parents"
 	}
 	return "once"
 }
@@ -556,6 +591,9 @@ func scheduleText(t cliTask) string {
 // explainSchedule says when a task fires, in plain English.
 func explainSchedule(t cliTask) string {
 	if t.CronExpr == "" {
+		if len(t.DependsOn) > 0 {
+			return "After its parents (" + t.Join + ")"
+		}
 		if t.RunAt == nil {
 			return "-"
 		}

@@ -37,7 +37,7 @@ type runFilter struct {
 func (f *runFilter) flags(cmd *cobra.Command, withSelector bool) {
 	fl := cmd.Flags()
 	fl.StringVar(&f.status, "status", "", "only runs in these statuses, comma-separated: FAILED,TIMEOUT")
-	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP, BACKFILL")
+	fl.StringVar(&f.trigger, "trigger", "", "only runs made so, comma-separated: SCHEDULE, MANUAL, CATCH_UP, BACKFILL, DEPENDENCY")
 	if withSelector {
 		fl.StringVarP(&f.selector, "selector", "l", "", "only the runs of the tasks whose labels match this label selector: team=payments")
 	}

@@ -22,7 +22,8 @@ then a number as an id.`)
 	cmd.AddCommand(c.taskLsCommand(), c.taskGetCommand(), c.taskCreateCommand(), c.taskDeleteCommand(),
 		c.taskPatchCommand(), c.taskEditCommand(),
 		c.taskStatusCommand("enable", "ENABLED"), c.taskStatusCommand("disable", "DISABLED"),
-		c.taskTriggerCommand(), c.taskBackfillCommand(), c.taskUpcomingCommand(), c.taskHistoryCommand(), c.taskBulkCommand())
+		c.taskTriggerCommand(), c.taskBackfillCommand(), c.taskUpcomingCommand(), c.taskHistoryCommand(), c.taskBulkCommand(),
+		c.taskDepsCommand())
 	return cmd
 }
 

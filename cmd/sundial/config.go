@@ -64,6 +64,7 @@ type config struct {
 		MaxDeliveries     int           `yaml:"max_deliveries"`
 		StateFlush        time.Duration `yaml:"state_flush"`
 		AlertSweep        time.Duration `yaml:"alert_sweep"`
+		DependencyRefresh time.Duration `yaml:"dependency_refresh"`
 	} `yaml:"scheduler"`
 
 	Compensator struct {
@@ -137,6 +138,7 @@ func defaultConfig() *config {
 	c.Scheduler.MaxDeliveries = d.MaxDeliveries
 	c.Scheduler.StateFlush = d.StateFlush
 	c.Scheduler.AlertSweep = d.AlertSweep
+	c.Scheduler.DependencyRefresh = d.DependencyRefresh
 	c.Compensator.BaseInterval = d.Compensator.Base
 	c.Compensator.Increment = d.Compensator.Increment
 	c.Compensator.MaxInterval = d.Compensator.Max
@@ -186,6 +188,7 @@ func (c *config) settings() []setting {
 		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
 		{"scheduler.state_flush", "a task whose runs succeed has its health (lags, last success) saved at most this often; a failure is saved at once", &c.Scheduler.StateFlush},
 		{"scheduler.alert_sweep", "how often each node reloads the alert rules, resolves incidents whose condition cleared and sends repeats", &c.Scheduler.AlertSweep},
+		{"scheduler.dependency_refresh", "how often a node reads the tasks that have parents (a new child counts on every node within it) and skips the joins past their deadline", &c.Scheduler.DependencyRefresh},
 		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
 		{"compensator.increment", "added to the interval after every round that found nothing", &c.Compensator.Increment},
 		{"compensator.max_interval", "the compensator's interval never grows past this", &c.Compensator.MaxInterval},
@@ -541,6 +544,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.state_flush: %s: want from 1s to 24h", sc.StateFlush)
 	case sc.AlertSweep < 100*time.Millisecond || sc.AlertSweep > time.Hour:
 		return fmt.Errorf("scheduler.alert_sweep: %s: want from 100ms to 1h", sc.AlertSweep)
+	case sc.DependencyRefresh < 100*time.Millisecond || sc.DependencyRefresh > time.Hour:
+		return fmt.Errorf("scheduler.dependency_refresh: %s: want from 100ms to 1h", sc.DependencyRefresh)
 	case c.Compensator.BaseInterval < time.Second:
 		return fmt.Errorf("compensator.base_interval: %s: want at least 1s", c.Compensator.BaseInterval)
 	case c.Compensator.Increment < 0:

@@ -163,6 +163,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		StateFlush:        cfg.Scheduler.StateFlush,
 		AlertSweep:        cfg.Scheduler.AlertSweep,
 		Notify:            notifier.Send,
+		DependencyRefresh: cfg.Scheduler.DependencyRefresh,
 		CallbackURL:       baseURL,
 		CallbackSecret:    secret,
 		CallbackTimeout:   cfg.Callback.Timeout,

@@ -135,6 +135,8 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	False:       "0",
 	True:        "1",
 	Hint:        func(index string) string { return ` FORCE INDEX (` + index + `)` },
+	ForUpdate:   ` FOR UPDATE`,
+	Upsert:      `ON DUPLICATE KEY UPDATE`,
 	// utf8mb4_bin pads: 'a' = 'a ' holds. The length term makes the match
 	// exact, as on the other databases, and leaves the index to the =. A
 	// live task's name and request_id are matched on the columns that

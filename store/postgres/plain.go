@@ -29,6 +29,7 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	},
 	Err:       badTextOr,
 	Duplicate: func(err error) bool { return pgCode(err) == codeUniqueViolation },
+	ForUpdate: ` FOR UPDATE`,
 })
 
 // poolDB is the pool as the plain methods take it (sqlstore.DB).

@@ -70,6 +70,7 @@ func Run(t *testing.T, b Backend) {
 		{"ClusterLockOrder", testClusterLockOrder},
 		{"ClusterSecretsSwap", testClusterSecretsSwap},
 		{"ClusterTaskStateSave", testClusterTaskStateSave},
+		{"ClusterDepRecord", testClusterDepRecord},
 		{"AttemptsGolden", testAttemptsGolden},
 		{"ClusterIncidentOpen", testClusterIncidentOpen},
 	} {
@@ -145,6 +146,7 @@ func Run(t *testing.T, b Backend) {
 		{"TaskStatesMany", testTaskStatesMany},
 		{"AlertObjects", testAlertObjects},
 		{"Incidents", testIncidents},
+		{"Dependencies", testDependencies},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()

@@ -16,7 +16,8 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	callback_method, callback_timeout_sec, starting_deadline_seconds, priority, follow_redirects,
 	signing_secret, oidc_json, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, labels_json, params_json,
-	disabled_reason, disabled_at, disabled_by, pause_after_failures, start_at, end_at, max_runs, jitter_seconds, fire_count, counted_through`
+	disabled_reason, disabled_at, disabled_by, pause_after_failures, start_at, end_at, max_runs, jitter_seconds, fire_count, counted_through,
+	depends_on_json, join_mode, join_deadline_seconds`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
@@ -25,7 +26,8 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"concurrency_policy", "max_queue", "overlap_action", "failure_action", "catch_up_mode", "catch_up_limit",
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
 	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "pause_after_failures", "next_fire_at",
-	"run_at", "start_at", "end_at", "max_runs", "jitter_seconds", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
+	"run_at", "start_at", "end_at", "max_runs", "jitter_seconds",
+	"depends_on_json", "join_mode", "join_deadline_seconds", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
 
 // TaskPlanCols are the columns PlanDue writes of a task it planned
 // (sundial.Plan), in the order of TaskPlanArgs: the planner's cursor, the
@@ -58,6 +60,8 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		overlap, failure, catch string
 		status                  string
 		labels                  sql.NullString
+		deps                    sql.NullString
+		join                    string
 	)
 	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
 		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
@@ -66,7 +70,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
 		&t.DisabledReason, &disabledAt, &t.DisabledBy, &t.PauseAfterFailures, &startAt, &endAt, &t.MaxRuns, &t.JitterSeconds,
-		&t.FireCount, &through)
+		&t.FireCount, &through, &deps, &join, &t.JoinDeadline)
 	if err != nil {
 		return nil, err
 	}
@@ -109,6 +113,12 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	t.StartAt, t.EndAt, t.CountedThrough = TimePtr(startAt), TimePtr(endAt), TimePtr(through)
 	if params.Valid {
 		t.Params = json.RawMessage(params.String)
+	}
+	t.Join = sundial.JoinMode(join)
+	if deps.Valid && deps.String != "" {
+		if err := json.Unmarshal([]byte(deps.String), &t.DependsOn); err != nil {
+			return nil, fmt.Errorf("decode depends_on of task %d: %w", t.ID, err)
+		}
 	}
 	return &t, nil
 }
@@ -155,6 +165,14 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		}
 		oidc = sql.NullString{String: string(b), Valid: true}
 	}
+	var deps sql.NullString
+	if len(t.DependsOn) > 0 {
+		b, err := json.Marshal(t.DependsOn)
+		if err != nil {
+			return nil, fmt.Errorf("encode depends_on: %w", err)
+		}
+		deps = sql.NullString{String: string(b), Valid: true}
+	}
 	redirects := string(t.FollowRedirects)
 	if redirects == "" {
 		redirects = string(sundial.RedirectSameOrigin)
@@ -166,7 +184,7 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
 		t.PauseAfterFailures, NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), NullMicros(t.StartAt), NullMicros(t.EndAt), t.MaxRuns, t.JitterSeconds,
-		t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
+		deps, string(t.Join), t.JoinDeadline, t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
 }
 
 // LabelsJSON is the labels_json column of labels: a JSON object, its keys

@@ -120,13 +120,24 @@ func (q *Queries) TaskList(f sundial.TaskListParams) (string, []any) {
 	if f.NamePrefix != "" {
 		where = append(where, q.d.HasPrefix("name", f.NamePrefix, arg))
 	}
+	if f.HasParents {
+		// The few tasks with parents: a range of tasks_children.
+		where = append(where, `join_mode IN ('all', 'any')`)
+	}
 	if len(f.Selector) > 0 {
 		// No index holds labels: the live tasks are read in id order
 		// (the primary key, from AfterID) until the page is full.
 		where = append(where, selectorCond(f.Selector, func(key string) string { return q.d.Label("labels_json", key, arg) }, arg))
 	}
 	limit := arg(sqlrow.ClampLimit(f.Limit))
-	return `SELECT ` + sqlrow.TaskCols + ` FROM tasks WHERE ` + strings.Join(where, ` AND `) +
+	from := `tasks`
+	if f.HasParents {
+		// MySQL's index holds every task (it has no partial index): held
+		// to it, it reads the range of the few with parents rather than
+		// the primary key in order.
+		from += q.d.hint("tasks_children")
+	}
+	return `SELECT ` + sqlrow.TaskCols + ` FROM ` + from + ` WHERE ` + strings.Join(where, ` AND `) +
 		` ORDER BY id LIMIT ` + limit, args
 }
 

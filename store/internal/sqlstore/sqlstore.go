@@ -38,7 +38,17 @@ type Rows interface {
 // SQL is a database/sql handle as a DB.
 func SQL(db *sql.DB) DB { return sqlDB{db} }
 
-type sqlDB struct{ db *sql.DB }
+// SQLTx is a database/sql transaction as a DB.
+func SQLTx(tx *sql.Tx) DB { return sqlDB{tx} }
+
+// sqlHandle is what *sql.DB and *sql.Tx share.
+type sqlHandle interface {
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, q string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+}
+
+type sqlDB struct{ db sqlHandle }
 
 func (d sqlDB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
 	rows, err := d.db.QueryContext(ctx, q, args...)
@@ -101,6 +111,14 @@ type Dialect struct {
 	// Duplicate reports whether err is the refusal of a row that a unique
 	// index already holds. Nil: none is recognised.
 	Duplicate func(err error) bool
+	// ForUpdate follows a SELECT that locks the rows it reads for the
+	// rest of the transaction: " FOR UPDATE"; "" where a write
+	// transaction holds the whole database (SQLite).
+	ForUpdate string
+	// Upsert, when set, begins the clause of an INSERT that leaves a row
+	// a unique key already holds alone, followed by a no-op assignment:
+	// MySQL's "ON DUPLICATE KEY UPDATE". "": ON CONFLICT DO NOTHING.
+	Upsert string
 }
 
 // bind numbers the "?" of q as the dialect marks arguments.
@@ -135,6 +153,7 @@ type Plain struct {
 	r, w     DB
 	q        *Queries
 	tq       tokenQueries
+	dq       depQueries
 	classify func(*error)
 }
 
@@ -142,7 +161,7 @@ type Plain struct {
 // writes; the same as r but for SQLite, whose writer is one connection),
 // with the statements q and the adapter's error classification.
 func New(r, w DB, q *Queries, classify func(*error)) *Plain {
-	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), classify: classify}
+	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), dq: newDepQueries(q.d), classify: classify}
 }
 
 // wrap is sqlrow.Wrap of the dialect's reading of err.
@@ -180,38 +199,20 @@ type Txer interface {
 	InTx(ctx context.Context, fn func(DB) error) error
 }
 
-// InTx runs fn in a database/sql transaction.
+// InTx runs fn in a database/sql transaction; on a DB that is one
+// already (SQLTx), in it.
 func (d sqlDB) InTx(ctx context.Context, fn func(DB) error) error {
-	tx, err := d.db.BeginTx(ctx, nil)
+	db, ok := d.db.(*sql.DB)
+	if !ok {
+		return fn(d)
+	}
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(sqlTx{tx}); err != nil {
+	if err := fn(sqlDB{tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	return tx.Commit()
-}
-
-// sqlTx is a database/sql transaction as a DB.
-type sqlTx struct{ tx *sql.Tx }
-
-func (d sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	rows, err := d.tx.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, err
-	}
-	return sqlRows{rows}, nil
-}
-
-func (d sqlTx) QueryRow(ctx context.Context, q string, args ...any) sqlrow.Scanner {
-	return d.tx.QueryRowContext(ctx, q, args...)
-}
-
-func (d sqlTx) Exec(ctx context.Context, q string, args ...any) (int64, error) {
-	res, err := d.tx.ExecContext(ctx, q, args...)
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
 }
