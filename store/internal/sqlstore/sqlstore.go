@@ -135,6 +135,7 @@ type Plain struct {
 	r, w     DB
 	q        *Queries
 	tq       tokenQueries
+	cq       calendarQueries
 	classify func(*error)
 }
 
@@ -142,7 +143,7 @@ type Plain struct {
 // writes; the same as r but for SQLite, whose writer is one connection),
 // with the statements q and the adapter's error classification.
 func New(r, w DB, q *Queries, classify func(*error)) *Plain {
-	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), classify: classify}
+	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), cq: newCalendarQueries(q.d), classify: classify}
 }
 
 // wrap is sqlrow.Wrap of the dialect's reading of err.
