@@ -478,7 +478,8 @@ type AdmitState struct {
 	// SCHEDULED, QUEUED or SKIPPED; nil if none.
 	LastEffective *Run
 	// SkipsSinceLast are the SKIPPED runs recorded after LastEffective,
-	// oldest first, at most MaxSkipsSinceLast of them.
+	// oldest first, at most MaxSkipsSinceLast of them, but for those of
+	// reason CALENDAR, which no policy decided.
 	SkipsSinceLast []*Run
 }
 

@@ -124,4 +124,34 @@ func testCalendar(t *testing.T, open Opener) {
 			t.Fatalf("plain task: calendars %#v, dst %q; want [] and vixie", plain.Calendars, plain.DST)
 		}
 	})
+
+	t.Run("AdmitLeavesOutCalendarSkips", func(t *testing.T) {
+		t.Parallel()
+		f := setup(t, open)
+		tk := f.task("holidays")
+		failed := f.run(tk.ID, at(0), sundial.RunFailed)
+		// More CALENDAR skips than MaxSkipsSinceLast, then the failure
+		// policy's own skip: it must still be seen.
+		for i := range sundial.MaxSkipsSinceLast + 2 {
+			s := at(1 + i)
+			fin := s
+			r := &sundial.Run{TaskID: tk.ID, FireKey: sundial.ScheduledFireKey(s), Trigger: sundial.TriggerSchedule,
+				ScheduledTime: s, Status: sundial.RunSkipped, SkipReason: sundial.SkipCalendar, Attempt: 1,
+				FinishedAt: &fin, Error: sundial.CalendarSkipError("x")}
+			if err := f.s.RunInsert(f.ctx, r); err != nil {
+				t.Fatalf("RunInsert(calendar skip): %v", err)
+			}
+		}
+		policySkip := f.run(tk.ID, at(100), sundial.RunSkipped)
+		run := f.run(tk.ID, at(101), sundial.RunScheduled)
+		var st sundial.AdmitState
+		if _, err := f.s.RunAdmit(f.ctx, run.ID, run.Fence, at(101), capture(&st,
+			sundial.Admission{Status: sundial.RunRunning, Attempt: 1})); err != nil {
+			t.Fatalf("RunAdmit: %v", err)
+		}
+		if st.LastEffective == nil || st.LastEffective.ID != failed.ID {
+			t.Fatalf("LastEffective = %v, want run %d", st.LastEffective, failed.ID)
+		}
+		eqIDs(t, "SkipsSinceLast", runIDs(st.SkipsSinceLast), []int64{policySkip.ID})
+	})
 }
