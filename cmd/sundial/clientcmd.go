@@ -19,7 +19,7 @@ import (
 // its REST API, and config, which says which one.
 func (c *cli) clientCommands() []*cobra.Command {
 	cmds := []*cobra.Command{c.taskCommand(), c.runCommand(), c.applyCommand(), c.diffCommand(),
-		c.nodeCommand(), c.tokenCommand(), c.auditCommand()}
+		c.nodeCommand(), c.calendarCommand(), c.tokenCommand(), c.auditCommand()}
 	for _, cmd := range cmds {
 		c.clientFlags(cmd)
 	}
@@ -152,6 +152,9 @@ type cliTask struct {
 	MaxRuns       int        `json:"max_runs"`
 	FireCount     int        `json:"fire_count"`
 	JitterSeconds int        `json:"jitter_seconds"`
+
+	DST       string   `json:"dst"`
+	Calendars []string `json:"calendars"`
 }
 
 // taskHealth is the state block of a task answer (docs/api.md, "Task
@@ -487,6 +490,12 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 		if b := boundsText(t); b != "" {
 			fields = append(fields, [2]string{"Bounds", b})
 		}
+		if t.DST != "" && t.DST != "vixie" {
+			fields = append(fields, [2]string{"DST", dstText(t.DST)})
+		}
+		if len(t.Calendars) > 0 {
+			fields = append(fields, [2]string{"Calendars", strings.Join(t.Calendars, ", ") + " (no fire on their days)"})
+		}
 		if t.Status == "DISABLED" {
 			fields = append(fields, [2]string{"Disabled", disabledText(t, now)})
 		}
@@ -528,6 +537,17 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 // boundsText says how a task's schedule is bounded and jittered: from
 // 2030-03-01 00:00:00, until 2030-03-31 23:59:59, 2 of 20 fires, jitter 5m0s;
 // "" for none.
+// dstText says what a task's daylight-saving policy does.
+func dstText(dst string) string {
+	switch dst {
+	case "skip_gap":
+		return "skip_gap (a wall time skipped by a spring-forward change does not fire)"
+	case "repeat":
+		return "repeat (a wall time repeated by a fall-back change fires in both passes)"
+	}
+	return dst
+}
+
 func boundsText(t cliTask) string {
 	var parts []string
 	if t.StartAt != nil {
