@@ -37,6 +37,9 @@ func TestCLICalendar(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "t.yaml")
 	writeText(t, file, "name: every3\ncron_expr: \"*/3 * * * * *\"\ndst: skip_gap\ncalendars: [off]\ntarget_url: "+target.srv.URL+"/c\n")
 	mustCLI(t, env, "task", "create", "-f", file)
+	if out := mustCLI(t, env, "diff", "-f", file); !strings.HasSuffix(out, "0 to create, 0 to change, 1 unchanged\n") {
+		t.Errorf("diff of the file the task was created from:\n%s", out)
+	}
 	failCLI(t, env, 1, []string{"no calendar is named nope", "field calendars[0]"}, "task", "patch", "every3", "--set", `calendars=["nope"]`)
 	get := mustCLI(t, env, "task", "get", "every3")
 	if !strings.Contains(get, "Calendars:") || !strings.Contains(get, "off (no fire on their days)") || !strings.Contains(get, "skip_gap (a wall time") {
