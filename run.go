@@ -127,7 +127,17 @@ const (
 	// SkipDisabled is a QUEUED run taken back when its task was disabled
 	// before a slot freed for it.
 	SkipDisabled SkipReason = "DISABLED"
+	// SkipCalendar is a scheduled fire that falls on a day of one of its
+	// task's calendars (Task.Calendars), recorded so when it is planned.
+	// It is no decision of the task's policies: the failure policy does not
+	// count it as its skip (AdmitState.SkipsSinceLast leaves it out), nor
+	// max_runs as a fire.
+	SkipCalendar SkipReason = "CALENDAR"
 )
+
+// CalendarSkipError is the error of a run SKIPPED (CALENDAR): the calendar
+// that skipped it.
+func CalendarSkipError(calendar string) string { return "falls on calendar " + calendar }
 
 // DisabledQueuedError is the error of a run SKIPPED (DISABLED).
 const DisabledQueuedError = "task disabled before the run could start"

@@ -338,6 +338,28 @@ type Store interface {
 	// ENotFound.
 	TokenDelete(ctx context.Context, id string) (*Token, error)
 
+	// CalendarCreate inserts a calendar (its times set by the caller) at
+	// version 1. A calendar with the same name is EConflict (field "name").
+	CalendarCreate(ctx context.Context, c *Calendar) error
+	// CalendarGet returns the calendar name, or ENotFound.
+	CalendarGet(ctx context.Context, name string) (*Calendar, error)
+	// CalendarList returns every calendar, by name.
+	CalendarList(ctx context.Context) ([]*Calendar, error)
+	// CalendarVersions returns the version of every calendar by name: what
+	// the planner reads each pass to know which of the calendars it has
+	// compiled changed.
+	CalendarVersions(ctx context.Context) (map[string]int64, error)
+	// CalendarUpdate replaces the description, zone and entries of the
+	// calendar c.Name when its version is c.Version (any when 0), bumps its
+	// version, sets its UpdatedAt to c.UpdatedAt, and returns it as
+	// stored. A missing calendar is ENotFound, another version EConflict
+	// (field "version").
+	CalendarUpdate(ctx context.Context, c *Calendar) (*Calendar, error)
+	// CalendarDelete deletes the calendar name and returns it as it was.
+	// One that live tasks reference is EConflict, naming them; an unknown
+	// name ENotFound.
+	CalendarDelete(ctx context.Context, name string) (*Calendar, error)
+
 	// AuditInsert appends entries to the audit log, in their order; the
 	// database gives each the next ID.
 	AuditInsert(ctx context.Context, es []*AuditEntry) error
@@ -533,7 +555,8 @@ type AdmitState struct {
 	// SCHEDULED, QUEUED or SKIPPED; nil if none.
 	LastEffective *Run
 	// SkipsSinceLast are the SKIPPED runs recorded after LastEffective,
-	// oldest first, at most MaxSkipsSinceLast of them.
+	// oldest first, at most MaxSkipsSinceLast of them, but for those of
+	// reason CALENDAR, which no policy decided.
 	SkipsSinceLast []*Run
 }
 

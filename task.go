@@ -97,6 +97,7 @@ const (
 	MaxCallbackTimeout  = 7 * 24 * 3600        // seconds
 	MaxStartingDeadline = 366 * 24 * 3600      // seconds
 	MaxJitterSeconds    = 3600
+	DefaultDST          = "vixie"
 	MaxMaxRuns          = 1_000_000_000
 )
 
@@ -168,6 +169,15 @@ type Task struct {
 	// amount in [0, JitterSeconds) seconds, decided when the fire is
 	// planned and recorded on its run (Run.DueAt is ScheduledTime plus it).
 	JitterSeconds int `json:"jitter_seconds"`
+	// DST is what a cron task's schedule does with the wall times that a
+	// daylight-saving change skips or repeats (see cron.DST): vixie (the
+	// default; docs/cron.md), skip_gap (a skipped wall time does not fire)
+	// or repeat (a repeated wall time fires in both passes).
+	DST string `json:"dst"`
+	// Calendars names the calendars (Calendar) on whose days the task's
+	// scheduled fires do not run: each such fire is recorded SKIPPED with
+	// reason CALENDAR when it is planned. Never nil once normalised.
+	Calendars []string `json:"calendars"`
 	// PauseAfterFailures, when above 0, disables the task once that many
 	// of its runs in a row failed for good (see AutoPause); 0: never.
 	PauseAfterFailures int `json:"pause_after_failures"`
@@ -347,8 +357,10 @@ func (t *Task) InputHash() string {
 	// still the same request.
 	// The same goes for the schedule's bounds, max_runs and jitter: left
 	// out when not given.
+	// And dst and calendars.
 	b, _ := json.Marshal(hashedTask{Task: &in, Labels: in.Labels, StartAt: in.StartAt, EndAt: in.EndAt,
-		MaxRuns: in.MaxRuns, JitterSeconds: in.JitterSeconds, PauseAfterFailures: in.PauseAfterFailures})
+		MaxRuns: in.MaxRuns, JitterSeconds: in.JitterSeconds, PauseAfterFailures: in.PauseAfterFailures,
+		DST: in.DST, Calendars: in.Calendars})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:])
 }
@@ -376,13 +388,24 @@ type hashedTask struct {
 	// PauseAfterFailures is left out when 0, as the hash was made
 	// before tasks had it.
 	PauseAfterFailures int `json:"pause_after_failures,omitempty"`
+	// DST and Calendars, likewise, when given.
+	DST       string   `json:"dst,omitempty"`
+	Calendars []string `json:"calendars,omitempty"`
 }
 
-// Schedule parses the task's expression and loads its zone.
+// Schedule parses the task's expression, with the task's DST policy, and
+// loads its zone.
 func (t *Task) Schedule() (*cron.Schedule, *time.Location, error) {
 	s, err := cron.Parse(t.CronExpr)
 	if err != nil {
 		return nil, nil, err
+	}
+	if t.DST != "" && t.DST != DefaultDST {
+		d, ok := cron.ParseDST(t.DST)
+		if !ok {
+			return nil, nil, fmt.Errorf("dst %q: not a policy", t.DST)
+		}
+		s = s.WithDST(d)
 	}
 	loc, err := LoadLocation(t.Timezone)
 	if err != nil {
@@ -578,6 +601,13 @@ func (t *Task) normalize(cur *Task, now time.Time) error {
 	}
 	if t.Labels == nil {
 		t.Labels = map[string]string{}
+	}
+	t.DST = strings.ToLower(strings.TrimSpace(t.DST))
+	if t.DST == "" {
+		t.DST = DefaultDST
+	}
+	if t.Calendars == nil {
+		t.Calendars = []string{}
 	}
 	// Stored with every key, so a read shows the policy in force.
 	policy, err := ParseRetryPolicy(t.RetryPolicy)
@@ -789,6 +819,9 @@ func (t *Task) validate() error {
 	if err := t.validateDeps(); err != nil {
 		return err
 	}
+	if err := t.validateCalendars(); err != nil {
+		return err
+	}
 	if t.Priority < -1000 || t.Priority > 1000 {
 		return Errorf(EInvalid, "priority", "priority must be from -1000 to 1000")
 	}
@@ -846,6 +879,36 @@ func (t *Task) validateBounds() error {
 	case t.JitterSeconds < 0 || t.JitterSeconds > MaxJitterSeconds:
 		return &Error{Code: EInvalid, Field: "jitter_seconds", Token: fmt.Sprint(t.JitterSeconds),
 			Message: fmt.Sprintf("jitter_seconds must be from 0 (none) to %d", MaxJitterSeconds)}
+	}
+	return nil
+}
+
+// validateCalendars checks dst and the names in calendars (whether each
+// calendar exists is the API's to check, against the store).
+func (t *Task) validateCalendars() error {
+	if _, ok := cron.ParseDST(t.DST); !ok {
+		return enumErr("dst", t.DST, "vixie", "skip_gap", "repeat")
+	}
+	if t.CronExpr == "" && t.DST != DefaultDST {
+		return &Error{Code: EInvalid, Field: "dst", Token: t.DST,
+			Message: "dst applies to the schedule of a cron task; a one-off task fires at run_at"}
+	}
+	if len(t.Calendars) > 0 && t.CronExpr == "" {
+		return Errorf(EInvalid, "calendars", "calendars skip the fires of a cron task; a one-off task fires once, at run_at")
+	}
+	if len(t.Calendars) > MaxCalendarsPerTask {
+		return Errorf(EInvalid, "calendars", "a task references at most %d calendars", MaxCalendarsPerTask)
+	}
+	for i, name := range t.Calendars {
+		field := fmt.Sprintf("calendars[%d]", i)
+		if err := CheckCalendarName(field, name); err != nil {
+			return err
+		}
+		for _, prev := range t.Calendars[:i] {
+			if prev == name {
+				return &Error{Code: EInvalid, Field: field, Token: name, Message: "calendar " + name + " is listed twice"}
+			}
+		}
 	}
 	return nil
 }

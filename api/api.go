@@ -96,6 +96,11 @@ type Store interface {
 	TokenDelete(ctx context.Context, id string) (*sundial.Token, error)
 	AuditInsert(ctx context.Context, es []*sundial.AuditEntry) error
 	AuditList(ctx context.Context, f sundial.AuditListParams) ([]*sundial.AuditEntry, error)
+	CalendarCreate(ctx context.Context, c *sundial.Calendar) error
+	CalendarGet(ctx context.Context, name string) (*sundial.Calendar, error)
+	CalendarList(ctx context.Context) ([]*sundial.Calendar, error)
+	CalendarUpdate(ctx context.Context, c *sundial.Calendar) (*sundial.Calendar, error)
+	CalendarDelete(ctx context.Context, name string) (*sundial.Calendar, error)
 }
 
 // Scheduler is what the API asks of the scheduler: *scheduler.Scheduler in
@@ -198,7 +203,7 @@ func NewServer(cfg Config) *Server {
 	// check the run's own token. openapi.yaml describes every route: a
 	// route added here goes there too (openapi_test.go checks both ways).
 	s.route("GET /healthz", sundial.RoleNone, s.handleHealthz)
-	s.route("GET /api/v1/cron/next", sundial.RoleViewer, s.handleCronNext, "expr", "tz", "from", "count")
+	s.route("GET /api/v1/cron/next", sundial.RoleViewer, s.handleCronNext, "expr", "tz", "from", "count", "dst")
 	s.route("GET /api/v1/openapi.json", sundial.RoleViewer, s.handleOpenAPI)
 	if s.store == nil {
 		return s
@@ -235,6 +240,12 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/runs/{id}/progress", sundial.RoleNone, s.handleRunProgress)
 
 	s.route("GET /api/v1/events", sundial.RoleViewer, s.handleEvents, "task"+repeatable, "kinds"+repeatable, "selector", "since")
+
+	s.route("POST /api/v1/calendars", sundial.RoleEditor, s.handleCalendarCreate)
+	s.route("GET /api/v1/calendars", sundial.RoleViewer, s.handleCalendarList)
+	s.route("GET /api/v1/calendars/{name}", sundial.RoleViewer, s.handleCalendarGet)
+	s.route("PUT /api/v1/calendars/{name}", sundial.RoleEditor, s.handleCalendarReplace)
+	s.route("DELETE /api/v1/calendars/{name}", sundial.RoleEditor, s.handleCalendarDelete)
 
 	s.route("GET /api/v1/nodes", sundial.RoleViewer, s.handleNodeList)
 	s.route("GET /api/v1/admin/compensation", sundial.RoleViewer, s.handleCompensation)

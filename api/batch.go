@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,7 +80,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 	generated := make([]string, len(req.Tasks))
 	failed := 0
 	for i, raw := range req.Tasks {
-		t, gen, err := s.batchTask(raw, now, actorOf(r))
+		t, gen, err := s.batchTask(r.Context(), raw, now, actorOf(r))
 		if err != nil {
 			items[i] = itemError(i, err)
 			failed++
@@ -142,7 +143,7 @@ func (s *Server) handleTaskBatch(w http.ResponseWriter, r *http.Request) {
 
 // batchTask decodes and checks one task of a batch, as POST /tasks does
 // for actor, and returns the signing secret generated for it, if any.
-func (s *Server) batchTask(raw json.RawMessage, now time.Time, actor string) (*sundial.Task, string, error) {
+func (s *Server) batchTask(ctx context.Context, raw json.RawMessage, now time.Time, actor string) (*sundial.Task, string, error) {
 	if err := checkJSON(raw); err != nil {
 		return nil, "", err
 	}
@@ -150,7 +151,7 @@ func (s *Server) batchTask(raw json.RawMessage, now time.Time, actor string) (*s
 	if err := decodeStrict(raw, &req); err != nil {
 		return nil, "", err
 	}
-	t, err := s.writable(&req, nil, now)
+	t, err := s.writable(ctx, &req, nil, now)
 	return t, req.generated, err
 }
 
@@ -190,13 +191,37 @@ func (s *Server) writeBatchError(w http.ResponseWriter, items []batchItem) {
 		Field: first.Error.Field, Token: first.Error.Token}, Items: refused})
 }
 
+// maxUpcomingLooked bounds the fire times GET /tasks/{id}/upcoming looks
+// at past the planned runs, listed or passed over for a calendar.
+const maxUpcomingLooked = 100_000
+
+// calendarSet returns the calendars t references, compiled; one that does
+// not exist (any more) is left out.
+func (s *Server) calendarSet(ctx context.Context, t *sundial.Task) (sundial.CalendarSet, error) {
+	set := sundial.CalendarSet{}
+	for _, name := range t.Calendars {
+		c, err := s.store.CalendarGet(ctx, name)
+		if sundial.ErrorCode(err) == sundial.ENotFound {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rule, err := c.Compile(); err == nil {
+			set[name] = rule
+		}
+	}
+	return set, nil
+}
+
 // upcomingResponse is the body of GET /api/v1/tasks/{id}/upcoming.
 type upcomingResponse struct {
 	// Runs are the fires already planned (materialised ahead: within the
 	// planner's lookahead, or further for a frequent task), by scheduled
 	// time.
 	Runs []*sundial.Run `json:"runs"`
-	// Next are the fire times after them that are not planned yet.
+	// Next are the fire times after them that are not planned yet, but
+	// for those on one of the task's calendars.
 	Next []time.Time `json:"next"`
 }
 
@@ -234,11 +259,22 @@ func (s *Server) handleTaskUpcoming(w http.ResponseWriter, r *http.Request) {
 	for _, run := range runs {
 		utcRun(run)
 	}
+	cals, err := s.calendarSet(r.Context(), t)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	_, loc, _ := t.Schedule()
 	if t.Status == sundial.TaskEnabled && t.NextFireTime != nil && (t.OneOff() || t.Fires(*t.NextFireTime)) {
 		next := t.NextFireTime.UTC()
-		for len(resp.Runs)+len(resp.Next) < limit {
-			resp.Next = append(resp.Next, next)
-			t.Count(next) // each fire listed counts against max_runs, as the planner's will
+		// A fire on one of the task's calendars is not listed: it will be
+		// SKIPPED (CALENDAR). The look is bounded, for a calendar that
+		// covers every day.
+		for looked := 0; len(resp.Runs)+len(resp.Next) < limit && looked < maxUpcomingLooked; looked++ {
+			if _, off := cals.Skips(t, next, loc); !off || t.OneOff() {
+				resp.Next = append(resp.Next, next)
+				t.Count(next) // each fire listed counts against max_runs, as the planner's will
+			}
 			n := t.NextAfter(next)
 			if n == nil {
 				break

@@ -29,7 +29,7 @@ func BenchmarkBatchDecode(b *testing.B) {
 			b.Fatal(err)
 		}
 		for i, item := range req.Tasks {
-			if _, _, err := (&Server{}).batchTask(item, now, "anonymous"); err != nil {
+			if _, _, err := (&Server{}).batchTask(b.Context(), item, now, "anonymous"); err != nil {
 				b.Fatal(i, err)
 			}
 		}

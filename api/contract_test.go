@@ -637,6 +637,41 @@ func (f *contractFixture) story(t *testing.T) {
 	}
 	f.do(t, call{method: "GET", path: "/api/v1/tokens", status: 200})
 	f.do(t, call{method: "DELETE", path: "/api/v1/tokens/" + tok.ID, status: 204})
+
+	// Calendars, and a task that references one.
+	f.do(t, call{method: "POST", path: "/api/v1/calendars", status: 201,
+		body: `{"name":"holidays","timezone":"America/New_York","entries":["2026-12-25","2026-12-24..2026-12-31","0 0 0 ? 11 thu#4"]}`})
+	f.do(t, call{method: "POST", path: "/api/v1/calendars", body: `{"name":"holidays"}`, status: 409, code: "conflict", field: "name"})
+	for _, k := range []call{
+		invalid("POST", "/api/v1/calendars", `{"name":"a b"}`, "name"),
+		invalid("POST", "/api/v1/calendars", `{"name":"x","entries":"2026-12-25"}`, "entries"),
+		silent("POST", "/api/v1/calendars", `{"name":"x","version":1}`, "version", "a create takes no version: one schema serves POST and PUT"),
+		silent("POST", "/api/v1/calendars", `{"name":"x","entries":["2026-13-01"]}`, "entries[0]", "a date is checked by the server"),
+		silent("POST", "/api/v1/calendars", `{"name":"x","entries":["2026-01-01","0 0 0 31 2 *"]}`, "entries[1]", "a cron expression is parsed by the server"),
+		silent("POST", "/api/v1/calendars", `{"name":"x","timezone":"Mars/Olympus"}`, "timezone", "zones are the server's"),
+	} {
+		f.do(t, k)
+	}
+	f.do(t, call{method: "GET", path: "/api/v1/calendars", status: 200})
+	f.do(t, call{method: "GET", path: "/api/v1/calendars/holidays", status: 200})
+	f.do(t, call{method: "GET", path: "/api/v1/calendars/nope", status: 404, code: "not_found"})
+	f.do(t, call{method: "PUT", path: "/api/v1/calendars/nope", body: `{"entries":[]}`, status: 404, code: "not_found"})
+	f.do(t, call{method: "PUT", path: "/api/v1/calendars/holidays", body: `{"entries":["2026-12-25"],"version":1}`, status: 200})
+	f.do(t, call{method: "PUT", path: "/api/v1/calendars/holidays", body: `{"entries":[],"version":1}`, status: 409, code: "conflict", field: "version"})
+	f.do(t, call{method: "PUT", path: "/api/v1/calendars/holidays", body: `{"name":"other"}`, status: 400, code: "invalid", field: "name",
+		doc: docSilent, why: "a name other than the path's"})
+	cal := f.createTask(t, f.cronTask(f.name("cal"), `,"calendars":["holidays"],"dst":"skip_gap"`))
+	for _, k := range []call{
+		silent("POST", "/api/v1/tasks", f.cronTask(f.name("cal"), `,"calendars":["nope"]`), "calendars[0]", "a calendar must exist"),
+		invalid("POST", "/api/v1/tasks", f.cronTask(f.name("cal"), `,"dst":"sometimes"`), "dst"),
+		invalid("POST", "/api/v1/tasks", f.cronTask(f.name("cal"), `,"calendars":["holidays","holidays"]`), "calendars[1]"),
+	} {
+		f.do(t, k)
+	}
+	f.do(t, call{method: "DELETE", path: "/api/v1/calendars/holidays", status: 409, code: "conflict", field: "name"})
+	f.do(t, call{method: "DELETE", path: fmt.Sprintf("/api/v1/tasks/%d", cal.ID), status: 204})
+	f.do(t, call{method: "DELETE", path: "/api/v1/calendars/holidays", status: 204})
+	f.do(t, call{method: "DELETE", path: "/api/v1/calendars/holidays", status: 404, code: "not_found"})
 	f.do(t, call{method: "DELETE", path: "/api/v1/tokens/" + tok.ID, status: 404, code: "not_found", field: "id"})
 	var audit struct {
 		NextCursor string `json:"next_cursor"`
@@ -819,6 +854,12 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			}
 		case "revokeToken":
 			s.path = "/api/v1/tokens/0123456789abcdef"
+		case "createCalendar":
+			s.body = `{"name":"sample","entries":["2026-12-25"]}`
+		case "replaceCalendar":
+			s.path, s.body = "/api/v1/calendars/sample", `{"entries":[]}`
+		case "getCalendar", "deleteCalendar":
+			s.path = "/api/v1/calendars/sample"
 		case "callbackGet", "callbackPost", "callbackPut", "callbackPatch", "reportProgress":
 			method := o.method
 			if o.id() == "reportProgress" {

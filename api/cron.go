@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sundialhq/sundial"
@@ -24,7 +25,7 @@ type cronNextResponse struct {
 	Next        []string `json:"next"`        // RFC 3339 fire times, with offset
 }
 
-// handleCronNext serves GET /api/v1/cron/next?expr=&tz=&from=&count=: the
+// handleCronNext serves GET /api/v1/cron/next?expr=&tz=&from=&count=&dst=: the
 // next fire times of a cron expression, so a client can check a schedule
 // before creating a task with it.
 func (s *Server) handleCronNext(w http.ResponseWriter, r *http.Request) {
@@ -78,6 +79,15 @@ func (s *Server) cronNext(r *http.Request) (*cronNextResponse, error) {
 			return nil, &sundial.Error{Code: sundial.EInvalid, Field: "count", Token: v,
 				Message: "must be an integer from 1 to " + strconv.Itoa(cronNextMaxCount)}
 		}
+	}
+
+	if v := q.Get("dst"); v != "" {
+		d, ok := cron.ParseDST(strings.ToLower(v))
+		if !ok {
+			return nil, &sundial.Error{Code: sundial.EInvalid, Field: "dst", Token: v,
+				Message: "must be one of vixie, skip_gap, repeat"}
+		}
+		sched = sched.WithDST(d)
 	}
 
 	fires := sched.NextN(from.In(loc), count)

@@ -65,6 +65,24 @@ func TestCronNext(t *testing.T) {
 			},
 		},
 		{
+			name: "spring forward in New York, skip_gap",
+			query: url.Values{"expr": {"0 30 2 * * *"}, "tz": {"America/New_York"}, "dst": {"skip_gap"},
+				"from": {"2026-03-07T12:00:00Z"}, "count": {"2"}},
+			want: cronNextResponse{
+				Expr: "0 30 2 * * *", Timezone: "America/New_York", Description: "At 02:30",
+				Next: []string{"2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00"},
+			},
+		},
+		{
+			name: "fall back in New York, repeat",
+			query: url.Values{"expr": {"0 30 1 * * *"}, "tz": {"America/New_York"}, "dst": {"REPEAT"},
+				"from": {"2026-10-31T12:00:00Z"}, "count": {"3"}},
+			want: cronNextResponse{
+				Expr: "0 30 1 * * *", Timezone: "America/New_York", Description: "At 01:30",
+				Next: []string{"2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"},
+			},
+		},
+		{
 			name: "from with an offset, answered in tz",
 			query: url.Values{"expr": {"0 0 9 * * *"}, "tz": {"Asia/Kolkata"},
 				"from": {"2025-12-31T19:00:00-05:00"}, "count": {"1"}},
@@ -174,6 +192,11 @@ func TestCronNextErrors(t *testing.T) {
 			name:  "every too short",
 			query: url.Values{"expr": {"@every 500ms"}},
 			want:  errorDetail{Field: "expr", Token: "500ms", Message: "@every: interval must be at least 1s"},
+		},
+		{
+			name:  "unknown dst",
+			query: url.Values{"expr": {every}, "dst": {"sometimes"}},
+			want:  errorDetail{Field: "dst", Token: "sometimes", Message: "must be one of vixie, skip_gap, repeat"},
 		},
 		{
 			name:  "unknown zone",

@@ -68,7 +68,7 @@ func (s *Server) handleTaskPatch(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
-		t, err := s.writable(&req, cur, now)
+		t, err := s.writable(r.Context(), &req, cur, now)
 		if err == nil {
 			err = s.checkDeps(r.Context(), t, cur, nil)
 		}

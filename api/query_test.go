@@ -30,7 +30,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 	}{
 		{"GET", "/healthz", nil, none},
 		{"GET", "/readyz", nil, none},
-		{"GET", "/api/v1/cron/next?expr=*+*+*+*+*", nil, " accepts expr, tz, from, count"},
+		{"GET", "/api/v1/cron/next?expr=*+*+*+*+*", nil, " accepts expr, tz, from, count, dst"},
 		{"POST", "/api/v1/tasks", task("b", nil), none},
 		{"POST", "/api/v1/tasks:batch", map[string]any{"tasks": []any{task("c", nil)}}, none},
 		{"POST", "/api/v1/tasks:bulk", map[string]any{"action": "disable", "ids": []int64{tk.ID}}, none},

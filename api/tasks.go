@@ -69,6 +69,8 @@ type taskRequest struct {
 	DependsOn          []sundial.Dependency      `json:"depends_on"`
 	Join               sundial.JoinMode          `json:"join"`
 	JoinDeadline       int                       `json:"join_deadline_seconds"`
+	DST                string                    `json:"dst"`
+	Calendars          []string                  `json:"calendars"`
 	Priority           int                       `json:"priority"`
 	FollowRedirects    sundial.RedirectPolicy    `json:"follow_redirects"`
 	SigningSecret      string                    `json:"signing_secret"`
@@ -169,6 +171,8 @@ func (req *taskRequest) task(cur *sundial.Task, now time.Time, sealer sundial.Se
 		DependsOn:          req.DependsOn,
 		Join:               req.Join,
 		JoinDeadline:       req.JoinDeadline,
+		DST:                req.DST,
+		Calendars:          req.Calendars,
 		Priority:           req.Priority,
 		FollowRedirects:    req.FollowRedirects,
 		SigningSecret:      req.SigningSecret,
@@ -301,9 +305,12 @@ func (s *Server) checkTask(t *sundial.Task, err error) (*sundial.Task, error) {
 // writable is the task a create (cur nil) or replace request describes,
 // checked (req.task, checkTask) and with its secrets sealed, ready to be
 // stored.
-func (s *Server) writable(req *taskRequest, cur *sundial.Task, now time.Time) (*sundial.Task, error) {
+func (s *Server) writable(ctx context.Context, req *taskRequest, cur *sundial.Task, now time.Time) (*sundial.Task, error) {
 	t, err := s.checkTask(req.task(cur, now, s.sealer))
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkCalendars(ctx, t); err != nil {
 		return nil, err
 	}
 	if err := sundial.SealTask(t, cur, s.sealer); err != nil {
@@ -315,6 +322,25 @@ func (s *Server) writable(req *taskRequest, cur *sundial.Task, now time.Time) (*
 			"SUNDIAL_SECRETS_KEY (the same on every node)")
 	}
 	return t, nil
+}
+
+// checkCalendars refuses a task that references a calendar that does not
+// exist, naming it (calendars[i]).
+func (s *Server) checkCalendars(ctx context.Context, t *sundial.Task) error {
+	if s.store == nil {
+		return nil
+	}
+	for i, name := range t.Calendars {
+		_, err := s.store.CalendarGet(ctx, name)
+		if sundial.ErrorCode(err) == sundial.ENotFound {
+			return &sundial.Error{Code: sundial.EInvalid, Field: fmt.Sprintf("calendars[%d]", i), Token: name,
+				Message: "no calendar is named " + name + " (GET /api/v1/calendars lists them)"}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // answerTask is taskView with the signing secret the server generated for
@@ -382,7 +408,7 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	t, err := s.writable(&req, nil, now)
+	t, err := s.writable(r.Context(), &req, nil, now)
 	if err == nil {
 		err = s.checkDeps(r.Context(), t, nil, nil)
 	}
@@ -540,7 +566,7 @@ func (s *Server) handleTaskReplace(w http.ResponseWriter, r *http.Request) {
 		req.Version = json.RawMessage(strconv.FormatInt(cur.Version, 10))
 	}
 	now := s.now()
-	t, err := s.writable(&req, cur, now)
+	t, err := s.writable(r.Context(), &req, cur, now)
 	if err == nil {
 		err = s.checkDeps(r.Context(), t, cur, nil)
 	}

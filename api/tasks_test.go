@@ -303,6 +303,8 @@ func TestTaskCreateSeedExample(t *testing.T) {
 		CallbackMethod:    "POST",
 		FollowRedirects:   sundial.RedirectSameOrigin,
 		Labels:            map[string]string{},
+		DST:               "vixie",
+		Calendars:         []string{},
 		Status:            sundial.TaskEnabled,
 		Version:           1,
 		CreatedAt:         b.now(),

@@ -90,4 +90,20 @@
 //
 // A "@every" schedule is pure duration arithmetic on instants and is not
 // affected by daylight saving.
+//
+// # Other daylight-saving policies
+//
+// [Schedule.WithDST] chooses another rule for fixed-time schedules (the
+// others are unchanged, as they already skip and repeat with the clock):
+//
+//   - [DSTSkipGap]: a wall time skipped by a spring-forward change does not
+//     fire at all. "0 30 2 * * *" in America/New_York has no fire on
+//     2026-03-08; the next is 02:30 EDT on 03-09. A repeated wall time still
+//     fires in its first pass only.
+//   - [DSTRepeat]: a wall time repeated by a fall-back change fires in both
+//     passes. "0 30 1 * * *" in America/New_York fires on 2026-11-01 at
+//     01:30 EDT (05:30Z) and at 01:30 EST (06:30Z). A skipped wall time
+//     still fires at the first instant after the gap.
+//
+// [DSTVixie], the rule above, is the default.
 package cron

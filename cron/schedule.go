@@ -3,6 +3,7 @@ package cron
 import (
 	"math"
 	"math/bits"
+	"strconv"
 	"time"
 )
 
@@ -31,7 +32,68 @@ type Schedule struct {
 	// dowByFirst[w] has bit n set when day n of a month whose 1st is weekday
 	// w is a weekday in dow: the day-of-week field as days, computed once.
 	dowByFirst [7]uint32
+
+	dst DST // what a fixed-time schedule does across daylight-saving changes
 }
+
+// DST is what a fixed-time schedule does with the wall times a
+// daylight-saving change skips or repeats (see the package documentation).
+// Schedules that follow the clock and "@every" schedules behave the same
+// under every policy.
+type DST uint8
+
+const (
+	// DSTVixie is the default, ISC/Vixie cron's rule: a skipped wall time
+	// fires once at the first instant after the gap; a repeated one fires
+	// in its first pass only.
+	DSTVixie DST = iota
+	// DSTSkipGap does not fire a wall time that a spring-forward change
+	// skips; a repeated one fires in its first pass only, as DSTVixie.
+	DSTSkipGap
+	// DSTRepeat fires a wall time that a fall-back change repeats in both
+	// passes; a skipped one fires at the first instant after the gap, as
+	// DSTVixie.
+	DSTRepeat
+)
+
+// dstNames are the policies' names, as the task API spells them.
+var dstNames = [...]string{DSTVixie: "vixie", DSTSkipGap: "skip_gap", DSTRepeat: "repeat"}
+
+// String returns the policy's name: vixie, skip_gap or repeat.
+func (d DST) String() string {
+	if int(d) < len(dstNames) {
+		return dstNames[d]
+	}
+	return "DST(" + strconv.Itoa(int(d)) + ")"
+}
+
+// ParseDST returns the policy named name (vixie, skip_gap or repeat; ""
+// is vixie), case-sensitive.
+func ParseDST(name string) (DST, bool) {
+	if name == "" {
+		return DSTVixie, true
+	}
+	for d, n := range dstNames {
+		if n == name {
+			return DST(d), true
+		}
+	}
+	return DSTVixie, false
+}
+
+// WithDST returns the schedule with the daylight-saving policy d: s itself
+// when it has d already, otherwise a copy.
+func (s *Schedule) WithDST(d DST) *Schedule {
+	if s.dst == d {
+		return s
+	}
+	c := *s
+	c.dst = d
+	return &c
+}
+
+// DST returns the schedule's daylight-saving policy.
+func (s *Schedule) DST() DST { return s.dst }
 
 // String returns the normalised expression.
 func (s *Schedule) String() string { return s.expr }
@@ -94,8 +156,9 @@ func (s *Schedule) Next(t time.Time) time.Time {
 			endSec = end.Unix()
 		}
 		// The first candidate is the first instant after a spring-forward
-		// gap: a fixed-time schedule fires here for a match in the gap.
-		if s.fixed && sec == startSec && prev < o {
+		// gap: a fixed-time schedule fires here for a match in the gap
+		// (not under DSTSkipGap).
+		if s.fixed && sec == startSec && prev < o && s.dst != DSTSkipGap {
 			if g, ok := s.nextCivil(startSec + prev); ok && g < startSec+o {
 				return start.In(loc)
 			}
@@ -107,8 +170,9 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		if m-o < endSec {
 			// The match falls in this period. A fixed-time schedule fires a
 			// repeated wall time only in its first pass: after a fall-back
-			// change, skip the wall times the previous period already showed.
-			if s.fixed && prev > o && m < startSec+prev {
+			// change, skip the wall times the previous period already showed
+			// (unless under DSTRepeat, which fires them again).
+			if s.fixed && prev > o && m < startSec+prev && s.dst != DSTRepeat {
 				sec = startSec + prev - o
 				continue
 			}
@@ -118,9 +182,14 @@ func (s *Schedule) Next(t time.Time) time.Time {
 		next := int64(n)
 		// The match lies past this period. If the next period skips wall
 		// time (spring forward) and the match is in the gap, a fixed-time
-		// schedule fires at the first instant after the gap.
+		// schedule fires at the first instant after the gap; under
+		// DSTSkipGap it does not, and the search goes on past the gap.
 		if s.fixed && next > o && m < endSec+next {
-			return end.In(loc)
+			if s.dst != DSTSkipGap {
+				return end.In(loc)
+			}
+			sec = endSec
+			continue
 		}
 		if next < o {
 			// Fall back: the next period shows some wall times again, earlier

@@ -227,6 +227,12 @@ var specEvery = []specCase{
 
 func runSpecCases(t *testing.T, cases []specCase) {
 	t.Helper()
+	runSpecCasesDST(t, cases, cron.DSTVixie)
+}
+
+// runSpecCasesDST runs cases with the schedules under the policy dst.
+func runSpecCasesDST(t *testing.T, cases []specCase, dst cron.DST) {
+	t.Helper()
 	for _, c := range cases {
 		zone := c.zone
 		if zone == "" {
@@ -243,6 +249,7 @@ func runSpecCases(t *testing.T, cases []specCase) {
 			if err != nil {
 				t.Fatalf("Parse(%q): %v", c.expr, err)
 			}
+			s = s.WithDST(dst)
 			// Chained Next.
 			var got []string
 			at := after
@@ -306,6 +313,82 @@ func TestSpecDayRule(t *testing.T)  { t.Parallel(); runSpecCases(t, specDayRule)
 func TestSpecQuartz(t *testing.T)   { t.Parallel(); runSpecCases(t, specQuartz) }
 func TestSpecDST(t *testing.T)      { t.Parallel(); runSpecCases(t, specDST) }
 func TestSpecEvery(t *testing.T)    { t.Parallel(); runSpecCases(t, specEvery) }
+
+// specSkipGap and specRepeat are the per-task DST policies (doc.go,
+// "Time zones and daylight saving") across the same real transitions as
+// specDST: each changes one side of the Vixie rule and keeps the other.
+var specSkipGap = []specCase{
+	// America/New_York springs forward 2026-03-08 02:00 EST -> 03:00 EDT:
+	// 02:30 and 02:00 do not exist that day, and do not fire.
+	{"0 30 2 * * *", "America/New_York", "2026-03-07T12:00:00-05:00", []string{"2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00"}},
+	{"0 0 2 * * *", "America/New_York", "2026-03-07T12:00:00-05:00", []string{"2026-03-09T02:00:00-04:00"}},
+	{"0 0,30 2 * * *", "America/New_York", "2026-03-08T01:00:00-05:00", []string{"2026-03-09T02:00:00-04:00", "2026-03-09T02:30:00-04:00"}},
+	// 03:00 exists: it fires as usual, once.
+	{"0 0 3 * * *", "America/New_York", "2026-03-07T12:00:00-05:00", []string{"2026-03-08T03:00:00-04:00", "2026-03-09T03:00:00-04:00"}},
+	// A schedule that follows the clock behaves as under vixie.
+	{"0 30 * * * *", "America/New_York", "2026-03-08T01:00:00-05:00", []string{"2026-03-08T01:30:00-05:00", "2026-03-08T03:30:00-04:00"}},
+	// Fall back 2026-11-01: a repeated wall time fires in its first pass only.
+	{"0 30 1 * * *", "America/New_York", "2026-10-31T12:00:00-04:00", []string{"2026-11-01T01:30:00-04:00", "2026-11-02T01:30:00-05:00"}},
+	// Europe/Berlin springs forward 2026-03-29 02:00 CET -> 03:00 CEST.
+	{"0 30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00+01:00", []string{"2026-03-30T02:30:00+02:00"}},
+	{"0 30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00+02:00", []string{"2026-10-25T02:30:00+02:00", "2026-10-26T02:30:00+01:00"}},
+	// Australia/Lord_Howe springs forward half an hour 2026-10-04 02:00
+	// +10:30 -> 02:30 +11: 02:15 does not exist, 02:45 does.
+	{"0 15 2 * * *", "Australia/Lord_Howe", "2026-10-03T12:00:00+10:30", []string{"2026-10-05T02:15:00+11:00"}},
+	{"0 45 2 * * *", "Australia/Lord_Howe", "2026-10-03T12:00:00+10:30", []string{"2026-10-04T02:45:00+11:00", "2026-10-05T02:45:00+11:00"}},
+	{"0 45 1 * * *", "Australia/Lord_Howe", "2026-04-04T12:00:00+11:00", []string{"2026-04-05T01:45:00+11:00", "2026-04-06T01:45:00+10:30"}},
+	// No transition: as vixie.
+	{"0 30 2 * * *", "Asia/Kolkata", "2026-03-08T00:00:00+05:30", []string{"2026-03-08T02:30:00+05:30", "2026-03-09T02:30:00+05:30"}},
+	{"@every 1h", "America/New_York", "2026-03-08T01:30:00-05:00", []string{"2026-03-08T03:30:00-04:00"}},
+}
+
+var specRepeat = []specCase{
+	// America/New_York falls back 2026-11-01 02:00 EDT -> 01:00 EST: 01:30
+	// happens twice and fires twice.
+	{"0 30 1 * * *", "America/New_York", "2026-10-31T12:00:00-04:00", []string{"2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"}},
+	{"0 0,30 1 * * *", "America/New_York", "2026-11-01T00:00:00-04:00", []string{"2026-11-01T01:00:00-04:00", "2026-11-01T01:30:00-04:00", "2026-11-01T01:00:00-05:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:00:00-05:00"}},
+	// 02:30 happens once (02:00 EST onwards is new wall time).
+	{"0 30 2 * * *", "America/New_York", "2026-10-31T12:00:00-04:00", []string{"2026-11-01T02:30:00-05:00"}},
+	// From within the second pass, the first is over.
+	{"0 30 1 * * *", "America/New_York", "2026-11-01T01:10:00-05:00", []string{"2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"}},
+	// Spring forward: a skipped wall time fires after the gap, as vixie.
+	{"0 30 2 * * *", "America/New_York", "2026-03-07T12:00:00-05:00", []string{"2026-03-08T03:00:00-04:00", "2026-03-09T02:30:00-04:00"}},
+	// Europe/Berlin falls back 2026-10-25 03:00 CEST -> 02:00 CET.
+	{"0 30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00+02:00", []string{"2026-10-25T02:30:00+02:00", "2026-10-25T02:30:00+01:00", "2026-10-26T02:30:00+01:00"}},
+	{"0 30 2 * * *", "Europe/Berlin", "2026-03-28T12:00:00+01:00", []string{"2026-03-29T03:00:00+02:00"}},
+	// Australia/Lord_Howe falls back half an hour 2026-04-05 02:00 +11 ->
+	// 01:30 +10:30: 01:45 happens twice, 01:15 once.
+	{"0 45 1 * * *", "Australia/Lord_Howe", "2026-04-04T12:00:00+11:00", []string{"2026-04-05T01:45:00+11:00", "2026-04-05T01:45:00+10:30", "2026-04-06T01:45:00+10:30"}},
+	{"0 15 1 * * *", "Australia/Lord_Howe", "2026-04-04T12:00:00+11:00", []string{"2026-04-05T01:15:00+11:00", "2026-04-06T01:15:00+10:30"}},
+	{"0 15 2 * * *", "Australia/Lord_Howe", "2026-10-03T12:00:00+10:30", []string{"2026-10-04T02:30:00+11:00"}},
+	// A schedule that follows the clock behaves as under vixie.
+	{"0 30 * * * *", "America/New_York", "2026-11-01T00:00:00-04:00", []string{"2026-11-01T00:30:00-04:00", "2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-01T02:30:00-05:00"}},
+}
+
+func TestSpecSkipGap(t *testing.T) { t.Parallel(); runSpecCasesDST(t, specSkipGap, cron.DSTSkipGap) }
+func TestSpecRepeat(t *testing.T)  { t.Parallel(); runSpecCasesDST(t, specRepeat, cron.DSTRepeat) }
+
+// A policy round-trips through its name; WithDST copies only for a change.
+func TestDSTNames(t *testing.T) {
+	t.Parallel()
+	for _, d := range []cron.DST{cron.DSTVixie, cron.DSTSkipGap, cron.DSTRepeat} {
+		if got, ok := cron.ParseDST(d.String()); !ok || got != d {
+			t.Errorf("ParseDST(%q) = %v, %v", d.String(), got, ok)
+		}
+	}
+	if d, ok := cron.ParseDST(""); !ok || d != cron.DSTVixie {
+		t.Errorf("ParseDST(\"\") = %v, %v; want vixie", d, ok)
+	}
+	for _, bad := range []string{"VIXIE", "skip", "both"} {
+		if _, ok := cron.ParseDST(bad); ok {
+			t.Errorf("ParseDST(%q) accepted", bad)
+		}
+	}
+	s, _ := cron.Parse("0 30 2 * * *")
+	if s.WithDST(cron.DSTVixie) != s || s.WithDST(cron.DSTRepeat).DST() != cron.DSTRepeat || s.DST() != cron.DSTVixie {
+		t.Error("WithDST: vixie must return the schedule itself, another policy a copy")
+	}
+}
 
 // The oracle must agree with every hand-written expectation too.
 func TestSpecOracleAgrees(t *testing.T) {

@@ -32,6 +32,12 @@ const maxMissedCount = 1_000_000
 // it with ends COMPLETED with the plan (Plan.End); otherwise its last
 // planned run ends it (sundial.TaskEndOf).
 //
+// A fire that falls on one of the task's calendars (cals; see
+// sundial.Calendar) is recorded SKIPPED with reason CALENDAR instead of
+// being scheduled (calendarRun): one row, and not counted against
+// max_runs. A missed fire on a calendar's day is passed over: it would not
+// have run, so it is neither caught up nor counted missed.
+//
 // maxRuns bounds the scheduled runs planned for one task in one pass (a
 // per-second task with an hour of lookahead would otherwise plan thousands);
 // the rest are planned on the next pass.
@@ -40,7 +46,7 @@ const maxMissedCount = 1_000_000
 // refill boundary, so that its row is written once for many fires rather
 // than once a pass; the planner takes it up again when that boundary
 // comes within the lookahead. Rarer tasks are planned up to until.
-func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxRuns int, horizon time.Duration) sundial.Plan {
+func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxRuns int, horizon time.Duration, cals sundial.CalendarSet) sundial.Plan {
 	if t.NextFireTime == nil {
 		return sundial.Plan{}
 	}
@@ -62,31 +68,47 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 		}
 		return at
 	}
+	// off is the calendar a fire at at falls on, if any.
+	off := func(at time.Time) (string, bool) {
+		if len(t.Calendars) == 0 {
+			return "", false
+		}
+		return cals.Skips(t, at, loc)
+	}
 	next := fires(t.NextFireTime.In(loc))
 	var runs []*sundial.Run
 
 	if deadline := now.Add(-misfire); !next.IsZero() && next.Before(deadline) {
 		var missed []time.Time
-		var last time.Time
-		count := 0
-		for !next.IsZero() && next.Before(deadline) && count < maxMissedCount {
+		var first, last time.Time
+		count, looked := 0, 0
+		for !next.IsZero() && next.Before(deadline) && looked < maxMissedCount {
+			looked++
+			if _, ok := off(next); ok {
+				next = fires(sched.Next(next))
+				continue
+			}
 			if t.CatchUpMode == sundial.CatchUpFull && len(missed) < t.CatchUpLimit {
 				missed = append(missed, next)
+			}
+			if count == 0 {
+				first = next
 			}
 			count++
 			last = next
 			next = fires(sched.Next(next))
 		}
-		if count == maxMissedCount && !next.IsZero() && next.Before(deadline) {
+		if looked == maxMissedCount && !next.IsZero() && next.Before(deadline) {
 			next = fires(sched.Next(deadline.In(loc)))
 		}
-		first := *t.NextFireTime
 		mode := t.CatchUpMode
 		if mode == sundial.CatchUpCompact && !t.Fires(last) {
 			mode = sundial.CatchUpNone // no fire left to count the run as
 		}
-		switch mode {
-		case sundial.CatchUpFull:
+		switch {
+		case count == 0:
+			// Every missed fire fell on a calendar: nothing was missed.
+		case mode == sundial.CatchUpFull:
 			ran := 0
 			for _, m := range missed {
 				if !t.Fires(m) {
@@ -99,7 +121,7 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 			if dropped := count - ran; dropped > 0 {
 				runs = append(runs, misfireRun(t, first, dropped, now))
 			}
-		case sundial.CatchUpCompact:
+		case mode == sundial.CatchUpCompact:
 			// Counted as one fire, at the last missed fire it stands for.
 			t.Count(last)
 			r := newRun(t, now.Truncate(time.Second), sundial.TriggerCatchUp, now)
@@ -118,8 +140,12 @@ func planTask(t *sundial.Task, now, until time.Time, misfire time.Duration, maxR
 	}
 	planned := 0
 	for !next.IsZero() && (!next.After(until) || next.Before(refill)) && planned < maxRuns {
-		t.Count(next)
-		runs = append(runs, newRun(t, next, sundial.TriggerSchedule, now))
+		if cal, ok := off(next); ok {
+			runs = append(runs, calendarRun(t, next, cal, now))
+		} else {
+			t.Count(next)
+			runs = append(runs, newRun(t, next, sundial.TriggerSchedule, now))
+		}
 		planned++
 		next = fires(sched.Next(next))
 	}
@@ -217,6 +243,27 @@ func jitter(t *sundial.Task, trigger sundial.Trigger) time.Duration {
 		return 0
 	}
 	return time.Duration(randN(int64(t.JitterSeconds)*1000)) * time.Millisecond
+}
+
+// calendarRun records the fire of t at at SKIPPED (CALENDAR): it falls on
+// the calendar cal. It takes the fire's own key, so that the fire is
+// decided once, however often it is planned; it is final when written.
+func calendarRun(t *sundial.Task, at time.Time, cal string, now time.Time) *sundial.Run {
+	fin := now
+	return &sundial.Run{
+		TaskID:        t.ID,
+		FireKey:       sundial.ScheduledFireKey(at),
+		Trigger:       sundial.TriggerSchedule,
+		ScheduledTime: at.UTC(),
+		DueAt:         at.UTC(),
+		Status:        sundial.RunSkipped,
+		SkipReason:    sundial.SkipCalendar,
+		Attempt:       1,
+		FinishedAt:    &fin,
+		CreatedAt:     now,
+		UpdatedAt:     now,
+		Error:         sundial.CalendarSkipError(cal),
+	}
 }
 
 // misfireRun records count missed fires starting at first.

@@ -103,7 +103,7 @@ func steadyWrites(b *testing.B, horizon time.Duration) (bytesPerFire, rowsPerFir
 						}
 						h = 0
 					}
-					p := planTask(tk, now, until, time.Minute, DefaultConfig().MaxRunsPerTask, h)
+					p := planTask(tk, now, until, time.Minute, DefaultConfig().MaxRunsPerTask, h, nil)
 					for _, r := range p.Runs {
 						if r.ScheduledTime.After(until) {
 							ahead++

@@ -44,7 +44,7 @@ func passesEach(t *testing.T, tk *sundial.Task, start time.Time, d, horizon time
 		if !tk.DueBy(now.Add(testLookahead)) {
 			continue
 		}
-		p := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, horizon)
+		p := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, horizon, nil)
 		for _, r := range p.Runs {
 			if r.Status != sundial.RunScheduled || r.Trigger != sundial.TriggerSchedule {
 				t.Fatalf("pass at %s planned %+v, want scheduled fires only", now, r)
@@ -137,8 +137,8 @@ func TestPlanTaskRareUnchanged(t *testing.T) {
 			now := start.Add(at)
 			tk := cronTask(t, 11, expr, "Europe/Berlin", start)
 			for range 5 {
-				with := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, testHorizon)
-				without := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, 0)
+				with := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, testHorizon, nil)
+				without := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, 0, nil)
 				if !samePlan(with, without) {
 					t.Fatalf("%s at +%s: planned %v with the horizon, %v without", expr, at, planned(with), planned(without))
 				}
@@ -156,7 +156,7 @@ func TestPlanTaskRareUnchanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	one.NextFireTime = &runAt
-	if p := planTask(one, start, start.Add(testLookahead), testMisfire, testMaxRuns, testHorizon); len(p.Runs) != 1 || p.Next != nil {
+	if p := planTask(one, start, start.Add(testLookahead), testMisfire, testMaxRuns, testHorizon, nil); len(p.Runs) != 1 || p.Next != nil {
 		t.Errorf("one-off task planned %v, next %v; want its one run", planned(p), p.Next)
 	}
 }
@@ -198,7 +198,7 @@ func TestPlanTaskRefillsSpread(t *testing.T) {
 			if !tk.DueBy(now.Add(testLookahead)) {
 				continue
 			}
-			p := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, testHorizon)
+			p := planTask(tk, now, now.Add(testLookahead), testMisfire, testMaxRuns, testHorizon, nil)
 			tk.NextFireTime = p.Next
 			refilled++
 			runs += len(p.Runs)
@@ -287,8 +287,8 @@ func TestPlanTaskCatchUpWithHorizon(t *testing.T) {
 		for id := int64(1); id <= 10; id++ {
 			tk := cronTask(t, id, "* * * * * *", "UTC", start)
 			tk.CatchUpMode, tk.CatchUpLimit = mode, 30
-			with := planTask(tk, now, now.Add(testLookahead), misfire, testMaxRuns, testHorizon)
-			without := planTask(tk, now, now.Add(testLookahead), misfire, testMaxRuns, 0)
+			with := planTask(tk, now, now.Add(testLookahead), misfire, testMaxRuns, testHorizon, nil)
+			without := planTask(tk, now, now.Add(testLookahead), misfire, testMaxRuns, 0, nil)
 			// The same up to the lookahead; the fires after it follow.
 			n := len(without.Runs)
 			for i := range n {

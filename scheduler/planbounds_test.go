@@ -15,7 +15,7 @@ func TestPlanTaskCountsOnce(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	tk := cronTask(t, 1, "* * * * * *", "UTC", start)
 	tk.MaxRuns = 5
-	p := planTask(tk, start, start.Add(testLookahead), testMisfire, testMaxRuns, testHorizon)
+	p := planTask(tk, start, start.Add(testLookahead), testMisfire, testMaxRuns, testHorizon, nil)
 	if len(p.Runs) != 5 || p.Next != nil || p.End != "" || tk.FireCount != 5 {
 		t.Fatalf("first plan: %d runs, next %v, end %q, fire_count %d; want 5, none, none, 5", len(p.Runs), p.Next, p.End, tk.FireCount)
 	}
@@ -26,7 +26,7 @@ func TestPlanTaskCountsOnce(t *testing.T) {
 	// The fires from the third on are unplanned and the task rewound.
 	rewound := p.Runs[2].ScheduledTime
 	tk.NextFireTime = &rewound
-	p = planTask(tk, start, start.Add(testLookahead), testMisfire, testMaxRuns, testHorizon)
+	p = planTask(tk, start, start.Add(testLookahead), testMisfire, testMaxRuns, testHorizon, nil)
 	if got := planned(p); len(got) != 3 || !got[0].Equal(rewound) || !got[2].Equal(last) {
 		t.Errorf("plan after the rewind = %v, want the 3 fires from %s to %s", got, rewound, last)
 	}
@@ -62,7 +62,7 @@ func TestPlanTaskBoundsCatchUp(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			tk := cronTask(t, 1, "* * * * * *", "UTC", start)
 			tc.mod(tk)
-			p := planTask(tk, later, later.Add(testLookahead), testMisfire, testMaxRuns, testHorizon)
+			p := planTask(tk, later, later.Add(testLookahead), testMisfire, testMaxRuns, testHorizon, nil)
 			n := 0
 			for _, r := range p.Runs {
 				if r.Status == sundial.RunScheduled {
@@ -83,7 +83,7 @@ func TestPlanTaskJitter(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	tk := cronTask(t, 1, "* * * * * *", "UTC", start)
 	tk.JitterSeconds = 2
-	p := planTask(tk, start, start.Add(testLookahead), testMisfire, testMaxRuns, 0)
+	p := planTask(tk, start, start.Add(testLookahead), testMisfire, testMaxRuns, 0, nil)
 	if len(p.Runs) == 0 {
 		t.Fatal("nothing planned")
 	}
@@ -96,7 +96,7 @@ func TestPlanTaskJitter(t *testing.T) {
 	tk = cronTask(t, 2, "* * * * * *", "UTC", start)
 	tk.JitterSeconds, tk.CatchUpMode = 2, sundial.CatchUpFull
 	later := start.Add(5 * time.Minute)
-	for _, r := range planTask(tk, later, later.Add(testLookahead), testMisfire, testMaxRuns, 0).Runs {
+	for _, r := range planTask(tk, later, later.Add(testLookahead), testMisfire, testMaxRuns, 0, nil).Runs {
 		if r.Trigger == sundial.TriggerCatchUp && !r.DueAt.IsZero() && !r.DueAt.Equal(r.ScheduledTime) {
 			t.Errorf("catch-up run of %s due at %s, want at its time", r.ScheduledTime, r.DueAt)
 		}

@@ -14,6 +14,7 @@ import (
 type planStore interface {
 	PlanDue(ctx context.Context, until time.Time, limit int, nodeID string, now time.Time, plan sundial.PlanFunc) ([]*sundial.Run, error)
 	RunUnplanMissed(ctx context.Context, before time.Time, limit int, missed func(*sundial.Run, *sundial.Task) bool) (looked, deleted int, err error)
+	calendarStore
 }
 
 // planner materialises the fires of due tasks into runs held by no node:
@@ -25,6 +26,9 @@ type planStore interface {
 type planner struct {
 	store planStore
 	log   *slog.Logger
+	// calendars are the tasks' calendars, compiled, read afresh each pass
+	// when they changed.
+	calendars calendarCache
 
 	pollInterval   time.Duration
 	lookahead      time.Duration
@@ -67,6 +71,7 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		wake:           make(chan struct{}, 1),
 		swept:          make(chan struct{}),
 	}
+	p.calendars = calendarCache{store: store, log: p.log}
 	// A node starting sweeps first: see Run.
 	p.sweepWanted.Store(true)
 	return p
@@ -150,6 +155,15 @@ func (p *planner) planOnce(ctx context.Context) {
 		swept = p.unplanMissed(ctx)
 	}
 	p.sweptOnce.Do(func() { close(p.swept) })
+	cals, err := p.calendars.load(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			p.log.Error("read calendars", "err", err)
+		}
+		if cals == nil {
+			return // none read yet: no task is planned without its calendars
+		}
+	}
 	passEnd := time.Now().Add(p.refillWindow())
 	limit := p.batch // tasks read (and, on PostgreSQL and MySQL, locked) per PlanDue
 	for ctx.Err() == nil {
@@ -181,7 +195,7 @@ func (p *planner) planOnce(ctx context.Context) {
 					}
 					horizon = 0 // up to the lookahead; further at a later pass
 				}
-				plan := planTask(t, now, until, t.MissAfter(p.misfire), p.maxRunsPerTask, horizon)
+				plan := planTask(t, now, until, t.MissAfter(p.misfire), p.maxRunsPerTask, horizon, cals)
 				for _, r := range plan.Runs {
 					if r.ScheduledTime.After(until) {
 						ahead++

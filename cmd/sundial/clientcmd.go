@@ -19,7 +19,7 @@ import (
 // its REST API, and config, which says which one.
 func (c *cli) clientCommands() []*cobra.Command {
 	cmds := []*cobra.Command{c.taskCommand(), c.runCommand(), c.applyCommand(), c.diffCommand(),
-		c.nodeCommand(), c.tokenCommand(), c.auditCommand(), c.alertCommand(), c.incidentCommand()}
+		c.nodeCommand(), c.calendarCommand(), c.tokenCommand(), c.auditCommand(), c.alertCommand(), c.incidentCommand()}
 	for _, cmd := range cmds {
 		c.clientFlags(cmd)
 	}
@@ -156,6 +156,8 @@ type cliTask struct {
 	DependsOn    []cliDependency `json:"depends_on"`
 	Join         string          `json:"join"`
 	JoinDeadline int             `json:"join_deadline_seconds"`
+	DST          string          `json:"dst"`
+	Calendars    []string        `json:"calendars"`
 }
 
 // cliDependency is one parent of a task.
@@ -517,6 +519,12 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 		if p := parentsText(t); p != "" {
 			fields = append(fields, [2]string{"Depends on", p})
 		}
+		if t.DST != "" && t.DST != "vixie" {
+			fields = append(fields, [2]string{"DST", dstText(t.DST)})
+		}
+		if len(t.Calendars) > 0 {
+			fields = append(fields, [2]string{"Calendars", strings.Join(t.Calendars, ", ") + " (no fire on their days)"})
+		}
 		if t.Status == "DISABLED" {
 			fields = append(fields, [2]string{"Disabled", disabledText(t, now)})
 		}
@@ -558,6 +566,17 @@ func (c *cli) describeTasks(cmd *cobra.Command, items []taskItem) error {
 // boundsText says how a task's schedule is bounded and jittered: from
 // 2030-03-01 00:00:00, until 2030-03-31 23:59:59, 2 of 20 fires, jitter 5m0s;
 // "" for none.
+// dstText says what a task's daylight-saving policy does.
+func dstText(dst string) string {
+	switch dst {
+	case "skip_gap":
+		return "skip_gap (a wall time skipped by a spring-forward change does not fire)"
+	case "repeat":
+		return "repeat (a wall time repeated by a fall-back change fires in both passes)"
+	}
+	return dst
+}
+
 func boundsText(t cliTask) string {
 	var parts []string
 	if t.StartAt != nil {

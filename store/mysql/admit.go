@@ -27,10 +27,11 @@ var (
 			AND (scheduled_at < ? OR id < ?))
 		ORDER BY scheduled_at, id`
 
-	// SkipsSinceLast: the first SKIPPED runs after (scheduled_at, id).
+	// SkipsSinceLast (sundial.AdmitState): the first SKIPPED runs, but
+	// for CALENDAR, after (scheduled_at, id).
 	// Arguments: task, at, at, id, limit.
 	admitSkipsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs FORCE INDEX (runs_task_status)
-		WHERE task_id = ? AND status = 'SKIPPED' AND scheduled_at >= ?
+		WHERE task_id = ? AND status = 'SKIPPED' AND skip_reason <> 'CALENDAR' AND scheduled_at >= ?
 			AND (scheduled_at > ? OR id > ?)
 		ORDER BY scheduled_at, id
 		LIMIT ?`

@@ -71,12 +71,13 @@ func effectiveValues() string {
 var (
 	admitLastSQL = `SELECT l.* ` + admitLastFrom
 
-	// SkipsSinceLast: the first SKIPPED runs after LastEffective by
+	// SkipsSinceLast (sundial.AdmitState): the first SKIPPED runs, but
+	// for CALENDAR, after LastEffective by
 	// (scheduled_at, id), or from the first if there is none. The bounds
 	// are scalar subqueries, evaluated once, so the index scan starts there.
 	admitSkipsSQL = `WITH last AS (SELECT l.scheduled_at, l.id ` + admitLastFrom + `)
 		SELECT ` + sqlrow.RunCols + ` FROM runs
-		WHERE task_id = ` + admitTask + ` AND status = 'SKIPPED'
+		WHERE task_id = ` + admitTask + ` AND status = 'SKIPPED' AND skip_reason <> 'CALENDAR'
 			AND (scheduled_at, id) > (COALESCE((SELECT scheduled_at FROM last), -9223372036854775808),
 				COALESCE((SELECT id FROM last), 0))
 		ORDER BY scheduled_at, id

@@ -31,9 +31,10 @@ var (
 			AND (scheduled_at < ?3 OR id < ?2)
 		ORDER BY scheduled_at, id`
 
-	// SkipsSinceLast: the first SKIPPED runs after (scheduled_at, id).
+	// SkipsSinceLast (sundial.AdmitState): the first SKIPPED runs, but
+	// for CALENDAR, after (scheduled_at, id).
 	admitSkipsSQL = `SELECT ` + sqlrow.RunCols + ` FROM runs
-		WHERE task_id = ?1 AND status = 'SKIPPED' AND scheduled_at >= ?2
+		WHERE task_id = ?1 AND status = 'SKIPPED' AND skip_reason <> 'CALENDAR' AND scheduled_at >= ?2
 			AND (scheduled_at > ?2 OR id > ?3)
 		ORDER BY scheduled_at, id
 		LIMIT ?4`

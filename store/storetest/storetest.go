@@ -128,6 +128,7 @@ func Run(t *testing.T, b Backend) {
 		{"SettingSwap", testSettingSwap},
 		{"TaskSecrets", testTaskSecrets},
 		{"Token", testToken},
+		{"Calendar", testCalendar},
 		{"Audit", testAudit},
 		{"TaskChangeTakesBack", testTaskChangeTakesBack},
 		{"RunCheckSend", testRunCheckSend},

@@ -17,7 +17,7 @@ const TaskCols = `id, name, description, cron_expr, timezone, exec_type, http_me
 	signing_secret, oidc_json, status, version,
 	created_at, updated_at, next_fire_at, run_at, request_id, request_hash, biz_id, labels_json, params_json,
 	disabled_reason, disabled_at, disabled_by, pause_after_failures, start_at, end_at, max_runs, jitter_seconds, fire_count, counted_through,
-	depends_on_json, join_mode, join_deadline_seconds`
+	depends_on_json, join_mode, join_deadline_seconds, dst, calendars_json`
 
 // TaskWriteCols are the columns TaskCreateMany and TaskUpdate write, in the
 // order of TaskArgs.
@@ -27,7 +27,7 @@ var TaskWriteCols = []string{"name", "description", "cron_expr", "timezone", "ex
 	"callback_method", "callback_timeout_sec", "starting_deadline_seconds", "priority",
 	"follow_redirects", "signing_secret", "oidc_json", "status", "disabled_reason", "disabled_at", "disabled_by", "pause_after_failures", "next_fire_at",
 	"run_at", "start_at", "end_at", "max_runs", "jitter_seconds",
-	"depends_on_json", "join_mode", "join_deadline_seconds", "request_id", "request_hash", "biz_id", "labels_json", "params_json"}
+	"depends_on_json", "join_mode", "join_deadline_seconds", "request_id", "request_hash", "biz_id", "labels_json", "dst", "calendars_json", "params_json"}
 
 // TaskPlanCols are the columns PlanDue writes of a task it planned
 // (sundial.Plan), in the order of TaskPlanArgs: the planner's cursor, the
@@ -59,7 +59,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		execType, concPol       string
 		overlap, failure, catch string
 		status                  string
-		labels                  sql.NullString
+		labels, calendars       sql.NullString
 		deps                    sql.NullString
 		join                    string
 	)
@@ -70,7 +70,7 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
 		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
 		&t.DisabledReason, &disabledAt, &t.DisabledBy, &t.PauseAfterFailures, &startAt, &endAt, &t.MaxRuns, &t.JitterSeconds,
-		&t.FireCount, &through, &deps, &join, &t.JoinDeadline)
+		&t.FireCount, &through, &deps, &join, &t.JoinDeadline, &t.DST, &calendars)
 	if err != nil {
 		return nil, err
 	}
@@ -102,6 +102,16 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		}
 		if t.Labels == nil {
 			t.Labels = map[string]string{}
+		}
+	}
+	// NULL on MySQL for the tasks made before calendars existed: none.
+	t.Calendars = []string{}
+	if calendars.Valid && calendars.String != "" {
+		if err := json.Unmarshal([]byte(calendars.String), &t.Calendars); err != nil {
+			return nil, fmt.Errorf("decode calendars of task %d: %w", t.ID, err)
+		}
+		if t.Calendars == nil {
+			t.Calendars = []string{}
 		}
 	}
 	t.RetryPolicy = json.RawMessage(retry)
@@ -177,6 +187,16 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 	if redirects == "" {
 		redirects = string(sundial.RedirectSameOrigin)
 	}
+	dst := t.DST
+	if dst == "" {
+		dst = sundial.DefaultDST
+	}
+	cals := []byte("[]")
+	if len(t.Calendars) > 0 {
+		if cals, err = json.Marshal(t.Calendars); err != nil {
+			return nil, fmt.Errorf("encode calendars: %w", err)
+		}
+	}
 	return []any{t.Name, t.Description, t.CronExpr, t.Timezone, string(t.ExecType), t.HTTPMethod,
 		t.TargetURL, hj, t.BodyTemplate, t.TimeoutSeconds, retry, t.MaxConcurrency,
 		string(t.ConcurrencyPolicy), t.MaxQueue, string(t.OverlapAction), string(t.FailureAction),
@@ -184,7 +204,7 @@ func TaskArgs(t *sundial.Task) ([]any, error) {
 		redirects, t.SigningSecret, oidc, string(t.Status), t.DisabledReason, NullMicros(t.DisabledAt), t.DisabledBy,
 		t.PauseAfterFailures, NullMicros(t.NextFireTime),
 		NullMicros(t.RunAt), NullMicros(t.StartAt), NullMicros(t.EndAt), t.MaxRuns, t.JitterSeconds,
-		deps, string(t.Join), t.JoinDeadline, t.RequestID, t.RequestHash, t.BizID, lj, NullJSON(t.Params)}, nil
+		deps, string(t.Join), t.JoinDeadline, t.RequestID, t.RequestHash, t.BizID, lj, dst, string(cals), NullJSON(t.Params)}, nil
 }
 
 // LabelsJSON is the labels_json column of labels: a JSON object, its keys

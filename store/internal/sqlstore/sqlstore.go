@@ -154,6 +154,7 @@ type Plain struct {
 	q        *Queries
 	tq       tokenQueries
 	dq       depQueries
+	cq       calendarQueries
 	classify func(*error)
 }
 
@@ -161,7 +162,7 @@ type Plain struct {
 // writes; the same as r but for SQLite, whose writer is one connection),
 // with the statements q and the adapter's error classification.
 func New(r, w DB, q *Queries, classify func(*error)) *Plain {
-	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), dq: newDepQueries(q.d), classify: classify}
+	return &Plain{r: r, w: w, q: q, tq: newTokenQueries(q.d), dq: newDepQueries(q.d), cq: newCalendarQueries(q.d), classify: classify}
 }
 
 // wrap is sqlrow.Wrap of the dialect's reading of err.
