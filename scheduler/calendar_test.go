@@ -115,9 +115,9 @@ func TestDSTPolicies(t *testing.T) {
 		want            []time.Time
 		next            time.Time
 	}{
-		{"vixie gap", "0 30 2 * * *", "vixie", utc(4, 2, 6, 40), utc(4, 2, 7, 30),
+		{"vixie gap", "0 30 2 * * *", "vixie", utc(4, 2, 6, 50), utc(4, 2, 7, 10),
 			[]time.Time{utc(4, 2, 7, 0)}, utc(4, 3, 6, 30)},
-		{"skip_gap gap", "0 30 2 * * *", "skip_gap", utc(4, 2, 6, 40), utc(4, 2, 7, 30),
+		{"skip_gap gap", "0 30 2 * * *", "skip_gap", utc(4, 2, 6, 50), utc(4, 2, 7, 10),
 			nil, utc(4, 3, 6, 30)},
 		{"vixie overlap", "0 30 1 * * *", "vixie", utc(10, 29, 5, 20), utc(10, 29, 6, 40),
 			[]time.Time{utc(10, 29, 5, 30)}, utc(10, 30, 6, 30)},
@@ -127,10 +127,12 @@ func TestDSTPolicies(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			synctest.Test(t, func(t *testing.T) {
-				// Slower loops than the defaults: an hour passes in a few
-				// thousand turns of them.
-				b := setup(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
-					ClaimInterval: time.Second, HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second})
+				// Much slower loops than the defaults: an hour and more
+				// passes in a few hundred turns of them (under the race
+				// detector each turn counts).
+				b := setup(t, scheduler.Config{PollInterval: 30 * time.Second, Lookahead: time.Minute,
+					ClaimInterval: 5 * time.Second, HeartbeatInterval: 20 * time.Second, DeadAfter: time.Minute,
+					DependencyRefresh: time.Minute, CallbackSweep: time.Minute, CancelPoll: time.Minute})
 				waitUntil(tc.from)
 				b.start()
 				tk := b.addTask(t, tc.expr, func(tk *sundial.Task) { tk.Timezone, tk.DST = "America/New_York", tc.dst })

@@ -31,6 +31,7 @@ type housekeeping struct {
 	retention     time.Duration
 	nodeRetention time.Duration
 	auditRetain   time.Duration
+	cancelPoll    time.Duration
 	purged        prometheus.Counter
 
 	// cancel stops a call of this node.
@@ -39,7 +40,7 @@ type housekeeping struct {
 
 func newHousekeeping(cfg Config, store housekeepingStore, log *slog.Logger, purged prometheus.Counter) *housekeeping {
 	return &housekeeping{store: store, log: log.With("component", "housekeeping"), node: cfg.Node.ID,
-		retention: cfg.Retention, nodeRetention: cfg.NodeRetention, auditRetain: cfg.AuditRetention, purged: purged}
+		retention: cfg.Retention, nodeRetention: cfg.NodeRetention, auditRetain: cfg.AuditRetention, cancelPoll: cfg.CancelPoll, purged: purged}
 }
 
 // Run purges and polls for cancellations until ctx is done. The two loops
@@ -122,11 +123,11 @@ func (h *housekeeping) pruneNodes(ctx context.Context) {
 	}
 }
 
-// cancelLoop stops, within half a second, the calls of this node whose
-// cancellation was asked on another node (POST /runs/{id}/cancel, or a
-// CANCEL_PREV admission there).
+// cancelLoop stops, within Config.CancelPoll (half a second), the calls of
+// this node whose cancellation was asked on another node (POST
+// /runs/{id}/cancel, or a CANCEL_PREV admission there).
 func (h *housekeeping) cancelLoop(ctx context.Context) error {
-	ticker := time.NewTicker(500 * time.Millisecond)
+	ticker := time.NewTicker(h.cancelPoll)
 	defer ticker.Stop()
 	for {
 		select {

@@ -47,6 +47,7 @@ type Config struct {
 	DrainTimeout      time.Duration // on stop, in-flight calls get this long to finish [30s]
 	DrainReport       time.Duration // while draining, how often what is still in flight is logged [5s]
 	ClaimInterval     time.Duration // how often a node claims runs coming due [50ms]
+	CancelPoll        time.Duration // how often a node looks for cancellations asked on other nodes [500ms]
 	ClaimBatch        int           // runs claimed per transaction [250]
 	// MaxDeliveries bounds the deliveries of one fire when nodes die or
 	// stop during its call [3]: past it an interrupted run is FAILED.
@@ -143,6 +144,7 @@ func DefaultConfig() Config {
 		DrainTimeout:      30 * time.Second,
 		DrainReport:       5 * time.Second,
 		ClaimInterval:     50 * time.Millisecond,
+		CancelPoll:        500 * time.Millisecond,
 		ClaimBatch:        250,
 		MaxDeliveries:     3,
 		StateFlush:        5 * time.Minute,
@@ -168,7 +170,7 @@ func (c *Config) setDefaults() {
 	d := DefaultConfig()
 	for _, f := range []struct{ v, def *time.Duration }{
 		{&c.PollInterval, &d.PollInterval}, {&c.Lookahead, &d.Lookahead}, {&c.StartAhead, &d.StartAhead},
-		{&c.ClaimInterval, &d.ClaimInterval}, {&c.MisfireThreshold, &d.MisfireThreshold},
+		{&c.ClaimInterval, &d.ClaimInterval}, {&c.CancelPoll, &d.CancelPoll}, {&c.MisfireThreshold, &d.MisfireThreshold},
 		{&c.RequestTimeout, &d.RequestTimeout}, {&c.HeartbeatInterval, &d.HeartbeatInterval},
 		{&c.DeadAfter, &d.DeadAfter}, {&c.Retention, &d.Retention}, {&c.NodeRetention, &d.NodeRetention},
 		{&c.AuditRetention, &d.AuditRetention}, {&c.DependencyRefresh, &d.DependencyRefresh},
