@@ -101,17 +101,48 @@ func Release(runs []*Run, reason string, now time.Time) RunChanges {
 
 // UnplanMissed decides RunUnplanMissed: of runs (read under their locks,
 // with their tasks, deleted ones too), each that is still Missable before
-// before and that missed reports too late to start is deleted, and its
-// task rewound to it.
-func UnplanMissed(runs []*Run, tasks map[int64]*Task, before time.Time, missed func(*Run, *Task) bool) RunChanges {
+// before and that missed reports too late to start is missed. It is
+// deleted, and its task rewound to it, so that the planner counts it with
+// the fires it never planned, in one record. The planner counts every fire
+// from a task's rewind point on, so a task is never rewound to a fire
+// before one that was taken already: taken holds, per task, the latest
+// scheduled time among its SCHEDULE runs later than its earliest missed
+// run that are neither Planned nor a calendar's skip (a fire that went
+// out, or was accounted for, while the earlier one waited: a claim that
+// came late starts a fresh fire and leaves an older, missed one of the
+// same task to the sweep). A missed run before that is decided on its own,
+// at now, by its task's catch-up mode: under FULL it is due again at now,
+// held by no node under a new fence, so that any node claims and delivers
+// it late (its trigger, part of the fire's identity, stays SCHEDULE);
+// otherwise it is recorded SKIPPED with reason MISFIRE.
+func UnplanMissed(runs []*Run, tasks map[int64]*Task, before time.Time, taken map[int64]time.Time, now time.Time,
+	missed func(*Run, *Task) bool) RunChanges {
 	var c RunChanges
 	for _, r := range runs {
-		if r.Missable(before) && missed(r, tasks[r.TaskID]) {
-			c.unplan(r)
+		t := tasks[r.TaskID]
+		if !r.Missable(before) || !missed(r, t) {
+			continue
 		}
+		if at, ok := taken[r.TaskID]; !ok || !r.ScheduledTime.Before(at) {
+			c.unplan(r)
+			continue
+		}
+		if t != nil && t.CatchUpMode == CatchUpFull {
+			r.DueAt, r.NodeID, r.UpdatedAt = now, "", now
+			r.Fence++
+		} else {
+			r.Status, r.SkipReason, r.MissedCount = RunSkipped, SkipMisfire, 1
+			r.Error = MissedBeforeTakenError
+			r.FinishedAt, r.UpdatedAt = &now, now
+		}
+		c.Update = append(c.Update, r)
 	}
 	return c
 }
+
+// MissedBeforeTakenError is the Error of a fire recorded missed on its own
+// by UnplanMissed: a later fire of its task had been taken already.
+const MissedBeforeTakenError = "fire missed: it came too late to start, after a later fire of the task had started"
 
 // RedeliveryRefused says why the INTERRUPTED run r is not delivered again
 // (RunRedeliver), or "" if it is: its task was deleted (live is false), its

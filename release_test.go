@@ -59,9 +59,54 @@ func TestUnplanMissed(t *testing.T) {
 		aRun(RunRunning, func(r *Run) { r.ID = 14 }),
 		aRun(RunScheduled, func(r *Run) { r.ID, r.Deliveries = 15, 1 }),
 	}
-	c := UnplanMissed(mr, nil, ts(10), missed)
+	c := UnplanMissed(mr, nil, ts(10), nil, ts(30), missed)
 	if ids := c.DeleteIDs(); !reflect.DeepEqual(ids, []int64{10}) {
 		t.Errorf("UnplanMissed deleted %v, want 10", ids)
+	}
+	if len(c.Update) != 0 {
+		t.Errorf("UnplanMissed updated %d runs, want none", len(c.Update))
+	}
+}
+
+// TestUnplanMissedBeforeTaken: a task is not rewound to a missed fire
+// before one of its fires that was taken: each missed fire before the
+// latest taken one is recorded MISFIRE on its own; those after it are
+// unplanned, the task rewound to the first. Under FULL, the missed fire
+// before is due again, to run late, instead.
+func TestUnplanMissedBeforeTaken(t *testing.T) {
+	all := func(*Run, *Task) bool { return true }
+	fire := func(id int64, at int) *Run {
+		return aRun(RunScheduled, func(r *Run) { r.ID, r.ScheduledTime, r.DueAt = id, ts(at), ts(at) })
+	}
+	mr := []*Run{fire(1, 3), fire(2, 4), fire(3, 6), fire(4, 7)}
+	c := UnplanMissed(mr, nil, ts(10), map[int64]time.Time{mr[0].TaskID: ts(5)}, ts(30), all)
+	if ids := c.DeleteIDs(); !reflect.DeepEqual(ids, []int64{3, 4}) {
+		t.Errorf("deleted %v, want 3 and 4", ids)
+	}
+	if at := c.Rewind[mr[0].TaskID]; !at.Equal(ts(6)) {
+		t.Errorf("rewound to %v, want %v", at, ts(6))
+	}
+	if len(c.Update) != 2 {
+		t.Fatalf("recorded %d runs missed on their own, want 2", len(c.Update))
+	}
+	for i, r := range c.Update {
+		if r.ID != int64(i+1) || r.Status != RunSkipped || r.SkipReason != SkipMisfire || r.MissedCount != 1 ||
+			r.FinishedAt == nil || !r.FinishedAt.Equal(ts(30)) {
+			t.Errorf("run %d: %s %s count %d finished %v, want SKIPPED MISFIRE 1 at %v",
+				r.ID, r.Status, r.SkipReason, r.MissedCount, r.FinishedAt, ts(30))
+		}
+	}
+
+	full := &Task{ID: mr[0].TaskID, CatchUpMode: CatchUpFull}
+	r := fire(5, 3)
+	r.NodeID, r.Fence = "node-b", 4
+	c = UnplanMissed([]*Run{r}, map[int64]*Task{full.ID: full}, ts(10), map[int64]time.Time{full.ID: ts(5)}, ts(30), all)
+	if len(c.Delete) != 0 || len(c.Rewind) != 0 || len(c.Update) != 1 {
+		t.Fatalf("FULL: deleted %v, rewound %v, updated %d; want one run updated", c.DeleteIDs(), c.Rewind, len(c.Update))
+	}
+	if r.Status != RunScheduled || !r.DueAt.Equal(ts(30)) || r.NodeID != "" || r.Fence != 5 {
+		t.Errorf("FULL: the missed fire became %s due %v node %q fence %d; want SCHEDULED, due %v, of no node, fence 5",
+			r.Status, r.DueAt, r.NodeID, r.Fence, ts(30))
 	}
 }
 

@@ -267,8 +267,11 @@ type Store interface {
 	// (RunChanges.Rewind), so that the planner counts them under the
 	// task's catch-up mode, together with the fires it has not planned,
 	// against one instant, and plans the rest anew. A node
-	// holding a deleted run finds it gone when it tries to start it. It
-	// returns how many runs it looked at and how many it deleted.
+	// holding a deleted run finds it gone when it tries to start it. A
+	// task is never rewound before a later fire of it that was taken (see
+	// UnplanMissed): a missed run before that is recorded SKIPPED MISFIRE
+	// on its own instead. It returns how many runs it looked at and how
+	// many it unplanned (deleted or recorded missed).
 	RunUnplanMissed(ctx context.Context, before time.Time, limit int, missed func(*Run, *Task) bool) (looked, deleted int, err error)
 	// RunRedeliver takes up to limit INTERRUPTED runs, oldest first: each
 	// that has had fewer than maxDeliveries deliveries, whose task is live

@@ -391,3 +391,129 @@ func TestPlanAheadBounded(t *testing.T) {
 		}
 	})
 }
+
+// lateStore is a store whose first claim of due runs (RunClaimDue) takes
+// claimLate and claims nothing, and whose sweeps of missed fires (RunUnplanMissed) take
+// sweepLate to come back: the claimer finds some of a task's fires missed
+// and starts its later ones in the same claim, and the planner plans the
+// swept tasks a moment later than the sweep judged their fires.
+type lateStore struct {
+	sundial.Store
+	claimLate, sweepLate time.Duration
+	once                 *sync.Once
+}
+
+func (s lateStore) RunClaimDue(ctx context.Context, nodeID string, until time.Time, limit int,
+	start sundial.ClaimStartParams) ([]*sundial.Run, map[int64]*sundial.Task, error) {
+	late := false
+	s.once.Do(func() { late = true })
+	if late {
+		// A claim that took long and found nothing: the next one finds
+		// the fires planned meanwhile, some already late.
+		time.Sleep(s.claimLate)
+		return nil, nil, nil
+	}
+	return s.Store.RunClaimDue(ctx, nodeID, until, limit, start)
+}
+
+func (s lateStore) RunUnplanMissed(ctx context.Context, before time.Time, limit int,
+	missed func(*sundial.Run, *sundial.Task) bool) (int, int, error) {
+	looked, deleted, err := s.Store.RunUnplanMissed(ctx, before, limit, missed)
+	time.Sleep(s.sweepLate)
+	return looked, deleted, err
+}
+
+// TestCatchUpCountsWhatTheSweepLeft: a restart after an outage, where the
+// first claim takes 1.7 s and finds nothing, and sweeps take 1 s: the next
+// claim finds the first fires the planner planned after the outage missed,
+// and starts the next one. The sweep of the missed ones must not leave the
+// planner counting the fire that went out as missed too; under FULL, the
+// missed ones run, once each. Every second from the first fire to the
+// last is accounted for exactly once: called, or counted by a MISFIRE
+// record (NONE) or a COMPACT run.
+func TestCatchUpCountsWhatTheSweepLeft(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []sundial.CatchUpMode{sundial.CatchUpNone, sundial.CatchUpCompact, sundial.CatchUpFull} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			synctest.Test(t, func(t *testing.T) {
+				cfg := scheduler.Config{MisfireThreshold: time.Second, Lookahead: 2 * time.Second}
+				b := setup(t, cfg)
+				b.start()
+				start := time.Now()
+				tk := b.addTask(t, "* * * * * *", func(tk *sundial.Task) {
+					tk.CatchUpMode, tk.OverlapAction = mode, sundial.OverlapParallel
+				})
+				waitUntil(start.Add(5*time.Second + 500*time.Millisecond))
+				b.stop(t)
+				waitUntil(start.Add(15*time.Second + 500*time.Millisecond))
+
+				cfg.Node = sundial.Node{ID: "node-restarted"}
+				s, err := scheduler.New(cfg, lateStore{b.store, 1700 * time.Millisecond, time.Second, &sync.Once{}},
+					b.target, nil, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx, cancel := context.WithCancel(context.Background())
+				done := make(chan error, 1)
+				go func() { done <- s.Run(ctx) }()
+				time.Sleep(5 * time.Second)
+				cancel()
+				if err := <-done; err != nil {
+					t.Fatal(err)
+				}
+
+				covered := map[int64]int{}
+				var first, last int64
+				mark := func(sec int64) {
+					covered[sec]++
+					if first == 0 || sec < first {
+						first = sec
+					}
+					last = max(last, sec)
+				}
+				compact := 0 // fires the COMPACT runs count
+				for _, c := range b.target.snapshot() {
+					// A COMPACT run is due at the restart: it counts the
+					// seconds none of the others accounts for (below).
+					if mode != sundial.CatchUpCompact || c.trigger != string(sundial.TriggerCatchUp) {
+						mark(c.scheduled.Unix())
+					}
+				}
+				for _, r := range b.runs(t, tk.ID) {
+					switch {
+					case mode == sundial.CatchUpFull && r.ScheduledTime.Before(start.Add(20*time.Second)) && r.Status != sundial.RunSuccess:
+						t.Errorf("run %d of +%s is %s, want every fire run under FULL", r.ID, r.ScheduledTime.Sub(start), r.Status)
+					case r.SkipReason == sundial.SkipMisfire:
+						for k := range int64(r.MissedCount) {
+							mark(r.ScheduledTime.Unix() + k)
+						}
+					case r.Trigger == sundial.TriggerCatchUp && mode == sundial.CatchUpCompact:
+						compact += r.MissedCount
+					}
+				}
+				if mode == sundial.CatchUpCompact {
+					if compact == 0 {
+						t.Fatal("no COMPACT run after the outage")
+					}
+					gap := 0
+					for sec := first; sec <= last; sec++ {
+						if covered[sec] == 0 {
+							gap++
+							covered[sec]++
+						}
+					}
+					if gap != compact {
+						t.Errorf("the COMPACT runs count %d fires; %d seconds went unrun", compact, gap)
+					}
+				}
+				for sec := first; sec <= last; sec++ {
+					if covered[sec] != 1 {
+						t.Errorf("the fire of +%ds is accounted for %d times, want once",
+							sec-start.Truncate(time.Second).Unix(), covered[sec])
+					}
+				}
+			})
+		})
+	}
+}

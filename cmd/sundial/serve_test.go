@@ -416,11 +416,14 @@ func catchUpDone(mode string, runs []runJSON) (bool, string) {
 			return false, fmt.Sprintf("second %s accounted for %d times", time.Unix(sec, 0).UTC().Format(time.TimeOnly), covered[sec])
 		}
 	}
+	// An outage is counted in one MISFIRE record (NONE) or COMPACT run; a
+	// fire found missed after a later one had started is recorded on its
+	// own (see sundial.UnplanMissed), which a loaded machine can cause.
 	switch mode {
 	case "NONE", "DEADLINE":
-		return misfires == 1 && compact+full == 0, fmt.Sprintf("%d MISFIRE records, %d catch-up runs", misfires, compact+full)
+		return misfires >= 1 && compact+full == 0, fmt.Sprintf("%d MISFIRE records, %d catch-up runs", misfires, compact+full)
 	case "COMPACT":
-		return compact == 1 && misfires+full == 0, fmt.Sprintf("%d COMPACT runs, %d MISFIRE records", compact, misfires)
+		return compact == 1 && full == 0, fmt.Sprintf("%d COMPACT runs, %d FULL runs", compact, full)
 	default:
 		return full >= 2 && misfires+compact == 0, fmt.Sprintf("%d FULL catch-up runs, %d MISFIRE records", full, misfires+compact)
 	}

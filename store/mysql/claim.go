@@ -363,9 +363,20 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 				locked = append(locked, r)
 			}
 		}
+		tids, from := sqlrow.TakenFrom(locked)
+		args := make([]any, 0, len(tids)+1)
+		for _, id := range tids {
+			args = append(args, id)
+		}
+		taken, err := sqlrow.ScanTaken(tx.QueryContext(ctx, fmt.Sprintf(takenSQL, placeholders(len(tids))),
+			append(args, sqlrow.Micros(from))...))
+		if err != nil {
+			return err
+		}
 		// missed answered on the candidates, once each.
-		c := sundial.UnplanMissed(locked, tasks, before, func(*sundial.Run, *sundial.Task) bool { return true })
-		deleted = len(c.Delete)
+		c := sundial.UnplanMissed(locked, tasks, before, taken, s.clock(),
+			func(*sundial.Run, *sundial.Task) bool { return true })
+		deleted = len(c.Delete) + len(c.Update)
 		return apply(ctx, tx, c)
 	})
 	if err != nil {
@@ -373,6 +384,13 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 	}
 	return looked, deleted, nil
 }
+
+// takenSQL reads, of the tasks in %s, the latest fire later than the last
+// parameter that a sweep of missed fires must not rewind them before
+// (sqlrow.TakenCond).
+const takenSQL = `SELECT task_id, MAX(scheduled_at) FROM runs FORCE INDEX (runs_task_scheduled)
+	WHERE task_id IN (%s) AND scheduled_at > ? AND ` + sqlrow.TakenCond + `
+	GROUP BY task_id`
 
 // redeliverCandidatesSQL reads INTERRUPTED runs, oldest (by scheduled time,
 // then ID) first, without locking them: the INTERRUPTED range of

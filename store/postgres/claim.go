@@ -261,6 +261,12 @@ var missedPickSQL = `(SELECT ` + sqlrow.RunCols + ` FROM runs
 		WHERE status = 'SCHEDULED' AND node_id <> '' AND due_at < $1 AND deliveries = 0 AND trigger_type = 'SCHEDULE'
 		ORDER BY due_at, id LIMIT $2)`
 
+// takenSQL reads, of the tasks $1, the latest fire later than $2 that a
+// sweep of missed fires must not rewind them before (sqlrow.TakenCond).
+const takenSQL = `SELECT task_id, MAX(scheduled_at) FROM runs
+	WHERE task_id = ANY($1) AND scheduled_at > $2 AND ` + sqlrow.TakenCond + `
+	GROUP BY task_id`
+
 // RunUnplanMissed (see sundial.Store.RunUnplanMissed, sundial.UnplanMissed)
 // locks the runs' tasks first, in ID order, as every writer of a task's
 // runs does, then the runs to delete.
@@ -320,8 +326,23 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 			if err := sendBatch(ctx, tx, lb); err != nil {
 				return err
 			}
-			c := sundial.UnplanMissed(locked, tasks, before, func(*sundial.Run, *sundial.Task) bool { return true })
-			if deleted = len(c.Delete); deleted == 0 {
+			tids, from := sqlrow.TakenFrom(locked)
+			taken := map[int64]time.Time{}
+			rows, err = tx.Query(ctx, takenSQL, tids, sqlrow.Micros(from))
+			if err != nil {
+				return err
+			}
+			var id, at int64
+			if _, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+				taken[id] = sqlrow.FromMicros(at)
+				return nil
+			}); err != nil {
+				return err
+			}
+			// missed answered on the candidates, once each.
+			c := sundial.UnplanMissed(locked, tasks, before, taken, s.clock(),
+				func(*sundial.Run, *sundial.Task) bool { return true })
+			if deleted = len(c.Delete) + len(c.Update); deleted == 0 {
 				return nil
 			}
 			return sendBatch(ctx, tx, changesBatch(c))

@@ -178,8 +178,13 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 		if err != nil {
 			return err
 		}
-		c := sundial.UnplanMissed(runs, tasks, before, missed)
-		deleted = len(c.Delete)
+		ids, from := sqlrow.TakenFrom(runs)
+		taken, err := sqlrow.ScanTaken(tx.QueryContext(ctx, takenSQL, jsonIDs(ids), sqlrow.Micros(from)))
+		if err != nil {
+			return err
+		}
+		c := sundial.UnplanMissed(runs, tasks, before, taken, sqlrow.Norm(s.clock()), missed)
+		deleted = len(c.Delete) + len(c.Update)
 		return s.apply(ctx, tx, c)
 	})
 	if err != nil {
@@ -187,6 +192,12 @@ func (s *Store) RunUnplanMissed(ctx context.Context, before time.Time, limit int
 	}
 	return looked, deleted, nil
 }
+
+// takenSQL reads, of the tasks ?1, the latest fire later than ?2 that a
+// sweep of missed fires must not rewind them before (sqlrow.TakenCond).
+const takenSQL = `SELECT task_id, MAX(scheduled_at) FROM runs
+	WHERE task_id IN (SELECT value FROM json_each(?1)) AND scheduled_at > ?2 AND ` + sqlrow.TakenCond + `
+	GROUP BY task_id`
 
 // redeliverSQL reads the oldest INTERRUPTED runs: the refused ones fail,
 // and so do not hold back those after them for long.

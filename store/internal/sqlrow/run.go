@@ -283,3 +283,45 @@ func StartClearsIf(cond string) string {
 	}
 	return b.String()
 }
+
+// TakenCond selects, among the runs of the tasks a sweep of missed fires
+// looks at, those later than its first parameter that the sweep must not
+// rewind their task before (sundial.UnplanMissed's taken): SCHEDULE runs
+// neither Planned nor a calendar's skip. The runs_task_scheduled index
+// serves it, a range of each task's recent runs.
+const TakenCond = `trigger_type = 'SCHEDULE' AND NOT (status = 'SCHEDULED' AND deliveries = 0)
+	AND NOT (status = 'SKIPPED' AND skip_reason = 'CALENDAR')`
+
+// TakenFrom returns the IDs of the tasks of runs, ascending and each once,
+// and the earliest scheduled time among runs: what a sweep of missed fires
+// asks TakenCond about.
+func TakenFrom(runs []*sundial.Run) ([]int64, time.Time) {
+	ids := make([]int64, 0, len(runs))
+	var from time.Time
+	for i, r := range runs {
+		ids = append(ids, r.TaskID)
+		if i == 0 || r.ScheduledTime.Before(from) {
+			from = r.ScheduledTime
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), from
+}
+
+// ScanTaken reads rows of (task_id, MAX(scheduled_at)) from a TakenCond
+// query into the taken of sundial.UnplanMissed.
+func ScanTaken(rows *sql.Rows, err error) (map[int64]time.Time, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	taken := map[int64]time.Time{}
+	for rows.Next() {
+		var id, at int64
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, err
+		}
+		taken[id] = FromMicros(at)
+	}
+	return taken, rows.Err()
+}
