@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Alerts (docs/alerts.md). Channels say where a notification goes, rules
@@ -721,8 +722,30 @@ type Incident struct {
 	ResolvedAt *time.Time     `json:"resolved_at"`
 	// NotifiedAt is when its latest opened or repeat notification was
 	// made: repeat_every counts from it.
-	NotifiedAt    time.Time       `json:"notified_at"`
+	NotifiedAt time.Time `json:"notified_at"`
+	// RunID is the run that opened it (0: none, or not recorded).
+	RunID int64 `json:"run_id,omitempty"`
+	// AckedAt, AckedBy and AckNote are its acknowledgement, if someone
+	// made one (IncidentAck): an acknowledged incident sends no repeat
+	// notification; it still sends the resolved one.
+	AckedAt       *time.Time      `json:"acked_at"`
+	AckedBy       string          `json:"acked_by,omitempty"`
+	AckNote       string          `json:"ack_note,omitempty"`
 	Notifications []*Notification `json:"notifications"`
+}
+
+// MaxAckNote bounds the note of an acknowledgement, in characters.
+const MaxAckNote = 1000
+
+// CheckAckNote refuses a note an acknowledgement cannot hold.
+func CheckAckNote(note string) error {
+	if utf8.RuneCountInString(note) > MaxAckNote {
+		return Errorf(EInvalid, "note", "note must be at most %d characters", MaxAckNote)
+	}
+	if !utf8.ValidString(note) {
+		return Errorf(EInvalid, "note", "note must be UTF-8 text")
+	}
+	return nil
 }
 
 // NotificationEvent is what a notification tells of its incident.
@@ -888,6 +911,7 @@ type IncidentListParams struct {
 	Status   IncidentStatus // "": any
 	TaskID   int64
 	RuleID   int64
+	RunID    int64 // the run that opened it; 0: any
 	BeforeID int64 // a page's cursor: incidents older than this id
 	Limit    int   // 0: 100
 }

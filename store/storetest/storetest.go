@@ -147,6 +147,8 @@ func Run(t *testing.T, b Backend) {
 		{"TaskStatesMany", testTaskStatesMany},
 		{"AlertObjects", testAlertObjects},
 		{"Incidents", testIncidents},
+		{"IncidentAck", testIncidentAck},
+		{"RunLongRunning", testRunLongRunning},
 		{"Dependencies", testDependencies},
 	} {
 		t.Run(g.name, func(t *testing.T) {
