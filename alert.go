@@ -643,6 +643,20 @@ func (c *AlertCondition) Judge(o AlertOutcome, open bool) (AlertVerdict, string)
 	return VerdictNone, ""
 }
 
+// JudgeRunning decides what run r, still RUNNING at now, means for a
+// long_run incident: open it when its call has run past the threshold.
+// Every other condition is judged on outcomes only.
+func (c *AlertCondition) JudgeRunning(r *Run, now time.Time) (AlertVerdict, string) {
+	if c.Kind != CondLongRun || r.Status != RunRunning || r.StartedAt == nil {
+		return VerdictNone, ""
+	}
+	if took := now.Sub(*r.StartedAt); took > time.Duration(c.Threshold) {
+		return VerdictOpen, fmt.Sprintf("run %d has been running for %s (threshold %s)", r.ID, took.Round(time.Second),
+			time.Duration(c.Threshold))
+	}
+	return VerdictNone, ""
+}
+
 // runError is the error of o's run as a notification says it.
 func runError(o AlertOutcome) string {
 	if o.Run.Error != "" {
