@@ -31,6 +31,7 @@ type AlertStore interface {
 	AlertRuleDelete(ctx context.Context, id int64) error
 	IncidentGet(ctx context.Context, id int64) (*sundial.Incident, error)
 	IncidentList(ctx context.Context, f sundial.IncidentListParams) ([]*sundial.Incident, error)
+	IncidentAck(ctx context.Context, id int64, at time.Time, by, note string) (bool, error)
 }
 
 // channelRequest is the body of POST /alert-channels and PUT
@@ -553,5 +554,51 @@ func (s *Server) handleIncidentGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, inc)
+}
+
+// ackRequest is the optional body of POST /incidents/{id}/ack.
+type ackRequest struct {
+	Note string `json:"note"`
+}
+
+// handleIncidentAck serves POST /api/v1/incidents/{id}/ack: the open
+// incident is acknowledged, by the request's actor, with an optional
+// note; it then sends no repeat notification, and still its resolve. A
+// resolved incident, or one acknowledged already, is a 409.
+func (s *Server) handleIncidentAck(w http.ResponseWriter, r *http.Request) {
+	as, id, ok := s.alertRoute(w, r)
+	if !ok {
+		return
+	}
+	var req ackRequest
+	if err := decodeOptional(w, r, &req, maxAlertBody); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := sundial.CheckAckNote(req.Note); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	acked, err := as.IncidentAck(r.Context(), id, s.now(), actorOf(r), req.Note)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inc, err := as.IncidentGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !acked {
+		e := sundial.Errorf(sundial.EConflict, "", "incident %d is resolved; only an open incident is acknowledged", id)
+		if inc.Status == sundial.IncidentOpen && inc.AckedAt != nil {
+			e = sundial.Errorf(sundial.EConflict, "", "incident %d was acknowledged already, by %s at %s", id, inc.AckedBy,
+				inc.AckedAt.UTC().Format(time.RFC3339))
+		}
+		s.writeError(w, r, e)
+		return
+	}
+	s.audit(r, "incident.ack", "incident/"+strconv.FormatInt(id, 10), inc.TaskID, nil, map[string]string{"note": req.Note})
 	writeJSON(w, http.StatusOK, inc)
 }

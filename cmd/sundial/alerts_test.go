@@ -269,7 +269,7 @@ func TestAlertsTwoNodesPostgres(t *testing.T) {
 }
 
 // TestCLIAlerts: the alert commands add, list, test and remove channels
-// and rules, and list and show incidents.
+// and rules, and list, show and acknowledge incidents.
 func TestCLIAlerts(t *testing.T) {
 	t.Parallel()
 	sink := alerttest.NewSMTPSink(t, nil)
@@ -306,6 +306,13 @@ func TestCLIAlerts(t *testing.T) {
 	if out := mustCLI(t, env, "incident", "show", "1"); !strings.Contains(out, "opened") || !strings.Contains(out, "ops-mail") {
 		t.Fatalf("incident show:\n%s", out)
 	}
+	if out := mustCLI(t, env, "incident", "ack", "1", "--note", "on it"); !strings.Contains(out, "incident 1 acknowledged by") {
+		t.Fatalf("incident ack: %s", out)
+	}
+	if out := mustCLI(t, env, "incident", "show", "1"); !strings.Contains(out, "acked:") || !strings.Contains(out, "on it") {
+		t.Fatalf("incident show after the ack:\n%s", out)
+	}
+	failCLI(t, env, 1, []string{"acknowledged already"}, "incident", "ack", "1")
 	failCLI(t, env, 1, []string{"rule", "fragile-1"}, "alert", "channel", "rm", "ops-mail")
 	mustCLI(t, env, "alert", "rule", "rm", "fragile-1")
 	mustCLI(t, env, "alert", "channel", "rm", "ops-mail")
