@@ -3,6 +3,7 @@ package sundial
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/mail"
 	"net/url"
 	"regexp"
@@ -217,6 +218,31 @@ func OpenChannel(c *AlertChannel, s Sealer) (*AlertChannel, error) {
 			return nil, fmt.Errorf("channel %s: %s is sealed with a key this node does not have", c.Name, field)
 		}
 		*v = plain
+	}
+	return &o, nil
+}
+
+// ResealChannel returns a copy of c, as stored, whose every secret that
+// is set is what f makes of it (f gets the field's name, for a report):
+// the secrets key's rotation (sundial secrets reseal).
+func ResealChannel(c *AlertChannel, f func(field, v string) (string, error)) (*AlertChannel, error) {
+	o := *c
+	if c.SMTP != nil {
+		smtp := *c.SMTP
+		smtp.To = slices.Clone(c.SMTP.To)
+		o.SMTP = &smtp
+	}
+	secrets := channelSecrets(&o)
+	for _, field := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[field]
+		if *v == "" {
+			continue
+		}
+		next, err := f(field, *v)
+		if err != nil {
+			return nil, err
+		}
+		*v = next
 	}
 	return &o, nil
 }

@@ -384,6 +384,11 @@ type Store interface {
 	// AlertChannelUpdate replaces channel c.ID if its version is still
 	// c.Version (else EConflict), and bumps it.
 	AlertChannelUpdate(ctx context.Context, c *AlertChannel, now time.Time) error
+	// AlertChannelSecretsSwap writes channel next (its secrets sealed
+	// anew, by sundial secrets reseal) if its version is still
+	// next.Version, changing neither its version nor its updated_at; false
+	// (and nothing written) when the channel changed or is gone.
+	AlertChannelSecretsSwap(ctx context.Context, next *AlertChannel) (bool, error)
 	// AlertChannelDelete deletes a channel, or ENotFound.
 	AlertChannelDelete(ctx context.Context, id int64) error
 	// AlertRuleCreate, AlertRuleGet, AlertRuleList, AlertRuleUpdate and

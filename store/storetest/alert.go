@@ -306,3 +306,48 @@ func testRunLongRunning(t *testing.T, open Opener) {
 		t.Fatalf("RunLongRunning(limit 1) = %v, %v", runs, err)
 	}
 }
+
+// testAlertChannelSecretsSwap: a channel's secrets are swapped while its
+// version is the one read, its version and updated_at left as they are;
+// after a change, or for a channel gone, nothing is written.
+func testAlertChannelSecretsSwap(t *testing.T, open Opener) {
+	f := setup(t, open)
+	c := &sundial.AlertChannel{Name: "mail", Kind: sundial.ChannelEmail, SMTP: &sundial.SMTPSettings{Host: "smtp.example.com",
+		Port: 587, Username: "u", Password: "sealed:v1:old", From: "sundial@example.com", To: []string{"ops@example.com"}}}
+	if err := f.s.AlertChannelCreate(f.ctx, c, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	read, err := f.s.AlertChannelGet(f.ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *read
+	next.SMTP = &sundial.SMTPSettings{Host: "smtp.example.com", Port: 587, Username: "u", Password: "sealed:v1:new",
+		From: "sundial@example.com", To: []string{"ops@example.com"}}
+	if ok, err := f.s.AlertChannelSecretsSwap(f.ctx, &next); err != nil || !ok {
+		t.Fatalf("AlertChannelSecretsSwap: %v, %v", ok, err)
+	}
+	got, err := f.s.AlertChannelGet(f.ctx, c.ID)
+	if err != nil || got.SMTP.Password != "sealed:v1:new" || got.Version != read.Version || !got.UpdatedAt.Equal(read.UpdatedAt) {
+		t.Fatalf("after the swap: %+v, %v", got, err)
+	}
+	// A change since the read: the swap of the stale read writes nothing.
+	got.SMTP.Port = 2525
+	if err := f.s.AlertChannelUpdate(f.ctx, got, at(5)); err != nil {
+		t.Fatal(err)
+	}
+	stale := next
+	stale.SMTP = &sundial.SMTPSettings{Host: "smtp.example.com", Port: 587, Username: "u", Password: "sealed:v1:stale",
+		From: "sundial@example.com", To: []string{"ops@example.com"}}
+	if ok, err := f.s.AlertChannelSecretsSwap(f.ctx, &stale); err != nil || ok {
+		t.Fatalf("AlertChannelSecretsSwap of a stale read: %v, %v; want false", ok, err)
+	}
+	if got, err := f.s.AlertChannelGet(f.ctx, c.ID); err != nil || got.SMTP.Port != 2525 || got.SMTP.Password != "sealed:v1:new" {
+		t.Fatalf("after a stale swap: %+v, %v", got.SMTP, err)
+	}
+	gone := stale
+	gone.ID = 987654
+	if ok, err := f.s.AlertChannelSecretsSwap(f.ctx, &gone); err != nil || ok {
+		t.Fatalf("AlertChannelSecretsSwap of no channel: %v, %v; want false", ok, err)
+	}
+}

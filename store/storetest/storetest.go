@@ -148,6 +148,7 @@ func Run(t *testing.T, b Backend) {
 		{"AlertObjects", testAlertObjects},
 		{"Incidents", testIncidents},
 		{"IncidentAck", testIncidentAck},
+		{"AlertChannelSecretsSwap", testAlertChannelSecretsSwap},
 		{"RunLongRunning", testRunLongRunning},
 		{"Dependencies", testDependencies},
 	} {

@@ -193,6 +193,22 @@ func (p *Plain) AlertChannelUpdate(ctx context.Context, c *sundial.AlertChannel,
 	return nil
 }
 
+// AlertChannelSecretsSwap writes next's spec if the channel is still at
+// next.Version, leaving its version and updated_at as they are.
+func (p *Plain) AlertChannelSecretsSwap(ctx context.Context, next *sundial.AlertChannel) (_ bool, err error) {
+	defer p.classify(&err)
+	spec, err := json.Marshal(next)
+	if err != nil {
+		return false, err
+	}
+	n, err := p.w.Exec(ctx, p.q.d.bind(`UPDATE alert_channels SET spec_json = ? WHERE id = ? AND version = ?`),
+		string(spec), next.ID, next.Version)
+	if err != nil {
+		return false, p.wrap(err, "swap the secrets of channel %d", next.ID)
+	}
+	return n > 0, nil
+}
+
 // AlertChannelDelete deletes channel id.
 func (p *Plain) AlertChannelDelete(ctx context.Context, id int64) (err error) {
 	defer p.classify(&err)
