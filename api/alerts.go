@@ -108,26 +108,41 @@ func (s *Server) alertStore() (AlertStore, error) {
 	return as, nil
 }
 
-func (s *Server) channelOf(req *channelRequest, cur *sundial.AlertChannel) (*sundial.AlertChannel, error) {
-	c := &sundial.AlertChannel{Name: req.Name, Kind: req.Kind, URL: req.URL, SigningSecret: req.SigningSecret, SMTP: req.SMTP}
+// channelOf checks and seals the channel of req (replacing cur, nil for a
+// create). generated is the signing secret the server made for
+// "generate", to answer once; "" for none.
+func (s *Server) channelOf(req *channelRequest, cur *sundial.AlertChannel) (c *sundial.AlertChannel, generated string, err error) {
+	c = &sundial.AlertChannel{Name: req.Name, Kind: req.Kind, URL: req.URL, SigningSecret: req.SigningSecret, SMTP: req.SMTP}
 	if c.Kind == sundial.ChannelWebhook && c.SigningSecret == "generate" {
 		c.SigningSecret = sundial.GenerateSigningSecret()
+		generated = c.SigningSecret
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if c.Kind != sundial.ChannelEmail && s.checkTarget != nil && !sundial.Sealed(c.URL) && c.URL != sundial.Masked {
 		if err := s.checkTarget(c.URL); err != nil {
 			if e, ok := err.(*sundial.Error); ok {
 				e.Field = "url"
 			}
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if err := sundial.SealChannel(c, cur, s.sealer); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return c, nil
+	return c, generated, nil
+}
+
+// channelAnswer is channel c as an answer: masked, but for a signing
+// secret the request had generated, which is shown this once (a receiver
+// needs it to verify the signatures).
+func channelAnswer(c *sundial.AlertChannel, generated string) *sundial.AlertChannel {
+	v := sundial.MaskChannel(c)
+	if generated != "" {
+		v.SigningSecret = generated
+	}
+	return v
 }
 
 // handleChannelCreate serves POST /api/v1/alert-channels.
@@ -142,7 +157,7 @@ func (s *Server) handleChannelCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	c, err := s.channelOf(&req, nil)
+	c, generated, err := s.channelOf(&req, nil)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -151,11 +166,10 @@ func (s *Server) handleChannelCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v := sundial.MaskChannel(c)
-	s.audit(r, "alert_channel.create", "alert-channel/"+strconv.FormatInt(c.ID, 10), 0, nil, v)
+	s.audit(r, "alert_channel.create", "alert-channel/"+strconv.FormatInt(c.ID, 10), 0, nil, sundial.MaskChannel(c))
 	s.alertsChanged()
 	w.Header().Set("Location", "/api/v1/alert-channels/"+strconv.FormatInt(c.ID, 10))
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, http.StatusCreated, channelAnswer(c, generated))
 }
 
 // handleChannelList serves GET /api/v1/alert-channels: every channel, by
@@ -214,7 +228,7 @@ func (s *Server) handleChannelReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	c, err := s.channelOf(&req, cur)
+	c, generated, err := s.channelOf(&req, cur)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -224,10 +238,9 @@ func (s *Server) handleChannelReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v := sundial.MaskChannel(c)
-	s.audit(r, "alert_channel.update", "alert-channel/"+strconv.FormatInt(id, 10), 0, sundial.MaskChannel(cur), v)
+	s.audit(r, "alert_channel.update", "alert-channel/"+strconv.FormatInt(id, 10), 0, sundial.MaskChannel(cur), sundial.MaskChannel(c))
 	s.alertsChanged()
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, channelAnswer(c, generated))
 }
 
 // handleChannelDelete serves DELETE /api/v1/alert-channels/{id}; a
