@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -440,7 +441,12 @@ func (a *alerter) sweepOpen(ctx context.Context) error {
 			continue
 		}
 		if every := time.Duration(r.RepeatEvery); every > 0 && inc.AckedAt == nil && now.Sub(inc.NotifiedAt) >= every {
-			notes := sundial.Notifications(r.AlertRule, a.channelsOf(r), sundial.EventRepeat, now)
+			// A channel that has yet to take an earlier notification of
+			// the incident (it is failing: the notification waits for its
+			// retry) gets no repeat on top: the backlog would reach it in
+			// a burst, a repeat before the opened one. The repeat time
+			// moves on all the same.
+			notes := sundial.Notifications(r.AlertRule, unsentTo(a.channelsOf(r), inc), sundial.EventRepeat, now)
 			ok, err := a.store.IncidentRepeat(ctx, inc.ID, inc.NotifiedAt, now, notes)
 			if err != nil {
 				return err
@@ -451,6 +457,21 @@ func (a *alerter) sweepOpen(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// unsentTo returns the channels of chans without a notification of inc
+// still to send (PENDING), as of the last load.
+func unsentTo(chans []*sundial.AlertChannel, inc *sundial.Incident) []*sundial.AlertChannel {
+	out := chans[:0:0]
+	for _, c := range chans {
+		pending := slices.ContainsFunc(inc.Notifications, func(n *sundial.Notification) bool {
+			return n.ChannelID == c.ID && n.Status == sundial.NotifyPending
+		})
+		if !pending {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // sweepLong opens the incidents of the long_run rules for the runs still

@@ -225,6 +225,36 @@ func TestAlertAckStopsRepeats(t *testing.T) {
 	})
 }
 
+// TestAlertRepeatWaitsForChannel: while a channel fails, its opened
+// notification waits for its retries and no repeat piles up behind it;
+// once the channel works, the opened one comes first, then the repeats.
+func TestAlertRepeatWaitsForChannel(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
+			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
+			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
+				RepeatEvery: sundial.Duration(time.Minute)})
+		s.n.mu.Lock()
+		s.n.failing = true
+		s.n.mu.Unlock()
+		s.failing(true)
+		s.after(14) // 130 s: the opened one has failed 4 times; two repeats were due
+		incs := s.incidents(t)
+		if len(incs) != 1 || len(incs[0].Notifications) != 1 || incs[0].Notifications[0].Event != sundial.EventOpened {
+			t.Fatalf("while the channel fails: %+v", incs[0].Notifications)
+		}
+		s.n.mu.Lock()
+		s.n.failing = false
+		s.n.mu.Unlock()
+		s.after(21) // 200 s: the opened one's fifth try (152 s), a repeat a minute later
+		if got := s.n.events(); len(got) != 2 || got[0] != sundial.EventOpened || got[1] != sundial.EventRepeat {
+			t.Fatalf("sent %v, want opened then a repeat", got)
+		}
+		s.stop(t)
+	})
+}
+
 // TestAlertSilence: a notification made in a silence window is held
 // until its end, then sent.
 func TestAlertSilence(t *testing.T) {
