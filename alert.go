@@ -3,12 +3,14 @@ package sundial
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/mail"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Alerts (docs/alerts.md). Channels say where a notification goes, rules
@@ -216,6 +218,31 @@ func OpenChannel(c *AlertChannel, s Sealer) (*AlertChannel, error) {
 			return nil, fmt.Errorf("channel %s: %s is sealed with a key this node does not have", c.Name, field)
 		}
 		*v = plain
+	}
+	return &o, nil
+}
+
+// ResealChannel returns a copy of c, as stored, whose every secret that
+// is set is what f makes of it (f gets the field's name, for a report):
+// the secrets key's rotation (sundial secrets reseal).
+func ResealChannel(c *AlertChannel, f func(field, v string) (string, error)) (*AlertChannel, error) {
+	o := *c
+	if c.SMTP != nil {
+		smtp := *c.SMTP
+		smtp.To = slices.Clone(c.SMTP.To)
+		o.SMTP = &smtp
+	}
+	secrets := channelSecrets(&o)
+	for _, field := range slices.Sorted(maps.Keys(secrets)) {
+		v := secrets[field]
+		if *v == "" {
+			continue
+		}
+		next, err := f(field, *v)
+		if err != nil {
+			return nil, err
+		}
+		*v = next
 	}
 	return &o, nil
 }
@@ -642,6 +669,20 @@ func (c *AlertCondition) Judge(o AlertOutcome, open bool) (AlertVerdict, string)
 	return VerdictNone, ""
 }
 
+// JudgeRunning decides what run r, still RUNNING at now, means for a
+// long_run incident: open it when its call has run past the threshold.
+// Every other condition is judged on outcomes only.
+func (c *AlertCondition) JudgeRunning(r *Run, now time.Time) (AlertVerdict, string) {
+	if c.Kind != CondLongRun || r.Status != RunRunning || r.StartedAt == nil {
+		return VerdictNone, ""
+	}
+	if took := now.Sub(*r.StartedAt); took > time.Duration(c.Threshold) {
+		return VerdictOpen, fmt.Sprintf("run %d has been running for %s (threshold %s)", r.ID, took.Round(time.Second),
+			time.Duration(c.Threshold))
+	}
+	return VerdictNone, ""
+}
+
 // runError is the error of o's run as a notification says it.
 func runError(o AlertOutcome) string {
 	if o.Run.Error != "" {
@@ -721,8 +762,30 @@ type Incident struct {
 	ResolvedAt *time.Time     `json:"resolved_at"`
 	// NotifiedAt is when its latest opened or repeat notification was
 	// made: repeat_every counts from it.
-	NotifiedAt    time.Time       `json:"notified_at"`
+	NotifiedAt time.Time `json:"notified_at"`
+	// RunID is the run that opened it (0: none, or not recorded).
+	RunID int64 `json:"run_id,omitempty"`
+	// AckedAt, AckedBy and AckNote are its acknowledgement, if someone
+	// made one (IncidentAck): an acknowledged incident sends no repeat
+	// notification; it still sends the resolved one.
+	AckedAt       *time.Time      `json:"acked_at"`
+	AckedBy       string          `json:"acked_by,omitempty"`
+	AckNote       string          `json:"ack_note,omitempty"`
 	Notifications []*Notification `json:"notifications"`
+}
+
+// MaxAckNote bounds the note of an acknowledgement, in characters.
+const MaxAckNote = 1000
+
+// CheckAckNote refuses a note an acknowledgement cannot hold.
+func CheckAckNote(note string) error {
+	if utf8.RuneCountInString(note) > MaxAckNote {
+		return Errorf(EInvalid, "note", "note must be at most %d characters", MaxAckNote)
+	}
+	if !utf8.ValidString(note) {
+		return Errorf(EInvalid, "note", "note must be UTF-8 text")
+	}
+	return nil
 }
 
 // NotificationEvent is what a notification tells of its incident.
@@ -888,6 +951,7 @@ type IncidentListParams struct {
 	Status   IncidentStatus // "": any
 	TaskID   int64
 	RuleID   int64
+	RunID    int64 // the run that opened it; 0: any
 	BeforeID int64 // a page's cursor: incidents older than this id
 	Limit    int   // 0: 100
 }

@@ -71,6 +71,36 @@ func TestAlertJudge(t *testing.T) {
 	}
 }
 
+// TestAlertJudgeRunning: a run still in its call opens long_run once it
+// has run past the threshold; nothing else is judged on a running run.
+func TestAlertJudgeRunning(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2030, 1, 1, 0, 1, 0, 0, time.UTC)
+	running := func(started time.Duration, status sundial.RunStatus) *sundial.Run {
+		at := now.Add(-started)
+		return &sundial.Run{ID: 9, Status: status, StartedAt: &at}
+	}
+	long := sundial.AlertCondition{Kind: sundial.CondLongRun, Threshold: sundial.Duration(30 * time.Second)}
+	for _, tc := range []struct {
+		name string
+		cond sundial.AlertCondition
+		run  *sundial.Run
+		want sundial.AlertVerdict
+	}{
+		{"past the threshold", long, running(31*time.Second, sundial.RunRunning), sundial.VerdictOpen},
+		{"at the threshold", long, running(30*time.Second, sundial.RunRunning), sundial.VerdictNone},
+		{"not started", long, &sundial.Run{ID: 9, Status: sundial.RunRunning}, sundial.VerdictNone},
+		{"waiting for its callback", long, running(time.Hour, sundial.RunWaitingCallback), sundial.VerdictNone},
+		{"another condition", sundial.AlertCondition{Kind: sundial.CondLateStart, Threshold: long.Threshold},
+			running(time.Hour, sundial.RunRunning), sundial.VerdictNone},
+	} {
+		got, reason := tc.cond.JudgeRunning(tc.run, now)
+		if got != tc.want || (got == sundial.VerdictOpen && !strings.Contains(reason, "run 9 has been running for 31s")) {
+			t.Errorf("%s: %v %q, want %v", tc.name, got, reason, tc.want)
+		}
+	}
+}
+
 // TestAlertJudgeHistory: consecutive_failures wants its count of
 // failures at the top of the latest runs; failure_rate the share of the
 // window's runs, with enough of them.

@@ -285,6 +285,10 @@ type Store interface {
 	// that nodeID holds, that no node holds, or whose node is not ALIVE,
 	// oldest first: the compensator's query.
 	RunFindStuck(ctx context.Context, nodeID string, dueBefore time.Time, limit int) ([]*Run, error)
+	// RunLongRunning returns up to limit RUNNING runs whose call started
+	// at or before startedBefore, longest running first: the alerter's
+	// long_run sweep. It reads the RUNNING runs of an index on status.
+	RunLongRunning(ctx context.Context, startedBefore time.Time, limit int) ([]*Run, error)
 	// RunCancelRequested returns the IDs of RUNNING and WAITING_CALLBACK
 	// runs held by nodeID whose cancellation was requested.
 	RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error)
@@ -383,6 +387,11 @@ type Store interface {
 	// AlertChannelUpdate replaces channel c.ID if its version is still
 	// c.Version (else EConflict), and bumps it.
 	AlertChannelUpdate(ctx context.Context, c *AlertChannel, now time.Time) error
+	// AlertChannelSecretsSwap writes channel next (its secrets sealed
+	// anew, by sundial secrets reseal) if its version is still
+	// next.Version, changing neither its version nor its updated_at; false
+	// (and nothing written) when the channel changed or is gone.
+	AlertChannelSecretsSwap(ctx context.Context, next *AlertChannel) (bool, error)
 	// AlertChannelDelete deletes a channel, or ENotFound.
 	AlertChannelDelete(ctx context.Context, id int64) error
 	// AlertRuleCreate, AlertRuleGet, AlertRuleList, AlertRuleUpdate and
@@ -404,8 +413,13 @@ type Store interface {
 	IncidentResolve(ctx context.Context, id int64, now time.Time, notes []*Notification) (resolved bool, err error)
 	// IncidentRepeat sets the open incident id's NotifiedAt from prev to
 	// now and inserts notes; false (and nothing written) when it is no
-	// longer open or another node repeated it (NotifiedAt is not prev).
+	// longer open, was acknowledged, or another node repeated it
+	// (NotifiedAt is not prev).
 	IncidentRepeat(ctx context.Context, id int64, prev, now time.Time, notes []*Notification) (bool, error)
+	// IncidentAck records the acknowledgement of the open incident id (at,
+	// by whom, a note); false (and nothing written) when it is not open
+	// or already acknowledged, ENotFound when there is no such incident.
+	IncidentAck(ctx context.Context, id int64, at time.Time, by, note string) (bool, error)
 	// IncidentGet returns an incident with its notifications, or
 	// ENotFound.
 	IncidentGet(ctx context.Context, id int64) (*Incident, error)

@@ -31,6 +31,7 @@ type AlertStore interface {
 	AlertRuleDelete(ctx context.Context, id int64) error
 	IncidentGet(ctx context.Context, id int64) (*sundial.Incident, error)
 	IncidentList(ctx context.Context, f sundial.IncidentListParams) ([]*sundial.Incident, error)
+	IncidentAck(ctx context.Context, id int64, at time.Time, by, note string) (bool, error)
 }
 
 // channelRequest is the body of POST /alert-channels and PUT
@@ -107,26 +108,41 @@ func (s *Server) alertStore() (AlertStore, error) {
 	return as, nil
 }
 
-func (s *Server) channelOf(req *channelRequest, cur *sundial.AlertChannel) (*sundial.AlertChannel, error) {
-	c := &sundial.AlertChannel{Name: req.Name, Kind: req.Kind, URL: req.URL, SigningSecret: req.SigningSecret, SMTP: req.SMTP}
+// channelOf checks and seals the channel of req (replacing cur, nil for a
+// create). generated is the signing secret the server made for
+// "generate", to answer once; "" for none.
+func (s *Server) channelOf(req *channelRequest, cur *sundial.AlertChannel) (c *sundial.AlertChannel, generated string, err error) {
+	c = &sundial.AlertChannel{Name: req.Name, Kind: req.Kind, URL: req.URL, SigningSecret: req.SigningSecret, SMTP: req.SMTP}
 	if c.Kind == sundial.ChannelWebhook && c.SigningSecret == "generate" {
 		c.SigningSecret = sundial.GenerateSigningSecret()
+		generated = c.SigningSecret
 	}
 	if err := c.Validate(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if c.Kind != sundial.ChannelEmail && s.checkTarget != nil && !sundial.Sealed(c.URL) && c.URL != sundial.Masked {
 		if err := s.checkTarget(c.URL); err != nil {
 			if e, ok := err.(*sundial.Error); ok {
 				e.Field = "url"
 			}
-			return nil, err
+			return nil, "", err
 		}
 	}
 	if err := sundial.SealChannel(c, cur, s.sealer); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return c, nil
+	return c, generated, nil
+}
+
+// channelAnswer is channel c as an answer: masked, but for a signing
+// secret the request had generated, which is shown this once (a receiver
+// needs it to verify the signatures).
+func channelAnswer(c *sundial.AlertChannel, generated string) *sundial.AlertChannel {
+	v := sundial.MaskChannel(c)
+	if generated != "" {
+		v.SigningSecret = generated
+	}
+	return v
 }
 
 // handleChannelCreate serves POST /api/v1/alert-channels.
@@ -141,7 +157,7 @@ func (s *Server) handleChannelCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	c, err := s.channelOf(&req, nil)
+	c, generated, err := s.channelOf(&req, nil)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -150,11 +166,10 @@ func (s *Server) handleChannelCreate(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v := sundial.MaskChannel(c)
-	s.audit(r, "alert_channel.create", "alert-channel/"+strconv.FormatInt(c.ID, 10), 0, nil, v)
+	s.audit(r, "alert_channel.create", "alert-channel/"+strconv.FormatInt(c.ID, 10), 0, nil, sundial.MaskChannel(c))
 	s.alertsChanged()
 	w.Header().Set("Location", "/api/v1/alert-channels/"+strconv.FormatInt(c.ID, 10))
-	writeJSON(w, http.StatusCreated, v)
+	writeJSON(w, http.StatusCreated, channelAnswer(c, generated))
 }
 
 // handleChannelList serves GET /api/v1/alert-channels: every channel, by
@@ -213,7 +228,7 @@ func (s *Server) handleChannelReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	c, err := s.channelOf(&req, cur)
+	c, generated, err := s.channelOf(&req, cur)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -223,10 +238,9 @@ func (s *Server) handleChannelReplace(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	v := sundial.MaskChannel(c)
-	s.audit(r, "alert_channel.update", "alert-channel/"+strconv.FormatInt(id, 10), 0, sundial.MaskChannel(cur), v)
+	s.audit(r, "alert_channel.update", "alert-channel/"+strconv.FormatInt(id, 10), 0, sundial.MaskChannel(cur), sundial.MaskChannel(c))
 	s.alertsChanged()
-	writeJSON(w, http.StatusOK, v)
+	writeJSON(w, http.StatusOK, channelAnswer(c, generated))
 }
 
 // handleChannelDelete serves DELETE /api/v1/alert-channels/{id}; a
@@ -553,5 +567,51 @@ func (s *Server) handleIncidentGet(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, inc)
+}
+
+// ackRequest is the optional body of POST /incidents/{id}/ack.
+type ackRequest struct {
+	Note string `json:"note"`
+}
+
+// handleIncidentAck serves POST /api/v1/incidents/{id}/ack: the open
+// incident is acknowledged, by the request's actor, with an optional
+// note; it then sends no repeat notification, and still its resolve. A
+// resolved incident, or one acknowledged already, is a 409.
+func (s *Server) handleIncidentAck(w http.ResponseWriter, r *http.Request) {
+	as, id, ok := s.alertRoute(w, r)
+	if !ok {
+		return
+	}
+	var req ackRequest
+	if err := decodeOptional(w, r, &req, maxAlertBody); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := sundial.CheckAckNote(req.Note); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	acked, err := as.IncidentAck(r.Context(), id, s.now(), actorOf(r), req.Note)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	inc, err := as.IncidentGet(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if !acked {
+		e := sundial.Errorf(sundial.EConflict, "", "incident %d is resolved; only an open incident is acknowledged", id)
+		if inc.Status == sundial.IncidentOpen && inc.AckedAt != nil {
+			e = sundial.Errorf(sundial.EConflict, "", "incident %d was acknowledged already, by %s at %s", id, inc.AckedBy,
+				inc.AckedAt.UTC().Format(time.RFC3339))
+		}
+		s.writeError(w, r, e)
+		return
+	}
+	s.audit(r, "incident.ack", "incident/"+strconv.FormatInt(id, 10), inc.TaskID, nil, map[string]string{"note": req.Note})
 	writeJSON(w, http.StatusOK, inc)
 }

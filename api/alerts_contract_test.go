@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,8 +24,10 @@ func (f *contractFixture) alertStory(t *testing.T, nightly *sundial.Task) {
 	var hook, mail, slack sundial.AlertChannel
 	into(t, f.do(t, call{method: "POST", path: "/api/v1/alert-channels", token: f.secrets[sundial.RoleEditor], status: 201,
 		body: `{"name":"ops-hook","kind":"webhook","url":"https://example.com/alerts","signing_secret":"generate"}`}), &hook)
-	if hook.SigningSecret != sundial.Masked {
-		t.Errorf("a channel's signing secret answered %q", hook.SigningSecret)
+	// A generated signing secret is answered once, for the receiver to
+	// verify with, and masked from then on.
+	if !strings.HasPrefix(hook.SigningSecret, "whsec_") {
+		t.Errorf("a generated signing secret answered %q, want the whsec_ secret once", hook.SigningSecret)
 	}
 	into(t, f.do(t, call{method: "POST", path: "/api/v1/alert-channels", status: 201,
 		body: `{"name":"ops-mail","kind":"email","smtp":{"host":"smtp.example.com","port":587,"username":"sundial","password":"pw",
@@ -46,6 +49,11 @@ func (f *contractFixture) alertStory(t *testing.T, nightly *sundial.Task) {
 	}
 	f.do(t, call{method: "GET", path: "/api/v1/alert-channels", token: f.secrets[sundial.RoleViewer], status: 200})
 	f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/alert-channels/%d", mail.ID), status: 200})
+	var read sundial.AlertChannel
+	into(t, f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/alert-channels/%d", hook.ID), status: 200}), &read)
+	if read.SigningSecret != sundial.Masked {
+		t.Errorf("a channel's signing secret read %q", read.SigningSecret)
+	}
 	put := fmt.Sprintf(`{"name":"ops-hook","kind":"webhook","url":"https://example.com/alerts2","signing_secret":"***","version":%d}`, hook.Version)
 	f.do(t, call{method: "PUT", path: fmt.Sprintf("/api/v1/alert-channels/%d", hook.ID), body: put, status: 200})
 	f.do(t, call{method: "PUT", path: fmt.Sprintf("/api/v1/alert-channels/%d", hook.ID), body: put, status: 409, code: "conflict", field: "version"})
@@ -119,8 +127,10 @@ func (f *contractFixture) alertStory(t *testing.T, nightly *sundial.Task) {
 	if ok, err := f.store.IncidentResolve(ctx, inc.ID, f.now().Add(time.Minute), nil); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
-	if ok, err := f.store.IncidentOpen(ctx, &sundial.Incident{RuleID: consecutive.ID, RuleName: consecutive.Name, TaskID: nightly.ID,
-		TaskName: nightly.Name, Condition: sundial.CondConsecutiveFailures, Reason: "again", OpenedAt: f.now(), NotifiedAt: f.now()}, nil); err != nil || !ok {
+	again := &sundial.Incident{RuleID: consecutive.ID, RuleName: consecutive.Name, TaskID: nightly.ID,
+		TaskName: nightly.Name, Condition: sundial.CondConsecutiveFailures, Reason: "again", OpenedAt: f.now(), NotifiedAt: f.now(),
+		RunID: 42}
+	if ok, err := f.store.IncidentOpen(ctx, again, nil); err != nil || !ok {
 		t.Fatal(ok, err)
 	}
 	var page struct {
@@ -130,6 +140,19 @@ func (f *contractFixture) alertStory(t *testing.T, nightly *sundial.Task) {
 	f.do(t, call{method: "GET", path: "/api/v1/incidents?limit=1&cursor=" + page.NextCursor, status: 200})
 	f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/incidents?status=OPEN&task_id=%d&rule_id=%d", nightly.ID, consecutive.ID), status: 200})
 	f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/incidents/%d", inc.ID), status: 200})
+	// Acknowledging: an operator, once, an open incident.
+	ack := fmt.Sprintf("/api/v1/incidents/%d/ack", again.ID)
+	f.do(t, call{method: "POST", path: ack, token: f.secrets[sundial.RoleViewer], body: `{}`, status: 403, code: "forbidden"})
+	f.do(t, invalid("POST", ack, fmt.Sprintf(`{"note":%q}`, strings.Repeat("x", sundial.MaxAckNote+1)), "note"))
+	var acked sundial.Incident
+	into(t, f.do(t, call{method: "POST", path: ack, token: f.secrets[sundial.RoleOperator], body: `{"note":"looking into it"}`,
+		status: 200}), &acked)
+	if acked.AckedAt == nil || acked.AckNote != "looking into it" || acked.AckedBy == "" || acked.AckedBy == sundial.ActorAnonymous {
+		t.Errorf("the acknowledged incident: %+v", acked)
+	}
+	f.do(t, call{method: "POST", path: ack, status: 409, code: "conflict"})
+	f.do(t, call{method: "POST", path: fmt.Sprintf("/api/v1/incidents/%d/ack", inc.ID), status: 409, code: "conflict"})
+	f.do(t, call{method: "POST", path: "/api/v1/incidents/987654/ack", status: 404, code: "not_found"})
 	f.do(t, invalid("GET", "/api/v1/incidents?status=FIRING", "", "status"))
 	f.do(t, invalid("GET", "/api/v1/incidents?task_id=x", "", "task_id"))
 }

@@ -264,6 +264,7 @@ func NewServer(cfg Config) *Server {
 	s.route("DELETE /api/v1/alert-rules/{id}", sundial.RoleEditor, s.handleRuleDelete)
 	s.route("GET /api/v1/incidents", sundial.RoleViewer, s.handleIncidentList, "status", "task_id", "rule_id", "limit", "cursor")
 	s.route("GET /api/v1/incidents/{id}", sundial.RoleViewer, s.handleIncidentGet)
+	s.route("POST /api/v1/incidents/{id}/ack", sundial.RoleOperator, s.handleIncidentAck)
 
 	s.route("POST /api/v1/tokens", sundial.RoleAdmin, s.handleTokenCreate)
 	s.route("GET /api/v1/tokens", sundial.RoleAdmin, s.handleTokenList)

@@ -833,6 +833,8 @@ func (f *contractFixture) samples(t *testing.T) map[string]sample {
 			s.body = `{"reason":"sampled"}`
 		case "triggerTask":
 			s.body = `{"params":{"a":1}}`
+		case "ackIncident":
+			s.body = `{"note":"sampled"}`
 		case "replayRuns":
 			s.body = fmt.Sprintf(`{"ids":[%d]}`, r.ID)
 		case "backfillTask":

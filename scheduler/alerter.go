@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,8 @@ type alertStore interface {
 	AlertRuleList(ctx context.Context) ([]*sundial.AlertRule, error)
 	AlertChannelList(ctx context.Context) ([]*sundial.AlertChannel, error)
 	RunList(ctx context.Context, f sundial.RunListParams) ([]*sundial.Run, error)
+	RunLongRunning(ctx context.Context, startedBefore time.Time, limit int) ([]*sundial.Run, error)
+	TaskGet(ctx context.Context, id int64) (*sundial.Task, error)
 	IncidentOpen(ctx context.Context, inc *sundial.Incident, notes []*sundial.Notification) (bool, error)
 	IncidentResolve(ctx context.Context, id int64, now time.Time, notes []*sundial.Notification) (bool, error)
 	IncidentRepeat(ctx context.Context, id int64, prev, now time.Time, notes []*sundial.Notification) (bool, error)
@@ -36,6 +39,7 @@ const (
 	notifyLease   = 2 * time.Minute
 	notifyBatch   = 20
 	maxOpenSeries = 1000 // sundial_alert_incidents_open series, the rest summed under task="_other"
+	maxLongRuns   = 1000 // RUNNING runs a long_run sweep reads, the longest running first
 )
 
 // alertRule is a rule as the alerter holds it, its selector parsed.
@@ -55,11 +59,15 @@ func (r *alertRule) watches(t *sundial.Task) bool {
 // incKey names the incident of a (rule, task).
 type incKey struct{ rule, task int64 }
 
+// longKey names a run a long_run rule has judged running long.
+type longKey struct{ rule, run int64 }
+
 // alertJob is an outcome that matters to a rule: to judge with the
 // task's runs, or to open or resolve the rule's incident of the task.
 type alertJob struct {
 	rule    *alertRule
 	task    *sundial.Task
+	run     int64 // the run judged; 0: none
 	verdict sundial.AlertVerdict
 	reason  string
 }
@@ -85,7 +93,14 @@ type alertJob struct {
 //   - every sweep, each node reloads the rules, channels and open
 //     incidents, resolves those whose task succeeded since they opened
 //     (or whose failure rate fell below the rule's), so an incident
-//     another node opened resolves too, and sends the repeats due.
+//     another node opened resolves too, and sends the repeats due (not
+//     for an acknowledged incident);
+//   - when a rule of long_run exists, the sweep also reads the runs
+//     RUNNING past the smallest such threshold (one query on an index of
+//     status, bounded by the runs running) and opens the incident of a
+//     run still in its call past its rule's threshold, once per run: an
+//     incident records its run, and a long_run rule opens none for a run
+//     that already opened one. Nothing on the fire path changes.
 type alerter struct {
 	store  alertStore
 	log    *slog.Logger
@@ -100,6 +115,10 @@ type alerter struct {
 	channels map[string]*sundial.AlertChannel
 	open     map[incKey]*sundial.Incident
 	jobs     []alertJob
+	// longDone are the (rule, run) pairs of the runs a long_run sweep has
+	// opened an incident for, or found one of: not looked up again while
+	// the run keeps running (the sweep's goroutine alone uses it).
+	longDone map[longKey]bool
 
 	wake, deliverNow, reload chan struct{}
 }
@@ -183,7 +202,7 @@ func (a *alerter) judge(t *sundial.Task, o sundial.AlertOutcome) {
 			(v == sundial.VerdictHistory && open && o.Status != sundial.RunSuccess) {
 			continue // nothing to change: a failure of a task whose incident is open reads nothing
 		}
-		a.jobs = append(a.jobs, alertJob{rule: r, task: t, verdict: v, reason: reason})
+		a.jobs = append(a.jobs, alertJob{rule: r, task: t, run: o.Run.ID, verdict: v, reason: reason})
 		queued = true
 	}
 	if queued {
@@ -227,6 +246,8 @@ func (a *alerter) Run(ctx context.Context) error {
 				a.log.Error("load alert rules", "err", err)
 			} else if err := a.sweepOpen(ctx); err != nil && ctx.Err() == nil {
 				a.log.Error("alert: sweep incidents", "err", err)
+			} else if err := a.sweepLong(ctx); err != nil && ctx.Err() == nil {
+				a.log.Error("alert: sweep long runs", "err", err)
 			}
 			sweep.Reset(a.sweep)
 		}
@@ -323,8 +344,17 @@ func (a *alerter) apply(ctx context.Context, j alertJob) error {
 }
 
 func (a *alerter) openIncident(ctx context.Context, j alertJob, now time.Time) error {
+	if j.rule.Condition.Kind == sundial.CondLongRun && j.run != 0 {
+		// Once per run: a run that opened the incident (the sweep saw it
+		// running long) and is still long when it ends, after another
+		// run's short call resolved it, does not open it again.
+		had, err := a.store.IncidentList(ctx, sundial.IncidentListParams{RuleID: j.rule.ID, TaskID: j.task.ID, RunID: j.run, Limit: 1})
+		if err != nil || len(had) > 0 {
+			return err
+		}
+	}
 	inc := &sundial.Incident{RuleID: j.rule.ID, RuleName: j.rule.Name, TaskID: j.task.ID, TaskName: j.task.Name,
-		Condition: j.rule.Condition.Kind, Reason: j.reason, OpenedAt: now, NotifiedAt: now}
+		Condition: j.rule.Condition.Kind, Reason: j.reason, OpenedAt: now, NotifiedAt: now, RunID: j.run}
 	notes := sundial.Notifications(j.rule.AlertRule, a.channelsOf(j.rule), sundial.EventOpened, now)
 	opened, err := a.store.IncidentOpen(ctx, inc, notes)
 	if err != nil {
@@ -410,8 +440,13 @@ func (a *alerter) sweepOpen(ctx context.Context) error {
 			}
 			continue
 		}
-		if every := time.Duration(r.RepeatEvery); every > 0 && now.Sub(inc.NotifiedAt) >= every {
-			notes := sundial.Notifications(r.AlertRule, a.channelsOf(r), sundial.EventRepeat, now)
+		if every := time.Duration(r.RepeatEvery); every > 0 && inc.AckedAt == nil && now.Sub(inc.NotifiedAt) >= every {
+			// A channel that has yet to take an earlier notification of
+			// the incident (it is failing: the notification waits for its
+			// retry) gets no repeat on top: the backlog would reach it in
+			// a burst, a repeat before the opened one. The repeat time
+			// moves on all the same.
+			notes := sundial.Notifications(r.AlertRule, unsentTo(a.channelsOf(r), inc), sundial.EventRepeat, now)
 			ok, err := a.store.IncidentRepeat(ctx, inc.ID, inc.NotifiedAt, now, notes)
 			if err != nil {
 				return err
@@ -419,6 +454,88 @@ func (a *alerter) sweepOpen(ctx context.Context) error {
 			if ok {
 				poke(a.deliverNow)
 			}
+		}
+	}
+	return nil
+}
+
+// unsentTo returns the channels of chans without a notification of inc
+// still to send (PENDING), as of the last load.
+func unsentTo(chans []*sundial.AlertChannel, inc *sundial.Incident) []*sundial.AlertChannel {
+	out := chans[:0:0]
+	for _, c := range chans {
+		pending := slices.ContainsFunc(inc.Notifications, func(n *sundial.Notification) bool {
+			return n.ChannelID == c.ID && n.Status == sundial.NotifyPending
+		})
+		if !pending {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// sweepLong opens the incidents of the long_run rules for the runs still
+// in their call past the rule's threshold. Without a rule of long_run it
+// reads nothing.
+func (a *alerter) sweepLong(ctx context.Context) error {
+	a.mu.Lock()
+	var rules []*alertRule
+	least := time.Duration(0)
+	for _, r := range a.rules {
+		if r.Condition.Kind != sundial.CondLongRun {
+			continue
+		}
+		rules = append(rules, r)
+		if th := time.Duration(r.Condition.Threshold); least == 0 || th < least {
+			least = th
+		}
+	}
+	a.mu.Unlock()
+	if len(rules) == 0 {
+		return nil
+	}
+	now := time.Now()
+	runs, err := a.store.RunLongRunning(ctx, now.Add(-least), maxLongRuns)
+	if err != nil {
+		return err
+	}
+	tasks := map[int64]*sundial.Task{}
+	done := make(map[longKey]bool, len(a.longDone))
+	defer func() { a.longDone = done }()
+	for _, run := range runs {
+		if ctx.Err() != nil {
+			return nil
+		}
+		t, seen := tasks[run.TaskID]
+		if !seen {
+			if t, err = a.store.TaskGet(ctx, run.TaskID); err != nil && sundial.ErrorCode(err) != sundial.ENotFound {
+				return err
+			}
+			tasks[run.TaskID] = t // nil: deleted
+		}
+		if t == nil || run.StartedAt == nil {
+			continue
+		}
+		for _, r := range rules {
+			key := longKey{r.ID, run.ID}
+			if a.longDone[key] {
+				done[key] = true
+				continue
+			}
+			v, reason := r.Condition.JudgeRunning(run, now)
+			if v != sundial.VerdictOpen || !r.watches(t) {
+				continue
+			}
+			a.mu.Lock()
+			_, open := a.open[incKey{r.ID, t.ID}]
+			a.mu.Unlock()
+			if open {
+				continue // open for another run: this one may open it later
+			}
+			if err := a.openIncident(ctx, alertJob{rule: r, task: t, run: run.ID, verdict: v, reason: reason}, now); err != nil {
+				return err
+			}
+			done[key] = true
 		}
 	}
 	return nil

@@ -53,8 +53,15 @@ type alertSetup struct {
 
 func newAlertSetup(t *testing.T, rule *sundial.AlertRule, mods ...func(*sundial.Task)) *alertSetup {
 	t.Helper()
+	return newAlertSetupConfig(t, scheduler.Config{}, rule, mods...)
+}
+
+// newAlertSetupConfig is newAlertSetup with the scheduler's cfg.
+func newAlertSetupConfig(t *testing.T, cfg scheduler.Config, rule *sundial.AlertRule, mods ...func(*sundial.Task)) *alertSetup {
+	t.Helper()
 	n := &notifier{}
-	b := setup(t, scheduler.Config{Notify: n.notify})
+	cfg.Notify = n.notify
+	b := setup(t, cfg)
 	ctx := context.Background()
 	ch := &sundial.AlertChannel{Name: "ops", Kind: sundial.ChannelWebhook, URL: "http://127.0.0.1:9/alerts"}
 	if err := b.store.AlertChannelCreate(ctx, ch, time.Now()); err != nil {
@@ -184,6 +191,68 @@ func TestAlertRetryAndRepeat(t *testing.T) {
 	})
 }
 
+// TestAlertAckStopsRepeats: an acknowledged incident sends no repeat
+// while it stays open, and still sends its resolve.
+func TestAlertAckStopsRepeats(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
+			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
+			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
+				RepeatEvery: sundial.Duration(time.Minute)})
+		s.failing(true)
+		s.after(1)
+		incs := s.incidents(t)
+		if len(incs) != 1 {
+			t.Fatalf("after a failure: %+v", incs)
+		}
+		if ok, err := s.store.IncidentAck(context.Background(), incs[0].ID, time.Now(), "alice", "on it"); err != nil || !ok {
+			t.Fatalf("IncidentAck: %v, %v", ok, err)
+		}
+		s.after(9) // a minute and a sweep after it opened: no repeat
+		if got := s.n.events(); len(got) != 1 || got[0] != sundial.EventOpened {
+			t.Fatalf("sent %v, want the opened one alone", got)
+		}
+		s.failing(false)
+		s.after(10)
+		if got := s.n.events(); len(got) != 2 || got[1] != sundial.EventResolved {
+			t.Fatalf("sent %v, want opened then resolved", got)
+		}
+		if inc := s.incidents(t)[0]; inc.Status != sundial.IncidentResolved || inc.AckedBy != "alice" {
+			t.Fatalf("the incident: %+v", inc)
+		}
+		s.stop(t)
+	})
+}
+
+// TestAlertRepeatWaitsForChannel: while a channel fails, its opened
+// notification waits for its retries and no repeat piles up behind it (a
+// burst on recovery, a repeat ahead of the opened one); the repeat time
+// moves on all the same.
+func TestAlertRepeatWaitsForChannel(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
+			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
+			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
+				RepeatEvery: sundial.Duration(time.Minute)})
+		s.n.mu.Lock()
+		s.n.failing = true
+		s.n.mu.Unlock()
+		s.failing(true)
+		s.after(8) // 72 s: the opened one has failed 3 times; a repeat was due a sweep ago
+		incs := s.incidents(t)
+		if len(incs) != 1 || len(incs[0].Notifications) != 1 || incs[0].Notifications[0].Event != sundial.EventOpened ||
+			incs[0].Notifications[0].Tries < 3 {
+			t.Fatalf("while the channel fails: %d notifications, want the opened one alone", len(incs[0].Notifications))
+		}
+		if !incs[0].NotifiedAt.After(incs[0].OpenedAt) {
+			t.Fatalf("notified_at %s: the repeat time did not move on", incs[0].NotifiedAt)
+		}
+		s.stop(t)
+	})
+}
+
 // TestAlertSilence: a notification made in a silence window is held
 // until its end, then sent.
 func TestAlertSilence(t *testing.T) {
@@ -235,5 +304,98 @@ func TestAlertAutoPaused(t *testing.T) {
 			t.Fatalf("sent %v, want one opened", got)
 		}
 		s.stop(t)
+	})
+}
+
+// TestAlertLongRunSweep: a rule of long_run opens its incident while the
+// run is still in its call, at the first sweep past the threshold, once
+// per run: a short run's call resolves it, and neither the long run
+// still running nor its end opens it again; the next long run does.
+func TestAlertLongRunSweep(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		n := &notifier{}
+		// Slower loops than the defaults (a few turns a second of fake
+		// time), a sweep every 2 s.
+		b := setup(t, scheduler.Config{Notify: n.notify, AlertSweep: 2 * time.Second, PollInterval: 10 * time.Second,
+			Lookahead: 20 * time.Second, HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second,
+			CancelPoll: 10 * time.Second})
+		ctx := context.Background()
+		if err := b.store.AlertChannelCreate(ctx, &sundial.AlertChannel{Name: "ops", Kind: sundial.ChannelWebhook,
+			URL: "http://127.0.0.1:9/alerts"}, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		hold := func(d time.Duration) {
+			b.target.mu.Lock()
+			b.target.hold = d
+			b.target.mu.Unlock()
+		}
+		hold(50 * time.Second)
+		tk := b.addTask(t, "*/20 * * * * *", func(tk *sundial.Task) {
+			tk.OverlapAction, tk.TimeoutSeconds = sundial.OverlapParallel, 120
+		})
+		rule := &sundial.AlertRule{Name: "slow", TaskID: tk.ID, Channels: []string{"ops"},
+			Condition: sundial.AlertCondition{Kind: sundial.CondLongRun, Threshold: sundial.Duration(5 * time.Second)}}
+		if err := b.store.AlertRuleCreate(ctx, rule, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		b.start()
+		first := *tk.NextFireTime
+		incidents := func() []*sundial.Incident {
+			t.Helper()
+			incs, err := b.store.IncidentList(ctx, sundial.IncidentListParams{TaskID: tk.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return incs
+		}
+		at := func(d time.Duration) {
+			waitUntil(first.Add(d))
+			synctest.Wait()
+		}
+
+		at(4 * time.Second)
+		if incs := incidents(); len(incs) != 0 {
+			t.Fatalf("before the threshold: %+v", incs)
+		}
+		at(8 * time.Second) // past the threshold, and a sweep later
+		incs := incidents()
+		if len(incs) != 1 || incs[0].Status != sundial.IncidentOpen || incs[0].RunID == 0 {
+			t.Fatalf("a run in its call past the threshold: %+v", incs)
+		}
+		long := incs[0].RunID
+		if r, err := b.store.RunGet(ctx, long); err != nil || r.Status != sundial.RunRunning {
+			t.Fatalf("the run that opened it: %+v, %v; want RUNNING", r, err)
+		}
+		if got := n.events(); len(got) != 1 || got[0] != sundial.EventOpened {
+			t.Fatalf("sent %v, want one opened", got)
+		}
+		// The next fire (20 s) is short: it resolves the incident while
+		// the long one still runs.
+		hold(0)
+		at(22 * time.Second)
+		if incs := incidents(); len(incs) != 1 || incs[0].Status != sundial.IncidentResolved {
+			t.Fatalf("after a short run: %+v", incs)
+		}
+		// Sweeps go on while the long run runs, and it ends (50 s) past
+		// the threshold: no second incident for it.
+		at(55 * time.Second)
+		if r, err := b.store.RunGet(ctx, long); err != nil || !r.Status.Final() {
+			t.Fatalf("the long run: %+v, %v; want it ended", r, err)
+		}
+		if incs := incidents(); len(incs) != 1 {
+			t.Fatalf("the long run opened %d incidents, want 1: %+v", len(incs), incs)
+		}
+		if got := n.events(); len(got) != 2 || got[1] != sundial.EventResolved {
+			t.Fatalf("sent %v, want opened, resolved", got)
+		}
+		// Another long run opens a new incident.
+		hold(30 * time.Second)
+		at(68 * time.Second) // the fire of 60 s, past its threshold and a sweep
+		incs = incidents()
+		if len(incs) != 2 || incs[0].Status != sundial.IncidentOpen || incs[0].RunID == long {
+			t.Fatalf("a second long run: %+v", incs)
+		}
+		b.stop(t)
 	})
 }

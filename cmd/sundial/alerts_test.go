@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -269,7 +271,7 @@ func TestAlertsTwoNodesPostgres(t *testing.T) {
 }
 
 // TestCLIAlerts: the alert commands add, list, test and remove channels
-// and rules, and list and show incidents.
+// and rules, and list, show and acknowledge incidents.
 func TestCLIAlerts(t *testing.T) {
 	t.Parallel()
 	sink := alerttest.NewSMTPSink(t, nil)
@@ -306,8 +308,85 @@ func TestCLIAlerts(t *testing.T) {
 	if out := mustCLI(t, env, "incident", "show", "1"); !strings.Contains(out, "opened") || !strings.Contains(out, "ops-mail") {
 		t.Fatalf("incident show:\n%s", out)
 	}
+	if out := mustCLI(t, env, "incident", "ack", "1", "--note", "on it"); !strings.Contains(out, "incident 1 acknowledged by") {
+		t.Fatalf("incident ack: %s", out)
+	}
+	if out := mustCLI(t, env, "incident", "show", "1"); !strings.Contains(out, "acked:") || !strings.Contains(out, "on it") {
+		t.Fatalf("incident show after the ack:\n%s", out)
+	}
+	failCLI(t, env, 1, []string{"acknowledged already"}, "incident", "ack", "1")
 	failCLI(t, env, 1, []string{"rule", "fragile-1"}, "alert", "channel", "rm", "ops-mail")
 	mustCLI(t, env, "alert", "rule", "rm", "fragile-1")
 	mustCLI(t, env, "alert", "channel", "rm", "ops-mail")
 	failCLI(t, env, 1, []string{"not found"}, "alert", "channel", "test", "ops-mail")
+}
+
+// TestAlertsLongRunEndToEnd, through the binary: a rule of long_run mails
+// while the run is still in its call (not when it ends), the incident
+// names the run and is acknowledged through the API; the long run's end
+// sends nothing more, and the next short run sends the resolve.
+func TestAlertsLongRunEndToEnd(t *testing.T) {
+	t.Parallel()
+	w := newAlertWorld(t, "sqlite:"+filepath.Join(t.TempDir(), "sundial.db"), 1)
+	url := w.urls[0]
+	release := make(chan struct{})
+	var slow atomic.Bool
+	slow.Store(true)
+	target := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if slow.Load() {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	t.Cleanup(target.Close)
+	t.Cleanup(func() { slow.Store(false) })
+	var tk sundial.Task
+	callAPI(t, url, "POST", "/api/v1/tasks", `{"name":"slow","cron_expr":"0 0 0 1 1 * 2099","timeout_seconds":60,
+		"target_url":"`+target.URL+`/slow"}`, 201, &tk)
+	callAPI(t, url, "POST", "/api/v1/alert-rules", `{"name":"slow-1s","task":"slow",
+		"condition":{"kind":"long_run","threshold":"1s"},"channels":["ops-mail"]}`, 201, nil)
+	var run sundial.Run
+	callAPI(t, url, "POST", fmt.Sprintf("/api/v1/tasks/%d/trigger", tk.ID), "", 202, &run)
+	mails := w.waitMails(t, 1)
+	if !strings.Contains(mails[0].Data, "FIRING slow-1s: task slow") ||
+		!strings.Contains(mails[0].Data, fmt.Sprintf("run %d has been running for", run.ID)) {
+		t.Fatalf("the mail: %+v", mails[0])
+	}
+	var now sundial.Run
+	callAPI(t, url, "GET", fmt.Sprintf("/api/v1/runs/%d", run.ID), "", 200, &now)
+	if now.Status != sundial.RunRunning {
+		t.Fatalf("the run is %s when the mail comes, want RUNNING", now.Status)
+	}
+	incs := w.incidents(t, tk.ID)
+	if len(incs) != 1 || incs[0].RunID != run.ID || incs[0].Status != sundial.IncidentOpen {
+		t.Fatalf("incidents %+v", incs)
+	}
+	var acked sundial.Incident
+	callAPI(t, url, "POST", fmt.Sprintf("/api/v1/incidents/%d/ack", incs[0].ID), `{"note":"known slow day"}`, 200, &acked)
+	if acked.AckedAt == nil || acked.AckNote != "known slow day" || acked.AckedBy != sundial.ActorAnonymous {
+		t.Fatalf("acknowledged: %+v", acked)
+	}
+	callAPI(t, url, "POST", fmt.Sprintf("/api/v1/incidents/%d/ack", incs[0].ID), "", 409, nil)
+
+	// The long run ends, long: nothing new. Then a short one resolves.
+	slow.Store(false)
+	close(release)
+	waitFor(t, func() bool {
+		callAPI(t, url, "GET", fmt.Sprintf("/api/v1/runs/%d", run.ID), "", 200, &now)
+		return now.FinishedAt != nil
+	})
+	callAPI(t, url, "POST", fmt.Sprintf("/api/v1/tasks/%d/trigger", tk.ID), "", 202, nil)
+	mails = w.waitMails(t, 2)
+	if !strings.Contains(mails[1].Data, "RESOLVED slow-1s: task slow") {
+		t.Fatalf("the second mail: %+v", mails[1])
+	}
+	waitFor(t, func() bool {
+		incs := w.incidents(t, tk.ID)
+		return len(incs) == 1 && incs[0].Status == sundial.IncidentResolved
+	})
+	if got := len(w.sink.Mails()); got != 2 {
+		t.Fatalf("%d mails, want 2 (opened, resolved)", got)
+	}
 }

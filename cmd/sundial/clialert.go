@@ -48,6 +48,9 @@ type cliIncident struct {
 	Reason        string     `json:"reason"`
 	OpenedAt      time.Time  `json:"opened_at"`
 	ResolvedAt    *time.Time `json:"resolved_at"`
+	AckedAt       *time.Time `json:"acked_at"`
+	AckedBy       string     `json:"acked_by"`
+	AckNote       string     `json:"ack_note"`
 	Notifications []struct {
 		ID       int64      `json:"id"`
 		Channel  string     `json:"channel"`
@@ -373,8 +376,16 @@ func (c *cli) incidentCommand() *cobra.Command {
 			if inc.ResolvedAt != nil {
 				resolved = inc.ResolvedAt.UTC().Format(time.RFC3339)
 			}
-			fmt.Fprintf(w, "incident %d  %s  rule %s  task %s\nreason:   %s\nopened:   %s\nresolved: %s\n\n", inc.ID, inc.Status,
+			fmt.Fprintf(w, "incident %d  %s  rule %s  task %s\nreason:   %s\nopened:   %s\nresolved: %s\n", inc.ID, inc.Status,
 				inc.Rule, inc.Task, inc.Reason, inc.OpenedAt.UTC().Format(time.RFC3339), resolved)
+			if inc.AckedAt != nil {
+				fmt.Fprintf(w, "acked:    %s by %s", inc.AckedAt.UTC().Format(time.RFC3339), inc.AckedBy)
+				if inc.AckNote != "" {
+					fmt.Fprintf(w, ": %s", inc.AckNote)
+				}
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w)
 			rows := [][]string{}
 			for _, n := range inc.Notifications {
 				when := n.DueAt.UTC().Format(time.RFC3339)
@@ -394,6 +405,27 @@ func (c *cli) incidentCommand() *cobra.Command {
 		},
 	}
 	addOutputFlag(show, &showOut, "table", "table", "json", "yaml")
-	cmd.AddCommand(ls, show)
+
+	var note string
+	ack := &cobra.Command{
+		Use:   "ack ID [--note TEXT]",
+		Short: "Acknowledge an open incident: no more repeat notifications until it resolves",
+		Args:  exactArgs(1, "the incident's id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a, err := c.client()
+			if err != nil {
+				return err
+			}
+			var inc cliIncident
+			if err := a.do(cmd.Context(), http.MethodPost, "/api/v1/incidents/"+url.PathEscape(args[0])+"/ack", nil,
+				map[string]string{"note": note}, &inc); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "incident %d acknowledged by %s\n", inc.ID, inc.AckedBy)
+			return nil
+		},
+	}
+	ack.Flags().StringVar(&note, "note", "", "why, or what is being done (at most 1000 characters)")
+	cmd.AddCommand(ls, show, ack)
 	return cmd
 }

@@ -135,28 +135,34 @@ type resealReport struct {
 	clear    int // of them, values stored in clear before
 	current  int // values already sealed with the current key
 	tasks    int // tasks whose values were written
+	channels int // alert channels whose values were written
 	keys     int // OIDC signing keys written
 	// unopened are the values no key opens, each as "task 7, the value of
 	// header Authorization: why", never the value.
 	unopened []string
 	// busy are the tasks a node wrote between every read and swap.
 	busy []int64
+	// busyChannels are the alert channels changed between every read and
+	// swap.
+	busyChannels []string
 }
 
 // reseal seals every secret stored in the database with box's current
 // key: the secrets of every task, live or deleted (sundial.TaskSecrets:
-// the values of sensitive headers; the userinfo of target_url; signing_secret), and the cluster's OIDC
-// signing keys (idtoken.SettingName and its per-period rows). A value
+// the values of sensitive headers; the userinfo of target_url; signing_secret), the secrets of
+// every alert channel (a webhook's signing_secret, a Slack channel's url, an SMTP password), and the
+// cluster's OIDC signing keys (idtoken.SettingName and its per-period rows). A value
 // sealed with the current key stays as it is; one sealed with a previous
 // key is opened and sealed again; one stored in clear (before sealing
 // existed) is sealed; one no key opens is reported and left as it is.
 //
 // Nodes may serve meanwhile. Each task is written with a swap that applies
-// only if its secret columns still hold what was read (and each setting
-// likewise), so that a node's write in between is never lost: the task is
+// only if its secret columns still hold what was read (each channel only
+// if its version is still the one read, each setting only if it holds
+// what was read), so that a write in between is never lost: the task is
 // read again and sealed anew, up to resealAttempts times. A swap changes
-// neither the task's version nor anything else about it. Running it again
-// writes nothing.
+// neither the task's (or channel's) version nor anything else about it.
+// Running it again writes nothing.
 func reseal(ctx context.Context, store sundial.Store, box *seal.Box) (*resealReport, error) {
 	rep := &resealReport{}
 	var after int64
@@ -174,6 +180,15 @@ func reseal(ctx context.Context, store sundial.Store, box *seal.Box) (*resealRep
 			}
 		}
 		after = page[len(page)-1].TaskID
+	}
+	channels, err := store.AlertChannelList(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range channels {
+		if err := rep.channel(ctx, store, box, c); err != nil {
+			return nil, err
+		}
 	}
 	settings, err := store.SettingList(ctx, idtoken.SettingName)
 	if err != nil {
@@ -284,6 +299,41 @@ func (rep *resealReport) task(ctx context.Context, store sundial.Store, box *sea
 	return nil
 }
 
+// channel reseals one alert channel's secrets, reading it again when it
+// changed meanwhile.
+func (rep *resealReport) channel(ctx context.Context, store sundial.Store, box *seal.Box, c *sundial.AlertChannel) error {
+	for range resealAttempts {
+		r := &resealed{}
+		next, err := sundial.ResealChannel(c, func(field, v string) (string, error) {
+			return r.value(box, fmt.Sprintf("alert channel %s, %s", c.Name, field), v)
+		})
+		if err != nil {
+			return err
+		}
+		swapped := r.resealed == 0
+		if !swapped {
+			if swapped, err = store.AlertChannelSecretsSwap(ctx, next); err != nil {
+				return fmt.Errorf("alert channel %s: %w", c.Name, err)
+			}
+		}
+		if swapped {
+			rep.add(r)
+			if r.resealed > 0 {
+				rep.channels++
+			}
+			return nil
+		}
+		// Changed (or deleted) since it was read: read it again.
+		if c, err = store.AlertChannelGet(ctx, c.ID); sundial.ErrorCode(err) == sundial.ENotFound {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	rep.busyChannels = append(rep.busyChannels, c.Name)
+	return nil
+}
+
 // setting reseals one sealed setting (an OIDC signing key), reading it
 // again when a node wrote it meanwhile.
 func (rep *resealReport) setting(ctx context.Context, store sundial.Store, box *seal.Box, s sundial.Setting) error {
@@ -336,6 +386,9 @@ func (rep *resealReport) String() string {
 	for _, id := range rep.busy {
 		fmt.Fprintf(&b, "task %d changed on each of %d attempts to seal it again; left as it is\n", id, resealAttempts)
 	}
+	for _, name := range rep.busyChannels {
+		fmt.Fprintf(&b, "alert channel %s changed on each of %d attempts to seal it again; left as it is\n", name, resealAttempts)
+	}
 	already := fmt.Sprintf("%s %s already sealed with the current key", countOf(rep.current, "value"), were(rep.current))
 	if rep.resealed == 0 {
 		fmt.Fprintf(&b, "nothing to re-seal; %s\n", already)
@@ -345,7 +398,8 @@ func (rep *resealReport) String() string {
 	if rep.clear > 0 {
 		fmt.Fprintf(&b, " (%d of them stored in clear)", rep.clear)
 	}
-	fmt.Fprintf(&b, " in %s and %s; %s\n", countOf(rep.tasks, "task"), countOf(rep.keys, "signing key"), already)
+	fmt.Fprintf(&b, " in %s, %s and %s; %s\n", countOf(rep.tasks, "task"), countOf(rep.channels, "alert channel"),
+		countOf(rep.keys, "signing key"), already)
 	return b.String()
 }
 
@@ -359,6 +413,9 @@ func (rep *resealReport) err() error {
 	}
 	if n := len(rep.busy); n > 0 {
 		parts = append(parts, fmt.Sprintf("%s kept changing: run the command again", countOf(n, "task")))
+	}
+	if n := len(rep.busyChannels); n > 0 {
+		parts = append(parts, fmt.Sprintf("%s kept changing: run the command again", countOf(n, "alert channel")))
 	}
 	if len(parts) == 0 {
 		return nil

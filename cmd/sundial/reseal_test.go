@@ -17,6 +17,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/alert/alerttest"
 	"github.com/sundialhq/sundial/idtoken"
 	"github.com/sundialhq/sundial/seal"
 	"github.com/sundialhq/sundial/store/sqlite"
@@ -46,7 +47,8 @@ func newBox(t *testing.T, key string, previous ...string) *seal.Box {
 
 // storedSecrets returns every secret value stored in the SQLite database
 // db, named: the secret columns of every task (sensitive header values,
-// the userinfo of target_url, signing_secret) and the OIDC signing keys.
+// the userinfo of target_url, signing_secret), the OIDC signing keys and
+// the secrets of the alert channels.
 func storedSecrets(t *testing.T, db string) map[string]string {
 	t.Helper()
 	st, err := sqlite.Open(t.Context(), db, sqlite.Options{})
@@ -78,6 +80,21 @@ func storedSecrets(t *testing.T, db string) map[string]string {
 	}
 	for _, s := range settings {
 		out["setting "+s.Name] = s.Value
+	}
+	channels, err := st.AlertChannelList(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range channels {
+		if c.SigningSecret != "" {
+			out["channel "+c.Name+" signing_secret"] = c.SigningSecret
+		}
+		if c.Kind == sundial.ChannelSlack {
+			out["channel "+c.Name+" url"] = c.URL
+		}
+		if c.SMTP != nil && c.SMTP.Password != "" {
+			out["channel "+c.Name+" smtp.password"] = c.SMTP.Password
+		}
 	}
 	return out
 }
@@ -124,12 +141,14 @@ func taskState(t *testing.T, n *node, id int64) string {
 
 // TestSecretsReseal: tasks with secret headers, credentials in target_url
 // (one stored in clear, as before sealing existed), a signing secret,
-// oidc, and a deleted task's secret, all sealed under key A; after
-// "sundial secrets reseal" with key B and A as a previous key, every
-// stored secret and the OIDC signing keys open with B alone and not with
-// A, the tasks' versions are unchanged, a second run has nothing to do,
-// and a node with B alone (no previous key) starts and delivers the right
-// header values, credentials, a signature that verifies and an OIDC token.
+// oidc, a deleted task's secret, and alert channels of each kind with a
+// secret, all sealed under key A; after "sundial secrets reseal" with key
+// B and A as a previous key, every stored secret and the OIDC signing
+// keys open with B alone and not with A, the tasks' and channels'
+// versions are unchanged, a second run has nothing to do, and a node with
+// B alone (no previous key) starts and delivers the right header values,
+// credentials, a signature that verifies and an OIDC token, and sends
+// through each channel (the SMTP password accepted).
 func TestSecretsReseal(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -172,6 +191,22 @@ func TestSecretsReseal(t *testing.T) {
 	for _, id := range []int64{headers, basic, oidc} {
 		before[id] = taskState(t, n, id)
 	}
+	// Alert channels with a secret of each kind: a webhook's signing
+	// secret, a Slack channel's url, an SMTP password.
+	sink := alerttest.NewSMTPSink(t, nil)
+	sink.User, sink.Password = "sundial", "smtp-DDDD-5"
+	receiver := newHook(t)
+	var channels []sundial.AlertChannel
+	for _, body := range []string{
+		fmt.Sprintf(`{"name":"mail","kind":"email","smtp":{"host":"127.0.0.1","port":%s,"username":"sundial","password":%q,
+			"tls":"none","from":"sundial@example.com","to":["ops@example.com"]}}`, sink.Port(), sink.Password),
+		fmt.Sprintf(`{"name":"chat","kind":"slack","url":"%s/services/T/B/slack-EEEE"}`, receiver.srv.URL),
+		fmt.Sprintf(`{"name":"hook","kind":"webhook","url":"%s/alerts","signing_secret":"generate"}`, receiver.srv.URL),
+	} {
+		var c sundial.AlertChannel
+		n.do(t, "POST", "/api/v1/alert-channels", body, http.StatusCreated, &c)
+		channels = append(channels, c)
+	}
 	n.stop(t)
 
 	// basic's credentials as stored before sealing existed: in clear.
@@ -192,15 +227,15 @@ func TestSecretsReseal(t *testing.T) {
 
 	onlyA, onlyB := newBox(t, keyA), newBox(t, keyB)
 	sealedA := storedSecrets(t, db)
-	if len(sealedA) != 9 {
-		t.Fatalf("stored secrets %v, want 9: 5 of tasks and 4 OIDC signing keys", sealedA)
+	if len(sealedA) != 12 {
+		t.Fatalf("stored secrets %v, want 12: 5 of tasks, 4 OIDC signing keys and 3 of channels", sealedA)
 	}
 
 	res := runArgs(t, "secrets", "reseal", "--db", "sqlite:"+db, "--secrets.key="+keyB, "--secrets.previous_keys="+keyA)
 	if res.err != nil {
 		t.Fatalf("reseal: %v\n%s%s", res.err, res.stdout, res.stderr)
 	}
-	if want := "re-sealed 9 values (1 of them stored in clear) in 3 tasks and 4 signing keys; " +
+	if want := "re-sealed 12 values (1 of them stored in clear) in 3 tasks, 3 alert channels and 4 signing keys; " +
 		"0 values were already sealed with the current key\n"; res.stdout != want {
 		t.Errorf("reseal printed %q, want %q", res.stdout, want)
 	}
@@ -220,7 +255,7 @@ func TestSecretsReseal(t *testing.T) {
 			t.Errorf("%s still opens with the old key", what)
 		}
 	}
-	for _, s := range []string{"s3cr3t-AAAA", apiKey, pass, "k-gone", strings.TrimPrefix(signing, "whsec_")} {
+	for _, s := range []string{"s3cr3t-AAAA", apiKey, pass, "k-gone", strings.TrimPrefix(signing, "whsec_"), sink.Password, "slack-EEEE"} {
 		for what, v := range after {
 			if strings.Contains(v, s) {
 				t.Errorf("%s holds the secret %q in clear", what, s)
@@ -235,7 +270,7 @@ func TestSecretsReseal(t *testing.T) {
 		strings.NewReader(""), &out, &errOut); err != nil {
 		t.Fatalf("reseal again: %v\n%s", err, errOut.String())
 	}
-	if want := "nothing to re-seal; 9 values were already sealed with the current key\n"; out.String() != want {
+	if want := "nothing to re-seal; 12 values were already sealed with the current key\n"; out.String() != want {
 		t.Errorf("reseal again printed %q, want %q", out.String(), want)
 	}
 	if again := storedSecrets(t, db); fmt.Sprint(again) != fmt.Sprint(after) {
@@ -250,6 +285,26 @@ func TestSecretsReseal(t *testing.T) {
 			t.Errorf("task %d: %s after reseal, want %s as before: re-sealing is not a change", id, got, state)
 		}
 	}
+	for _, c := range channels {
+		var now sundial.AlertChannel
+		n2.do(t, "GET", fmt.Sprintf("/api/v1/alert-channels/%d", c.ID), "", http.StatusOK, &now)
+		if now.Version != c.Version || !now.UpdatedAt.Equal(c.UpdatedAt) {
+			t.Errorf("channel %s: version %d, updated_at %s after reseal, want %d, %s as before", c.Name, now.Version,
+				now.UpdatedAt, c.Version, c.UpdatedAt)
+		}
+		var res struct {
+			OK    bool   `json:"ok"`
+			Error string `json:"error"`
+		}
+		n2.do(t, "POST", fmt.Sprintf("/api/v1/alert-channels/%d/test", c.ID), "{}", http.StatusOK, &res)
+		if !res.OK {
+			t.Errorf("channel %s does not send after reseal: %s", c.Name, res.Error)
+		}
+	}
+	if mails := sink.Mails(); len(mails) != 1 {
+		t.Errorf("the SMTP sink got %d mails, want the test", len(mails))
+	}
+	receiver.wait(t, 2, 10*time.Second) // the Slack and the webhook tests
 	if run := n2.finished(t, headers, ""); run.Status != "SUCCESS" {
 		t.Fatalf("headers: run %s %q", run.Status, run.Error)
 	}
@@ -335,7 +390,7 @@ func TestSecretsResealUnopened(t *testing.T) {
 		t.Fatalf("reseal with a value no key opens: %v (status %d), want status 1", res.err, exitCode(res.err))
 	}
 	want := fmt.Sprintf("task %d, the value of header X-Api-Key: %v; left as it is\n"+
-		"re-sealed 2 values (1 of them stored in clear) in 1 task and 1 signing key; 0 values were already sealed with the current key\n",
+		"re-sealed 2 values (1 of them stored in clear) in 1 task, 0 alert channels and 1 signing key; 0 values were already sealed with the current key\n",
 		tk.ID, seal.ErrOpen)
 	if res.stdout != want {
 		t.Errorf("reseal printed %q, want %q", res.stdout, want)

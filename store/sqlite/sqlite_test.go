@@ -177,6 +177,7 @@ func TestQueryPlans(t *testing.T) {
 		{"attempts of runs", attemptFromRunSQL, []any{"[1,2]"}},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{1, 2}},
 		{"RunUpcoming", queries.RunUpcoming, []any{1, 2}},
+		{"RunLongRunning", queries.RunLongRunning, []any{1, 2}},
 		{"RunAttempts", queries.RunAttempts, []any{1, 1}},
 		{"TaskSecretsList", queries.TaskSecretsList, []any{1, 2}},
 		{"TaskCreateMany lookup", tasksByRequestSQL + ` IN (?, ?)`, []any{"r", "s"}},

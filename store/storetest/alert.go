@@ -226,3 +226,128 @@ func testClusterIncidentOpen(t *testing.T, b Backend) {
 		t.Fatalf("incidents after the race: %+v, %v", list, err)
 	}
 }
+
+// testIncidentAck: an open incident is acknowledged once, with who and a
+// note; an acknowledged incident takes no repeat, still resolves; a
+// resolved one and an unknown one are refused. The run that opened an
+// incident is kept and selects it.
+func testIncidentAck(t *testing.T, open Opener) {
+	f := setup(t, open)
+	inc := &sundial.Incident{RuleID: 3, RuleName: "r", TaskID: 4, TaskName: "job", Condition: sundial.CondLongRun,
+		Reason: "slow", OpenedAt: at(0), NotifiedAt: at(0), RunID: 77}
+	if ok, err := f.s.IncidentOpen(f.ctx, inc, nil); err != nil || !ok {
+		t.Fatalf("IncidentOpen: %v, %v", ok, err)
+	}
+	if got, err := f.s.IncidentGet(f.ctx, inc.ID); err != nil || got.RunID != 77 || got.AckedAt != nil || got.AckedBy != "" {
+		t.Fatalf("IncidentGet = %+v, %v", got, err)
+	}
+	for _, tc := range []struct {
+		run  int64
+		want int
+	}{{77, 1}, {78, 0}} {
+		list, err := f.s.IncidentList(f.ctx, sundial.IncidentListParams{RuleID: 3, TaskID: 4, RunID: tc.run})
+		if err != nil || len(list) != tc.want {
+			t.Fatalf("IncidentList(run %d) = %d, %v; want %d", tc.run, len(list), err, tc.want)
+		}
+	}
+	if ok, err := f.s.IncidentAck(f.ctx, inc.ID, at(5), "alice", "looking"); err != nil || !ok {
+		t.Fatalf("IncidentAck: %v, %v", ok, err)
+	}
+	if ok, err := f.s.IncidentAck(f.ctx, inc.ID, at(6), "bob", ""); err != nil || ok {
+		t.Fatalf("IncidentAck twice: %v, %v; want false", ok, err)
+	}
+	got, err := f.s.IncidentGet(f.ctx, inc.ID)
+	if err != nil || got.AckedAt == nil || !got.AckedAt.Equal(at(5)) || got.AckedBy != "alice" || got.AckNote != "looking" {
+		t.Fatalf("after the ack: %+v, %v", got, err)
+	}
+	if ok, err := f.s.IncidentRepeat(f.ctx, inc.ID, at(0), at(60), nil); err != nil || ok {
+		t.Fatalf("IncidentRepeat of an acknowledged incident: %v, %v; want false", ok, err)
+	}
+	if ok, err := f.s.IncidentResolve(f.ctx, inc.ID, at(70), nil); err != nil || !ok {
+		t.Fatalf("IncidentResolve of an acknowledged incident: %v, %v", ok, err)
+	}
+	other := &sundial.Incident{RuleID: 3, RuleName: "r", TaskID: 5, TaskName: "job2", Condition: sundial.CondRunFailed,
+		Reason: "x", OpenedAt: at(0), NotifiedAt: at(0)}
+	if ok, err := f.s.IncidentOpen(f.ctx, other, nil); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ok, err := f.s.IncidentResolve(f.ctx, other.ID, at(1), nil); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if ok, err := f.s.IncidentAck(f.ctx, other.ID, at(2), "alice", ""); err != nil || ok {
+		t.Fatalf("IncidentAck of a resolved incident: %v, %v; want false", ok, err)
+	}
+	if _, err := f.s.IncidentAck(f.ctx, 987654, at(2), "alice", ""); sundial.ErrorCode(err) != sundial.ENotFound {
+		t.Fatalf("IncidentAck(unknown) = %v, want not found", err)
+	}
+}
+
+// testRunLongRunning: the RUNNING runs started at or before a time,
+// longest running first, of every node; others are left out.
+func testRunLongRunning(t *testing.T, open Opener) {
+	f := setup(t, open)
+	tk := f.task("a")
+	old := f.run(tk.ID, at(10), sundial.RunRunning)
+	older := f.run(tk.ID, at(5), sundial.RunRunning, withNode("node-b"))
+	f.run(tk.ID, at(30), sundial.RunRunning)        // started after the bound
+	f.run(tk.ID, at(1), sundial.RunSuccess)         // finished
+	f.run(tk.ID, at(2), sundial.RunWaitingCallback) // not in a call
+	f.run(tk.ID, at(3), sundial.RunScheduled)       // not started
+	runs, err := f.s.RunLongRunning(f.ctx, at(20), 10)
+	if err != nil {
+		t.Fatalf("RunLongRunning: %v", err)
+	}
+	ids := make([]int64, len(runs))
+	for i, r := range runs {
+		ids[i] = r.ID
+	}
+	eqIDs(t, "long running", ids, []int64{older.ID, old.ID})
+	if runs, err := f.s.RunLongRunning(f.ctx, at(20), 1); err != nil || len(runs) != 1 || runs[0].ID != older.ID {
+		t.Fatalf("RunLongRunning(limit 1) = %v, %v", runs, err)
+	}
+}
+
+// testAlertChannelSecretsSwap: a channel's secrets are swapped while its
+// version is the one read, its version and updated_at left as they are;
+// after a change, or for a channel gone, nothing is written.
+func testAlertChannelSecretsSwap(t *testing.T, open Opener) {
+	f := setup(t, open)
+	c := &sundial.AlertChannel{Name: "mail", Kind: sundial.ChannelEmail, SMTP: &sundial.SMTPSettings{Host: "smtp.example.com",
+		Port: 587, Username: "u", Password: "sealed:v1:old", From: "sundial@example.com", To: []string{"ops@example.com"}}}
+	if err := f.s.AlertChannelCreate(f.ctx, c, at(0)); err != nil {
+		t.Fatal(err)
+	}
+	read, err := f.s.AlertChannelGet(f.ctx, c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *read
+	next.SMTP = &sundial.SMTPSettings{Host: "smtp.example.com", Port: 587, Username: "u", Password: "sealed:v1:new",
+		From: "sundial@example.com", To: []string{"ops@example.com"}}
+	if ok, err := f.s.AlertChannelSecretsSwap(f.ctx, &next); err != nil || !ok {
+		t.Fatalf("AlertChannelSecretsSwap: %v, %v", ok, err)
+	}
+	got, err := f.s.AlertChannelGet(f.ctx, c.ID)
+	if err != nil || got.SMTP.Password != "sealed:v1:new" || got.Version != read.Version || !got.UpdatedAt.Equal(read.UpdatedAt) {
+		t.Fatalf("after the swap: %+v, %v", got, err)
+	}
+	// A change since the read: the swap of the stale read writes nothing.
+	got.SMTP.Port = 2525
+	if err := f.s.AlertChannelUpdate(f.ctx, got, at(5)); err != nil {
+		t.Fatal(err)
+	}
+	stale := next
+	stale.SMTP = &sundial.SMTPSettings{Host: "smtp.example.com", Port: 587, Username: "u", Password: "sealed:v1:stale",
+		From: "sundial@example.com", To: []string{"ops@example.com"}}
+	if ok, err := f.s.AlertChannelSecretsSwap(f.ctx, &stale); err != nil || ok {
+		t.Fatalf("AlertChannelSecretsSwap of a stale read: %v, %v; want false", ok, err)
+	}
+	if got, err := f.s.AlertChannelGet(f.ctx, c.ID); err != nil || got.SMTP.Port != 2525 || got.SMTP.Password != "sealed:v1:new" {
+		t.Fatalf("after a stale swap: %+v, %v", got.SMTP, err)
+	}
+	gone := stale
+	gone.ID = 987654
+	if ok, err := f.s.AlertChannelSecretsSwap(f.ctx, &gone); err != nil || ok {
+		t.Fatalf("AlertChannelSecretsSwap of no channel: %v, %v; want false", ok, err)
+	}
+}

@@ -147,6 +147,9 @@ func Run(t *testing.T, b Backend) {
 		{"TaskStatesMany", testTaskStatesMany},
 		{"AlertObjects", testAlertObjects},
 		{"Incidents", testIncidents},
+		{"IncidentAck", testIncidentAck},
+		{"AlertChannelSecretsSwap", testAlertChannelSecretsSwap},
+		{"RunLongRunning", testRunLongRunning},
 		{"Dependencies", testDependencies},
 	} {
 		t.Run(g.name, func(t *testing.T) {

@@ -193,6 +193,22 @@ func (p *Plain) AlertChannelUpdate(ctx context.Context, c *sundial.AlertChannel,
 	return nil
 }
 
+// AlertChannelSecretsSwap writes next's spec if the channel is still at
+// next.Version, leaving its version and updated_at as they are.
+func (p *Plain) AlertChannelSecretsSwap(ctx context.Context, next *sundial.AlertChannel) (_ bool, err error) {
+	defer p.classify(&err)
+	spec, err := json.Marshal(next)
+	if err != nil {
+		return false, err
+	}
+	n, err := p.w.Exec(ctx, p.q.d.bind(`UPDATE alert_channels SET spec_json = ? WHERE id = ? AND version = ?`),
+		string(spec), next.ID, next.Version)
+	if err != nil {
+		return false, p.wrap(err, "swap the secrets of channel %d", next.ID)
+	}
+	return n > 0, nil
+}
+
 // AlertChannelDelete deletes channel id.
 func (p *Plain) AlertChannelDelete(ctx context.Context, id int64) (err error) {
 	defer p.classify(&err)
@@ -264,21 +280,23 @@ func (p *Plain) AlertRuleDelete(ctx context.Context, id int64) (err error) {
 	return p.alertDelete(ctx, ruleTable, id)
 }
 
-const incidentCols = `id, rule_id, task_id, status, rule_name, task_name, condition_kind, reason, opened_at, resolved_at, notified_at`
+const incidentCols = `id, rule_id, task_id, status, rule_name, task_name, condition_kind, reason, opened_at, resolved_at,
+	notified_at, run_id, acked_at, acked_by, ack_note`
 
 func scanIncident(sc sqlrow.Scanner) (*sundial.Incident, error) {
 	var (
 		inc              sundial.Incident
 		status, cond     string
 		opened, notified int64
-		resolved         sql.NullInt64
+		resolved, acked  sql.NullInt64
 	)
 	if err := sc.Scan(&inc.ID, &inc.RuleID, &inc.TaskID, &status, &inc.RuleName, &inc.TaskName, &cond, &inc.Reason,
-		&opened, &resolved, &notified); err != nil {
+		&opened, &resolved, &notified, &inc.RunID, &acked, &inc.AckedBy, &inc.AckNote); err != nil {
 		return nil, err
 	}
 	inc.Status, inc.Condition = sundial.IncidentStatus(status), sundial.ConditionKind(cond)
 	inc.OpenedAt, inc.ResolvedAt, inc.NotifiedAt = sqlrow.FromMicros(opened), sqlrow.TimePtr(resolved), sqlrow.FromMicros(notified)
+	inc.AckedAt = sqlrow.TimePtr(acked)
 	inc.Notifications = []*sundial.Notification{}
 	return &inc, nil
 }
@@ -367,9 +385,9 @@ func (p *Plain) IncidentOpen(ctx context.Context, inc *sundial.Incident, notes [
 	inc.OpenedAt, inc.NotifiedAt = sqlrow.Norm(inc.OpenedAt), sqlrow.Norm(inc.NotifiedAt)
 	err = p.inTx(ctx, func(tx DB) error {
 		_, err := tx.Exec(ctx, d.bind(`INSERT INTO incidents (rule_id, task_id, open_key, status, rule_name, task_name,
-			condition_kind, reason, opened_at, resolved_at, notified_at) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, NULL, ?)`),
+			condition_kind, reason, opened_at, resolved_at, notified_at, run_id) VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, NULL, ?, ?)`),
 			inc.RuleID, inc.TaskID, string(inc.Status), inc.RuleName, inc.TaskName, string(inc.Condition), inc.Reason,
-			sqlrow.Micros(inc.OpenedAt), sqlrow.Micros(inc.NotifiedAt))
+			sqlrow.Micros(inc.OpenedAt), sqlrow.Micros(inc.NotifiedAt), inc.RunID)
 		if err != nil {
 			if d.Duplicate != nil && d.Duplicate(err) {
 				return errTaken
@@ -420,7 +438,8 @@ func (p *Plain) IncidentResolve(ctx context.Context, id int64, now time.Time, no
 func (p *Plain) IncidentRepeat(ctx context.Context, id int64, prev, now time.Time, notes []*sundial.Notification) (_ bool, err error) {
 	defer p.classify(&err)
 	err = p.inTx(ctx, func(tx DB) error {
-		n, err := tx.Exec(ctx, p.q.d.bind(`UPDATE incidents SET notified_at = ? WHERE id = ? AND open_key = 1 AND notified_at = ?`),
+		n, err := tx.Exec(ctx, p.q.d.bind(`UPDATE incidents SET notified_at = ?
+			WHERE id = ? AND open_key = 1 AND notified_at = ? AND acked_at IS NULL`),
 			sqlrow.Micros(now), id, sqlrow.Micros(prev))
 		if err != nil {
 			return err
@@ -437,6 +456,28 @@ func (p *Plain) IncidentRepeat(ctx context.Context, id int64, prev, now time.Tim
 		return false, p.wrap(err, "repeat incident %d", id)
 	}
 	return true, nil
+}
+
+// IncidentAck acknowledges the open incident id, once.
+func (p *Plain) IncidentAck(ctx context.Context, id int64, at time.Time, by, note string) (_ bool, err error) {
+	defer p.classify(&err)
+	n, err := p.w.Exec(ctx, p.q.d.bind(`UPDATE incidents SET acked_at = ?, acked_by = ?, ack_note = ?
+		WHERE id = ? AND open_key = 1 AND acked_at IS NULL`), sqlrow.Micros(at), by, note, id)
+	if err != nil {
+		return false, p.wrap(err, "acknowledge incident %d", id)
+	}
+	if n > 0 {
+		return true, nil
+	}
+	var one int
+	err = p.w.QueryRow(ctx, p.q.d.bind(`SELECT 1 FROM incidents WHERE id = ?`), id).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, sqlrow.NotFound("", "incident %d not found", id)
+	}
+	if err != nil {
+		return false, p.wrap(err, "read incident %d", id)
+	}
+	return false, nil
 }
 
 // IncidentGet returns incident id with its notifications.
@@ -474,6 +515,9 @@ func (p *Plain) IncidentList(ctx context.Context, f sundial.IncidentListParams) 
 	}
 	if f.RuleID != 0 {
 		add("rule_id = ?", f.RuleID)
+	}
+	if f.RunID != 0 {
+		add("run_id = ?", f.RunID)
 	}
 	if f.BeforeID > 0 {
 		add("id < ?", f.BeforeID)

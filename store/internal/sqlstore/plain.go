@@ -166,6 +166,17 @@ func (p *Plain) RunFindStuck(ctx context.Context, nodeID string, dueBefore time.
 	return out, nil
 }
 
+// RunLongRunning returns up to limit (sqlrow.ClampLimit) RUNNING runs
+// started at or before startedBefore, longest running first.
+func (p *Plain) RunLongRunning(ctx context.Context, startedBefore time.Time, limit int) (_ []*sundial.Run, err error) {
+	defer p.classify(&err)
+	out, err := p.runs(ctx, p.q.RunLongRunning, sqlrow.Micros(startedBefore), sqlrow.ClampLimit(limit))
+	if err != nil {
+		return nil, p.wrap(err, "list long running runs")
+	}
+	return out, nil
+}
+
 // runs reads the runs a read statement returns.
 func (p *Plain) runs(ctx context.Context, q string, args ...any) ([]*sundial.Run, error) {
 	rows, err := p.r.Query(ctx, q, args...)

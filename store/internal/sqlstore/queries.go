@@ -38,8 +38,13 @@ type Queries struct {
 	// status prefix of runs_claim (MySQL), runs_status_node (the others);
 	// the holder is looked up in nodes by primary key.
 	RunFindStuck string
-	NodeList     string
-	NodeLeave    string
+	// RunLongRunning reads the RUNNING runs started at or before a time,
+	// longest running first: a range of the status prefix of runs_claim
+	// (MySQL), runs_status_node (the others), as many rows as runs are
+	// RUNNING in the cluster at most.
+	RunLongRunning string
+	NodeList       string
+	NodeLeave      string
 	// NodePrune deletes the gone nodes: a range of nodes_state_heartbeat
 	// per state.
 	NodePrune string
@@ -86,6 +91,10 @@ func NewQueries(d Dialect) *Queries {
 			AND (r.node_id = ? OR r.node_id = ''
 				OR NOT EXISTS (SELECT 1 FROM nodes AS n WHERE n.id = r.node_id AND n.state = 'ALIVE'))
 		ORDER BY r.due_at, r.id
+		LIMIT ?`)
+	q.RunLongRunning = b(`SELECT ` + sqlrow.RunCols + ` FROM runs` + d.hint("runs_claim") + `
+		WHERE status = 'RUNNING' AND started_at <= ?
+		ORDER BY started_at, id
 		LIMIT ?`)
 	q.NodeList = `SELECT id, host, pid, address, state, started_at, heartbeat_at
 		FROM nodes ORDER BY started_at DESC, id DESC`
