@@ -318,6 +318,16 @@ func TestConsole(t *testing.T) {
 		p.wait("the row", fmt.Sprintf(`!!document.querySelector('tr[data-id="%d"]')`, id), 10*time.Second)
 		before := p.text(fmt.Sprintf(`String(document.querySelectorAll('tr[data-id="%d"] .strip .mark').length)`, id))
 		p.wait("a new outcome in the list", fmt.Sprintf(`document.querySelectorAll('tr[data-id="%d"] .strip .mark.ok').length > %s && window.__noReload === true`, id, before), 15*time.Second)
+		// Paused, the list holds still and the button counts what came;
+		// resumed, the list catches up.
+		p.click("header", "Live")
+		held := p.text(fmt.Sprintf(`String(document.querySelectorAll('tr[data-id="%d"] .strip .mark').length)`, id))
+		p.wait("events counted while paused", `/^Paused \([1-9]\d* new\)$/.test(document.getElementById('live').textContent)`, 10*time.Second)
+		if now := p.text(fmt.Sprintf(`String(document.querySelectorAll('tr[data-id="%d"] .strip .mark').length)`, id)); now != held {
+			t.Errorf("the list changed while paused: %s outcomes, then %s", held, now)
+		}
+		p.click("header", p.text(`document.getElementById('live').textContent`))
+		p.wait("the list caught up", fmt.Sprintf(`document.querySelectorAll('tr[data-id="%d"] .strip .mark').length > %s && document.getElementById('live').getAttribute('aria-pressed') === 'true'`, id, held), 10*time.Second)
 	})
 
 	step(t, "trigger with params", func(t *testing.T) {
@@ -609,6 +619,13 @@ func screenshot(p *page, name string) {
 	p.t.Helper()
 	if !pngName.MatchString(name) {
 		p.t.Fatalf("screenshot name %q", name)
+	}
+	// The node's ids name the machine the test ran on: the pictures
+	// show a neutral one.
+	if host, err := os.Hostname(); err == nil && host != "" {
+		p.eval(`(() => { const w = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+			for (let n; (n = w.nextNode());) n.nodeValue = n.nodeValue.split(`+strconv.Quote(host)+`).join('host-a');
+			return true; })()`, nil)
 	}
 	var raw []byte
 	p.run(10*time.Second, chromedp.CaptureScreenshot(&raw))

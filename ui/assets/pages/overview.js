@@ -1,7 +1,7 @@
 // Overview: the cluster at a glance, from the last hour's runs: fires a
 // minute, failures, lag p50/p99, each node's share, open incidents and
 // the next fires due.
-import { h, svg, clear, api, qs, can, timeEl, ms, badge, onEvent, debounce, table, statusClass } from '../lib.js';
+import { h, svg, clear, api, qs, timeEl, ms, onEvent, debounce, table, statusClass } from '../lib.js';
 
 export async function render(main) {
   async function load() {
@@ -35,7 +35,7 @@ export async function render(main) {
       h('div', { class: 'cols' },
         h('section', { 'aria-labelledby': 'nodes-h' }, h('h2', { id: 'nodes-h' }, 'Nodes'),
           table(['Node', 'State', 'Heartbeat', 'Share of runs'], nodes.items.map(n => h('tr', {},
-            h('td', {}, h('code', {}, n.id)), h('td', {}, badge(n.state === 'ALIVE' ? 'ENABLED' : 'DISABLED'), ' ', n.state),
+            h('td', {}, h('code', {}, n.id)), h('td', {}, h('span', { class: 'badge ' + (n.state === 'ALIVE' ? 'ok' : 'off') }, n.state)),
             h('td', {}, timeEl(n.heartbeat_at, 'UTC', true)),
             h('td', { class: 'num' }, items.length ? Math.round(100 * (share[n.id] || 0) / items.length) + '%' : '—'))))),
         h('section', { 'aria-labelledby': 'due-h' }, h('h2', { id: 'due-h' }, 'Next fires due'),

@@ -1,17 +1,19 @@
 // A task: its definition, next fires, recent runs and lag, and its
 // actions (trigger with params, disable with a reason, enable, edit,
 // delete, backfill with a dry run first).
-import { h, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
+import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
 
 export async function render(main, id) {
   let t;
   const runsBox = h('section', { 'aria-labelledby': 'runs-h' });
   const nextBox = h('section', { 'aria-labelledby': 'next-h' });
+  const lagBox = h('section', { 'aria-labelledby': 'lag-h' });
+  const linksBox = h('section', { 'aria-labelledby': 'links-h' });
 
   async function load() {
     t = await api('GET', '/tasks/' + id);
     draw();
-    await Promise.all([loadRuns(), loadNext()]);
+    await Promise.all([loadRuns(), loadNext(), loadLinks()]);
   }
 
   function draw() {
@@ -42,7 +44,7 @@ export async function render(main, id) {
         tile('Lag p50 / p95', ms(st.lag_p50_ms) + ' / ' + ms(st.lag_p95_ms)),
         tile('Failures in a row', String(st.consecutive_failures || 0)),
         tile('Last success', timeEl(st.last_success_at, t.timezone, true))),
-      h('div', { class: 'cols' }, definition(t), nextBox),
+      h('div', { class: 'cols' }, definition(t), h('div', {}, nextBox, lagBox, linksBox)),
       runsBox);
   }
 
@@ -51,7 +53,9 @@ export async function render(main, id) {
   }
 
   async function loadRuns() {
-    const res = await api('GET', '/tasks/' + id + '/runs' + qs({ limit: 20 }));
+    const all = await api('GET', '/tasks/' + id + '/runs' + qs({ limit: 100 }));
+    clear(lagBox, h('h2', { id: 'lag-h' }, 'Lag of its last scheduled fires'), lagHistogram(all.items));
+    const res = { items: all.items.slice(0, 20) };
     t.state = t.state || {};
     t.state.recent = res.items.filter(r => ['SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED'].includes(r.status));
     const stripTile = main.querySelector('.tiles .tile:nth-child(2) .tile-value');
@@ -80,6 +84,22 @@ export async function render(main, id) {
     } catch (e) {
       nextBox.append(errorBox(e));
     }
+  }
+
+  async function loadLinks() {
+    const [deps, inc] = await Promise.all([
+      api('GET', '/tasks/' + id + '/deps').catch(() => null),
+      api('GET', '/incidents' + qs({ task_id: id, status: 'OPEN', limit: 20 })).catch(() => ({ items: [] })),
+    ]);
+    const byName = n => h('a', { href: '#/tasks' + qs({ q: n }) }, n);
+    clear(linksBox, h('h2', { id: 'links-h' }, 'Dependencies and incidents'),
+      h('dl', { class: 'def' },
+        h('dt', {}, 'Parents'), h('dd', {}, deps && deps.parents.length
+          ? [deps.parents.map((d, i) => [i ? ', ' : '', byName(d.task), d.on ? ' (on ' + d.on + ')' : '']), deps.join ? ' — join ' + deps.join : '']
+          : 'none'),
+        h('dt', {}, 'Children'), h('dd', {}, deps && deps.children.length ? deps.children.map((c, i) => [i ? ', ' : '', byName(c)]) : 'none'),
+        h('dt', {}, 'Open incidents'), h('dd', {}, inc.items.length
+          ? inc.items.map((x, i) => [i ? ', ' : '', h('a', { href: '#/incidents' }, x.rule + ': ' + x.reason)]) : 'none')));
   }
 
   async function trigger() {
@@ -162,4 +182,25 @@ function definition(t) {
   ];
   return h('section', { 'aria-labelledby': 'def-h' }, h('h2', { id: 'def-h' }, 'Definition'),
     h('dl', { class: 'def' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+}
+
+// lagHistogram draws how late the task's scheduled fires started, in
+// buckets by order of magnitude.
+function lagHistogram(runs) {
+  const lags = runs.filter(r => r.trigger === 'SCHEDULE' && r.started_at).map(r => duration(r.scheduled_time, r.started_at));
+  if (!lags.length) return h('p', { class: 'empty' }, 'No scheduled fire has started yet.');
+  const buckets = [['< 10 ms', 10], ['< 100 ms', 100], ['< 1 s', 1000], ['< 10 s', 10000], ['≥ 10 s', Infinity]];
+  const counts = buckets.map(() => 0);
+  for (const l of lags) counts[buckets.findIndex(([, max]) => l < max)]++;
+  const top = Math.max(...counts);
+  const W = 360, H = 90, bw = W / buckets.length;
+  const label = 'lag of ' + lags.length + ' fires: ' + buckets.map(([name], i) => counts[i] + ' ' + name).join(', ');
+  return svg('svg', { viewBox: `0 0 ${W} ${H + 16}`, class: 'chart small-chart', role: 'img', 'aria-label': label },
+    svg('title', {}, label),
+    buckets.map(([name], i) => {
+      const bh = top ? (H - 12) * counts[i] / top : 0;
+      return [svg('rect', { x: i * bw + 6, y: H - bh, width: bw - 12, height: bh, class: 'bar-ok' }),
+        svg('text', { x: i * bw + bw / 2, y: H + 12, 'text-anchor': 'middle', class: 'axis' }, name),
+        counts[i] ? svg('text', { x: i * bw + bw / 2, y: H - bh - 2, 'text-anchor': 'middle', class: 'axis' }, String(counts[i])) : null];
+    }));
 }
