@@ -464,7 +464,11 @@ func TestConsole(t *testing.T) {
 			{"#/tokens", `document.querySelector('h1').textContent === 'API tokens'`},
 		}
 		for _, theme := range []string{"light", "dark"} {
-			p.eval(`document.documentElement.dataset.theme = '`+theme+`'; true`, nil)
+			var themed bool
+			p.eval(`document.documentElement.dataset.theme === '`+theme+`' || document.getElementById('theme').click(); document.documentElement.dataset.theme === '`+theme+`'`, &themed)
+			if !themed {
+				t.Fatalf("the theme button did not switch to the %s theme", theme)
+			}
 			for _, pg := range pages {
 				p.goTo(pg.route)
 				p.wait(pg.route, `location.hash === `+strconv.Quote(pg.route)+` && !!document.querySelector('h1') && !document.querySelector('main').innerText.startsWith('Loading') && (`+pg.ready+`)`, 10*time.Second)
@@ -529,7 +533,7 @@ func TestConsole(t *testing.T) {
 			{"run", "light", fmt.Sprintf("#/runs/%d", failedRun), `!!document.querySelector('tr.attempt')`},
 			{"overview", "light", "#/", `document.querySelector('h1').textContent === 'Overview'`},
 		} {
-			p.eval(`document.documentElement.dataset.theme = '`+sh.theme+`'; true`, nil)
+			p.eval(`document.documentElement.dataset.theme === '`+sh.theme+`' || document.getElementById('theme').click(); true`, nil)
 			p.goTo(sh.route)
 			p.wait(sh.route, `location.hash === `+strconv.Quote(sh.route)+` && !!document.querySelector('h1') && (`+sh.ready+`)`, 15*time.Second)
 			screenshot(p, sh.name)
