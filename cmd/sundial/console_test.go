@@ -313,6 +313,7 @@ func TestConsole(t *testing.T) {
 
 	step(t, "it fires, seen live", func(t *testing.T) {
 		p.t = t
+		p.wait("its next 10 fires, the planned ones marked", `document.querySelectorAll('section[aria-labelledby=next-h] ol.times li').length === 10 && document.querySelector('section[aria-labelledby=next-h]').innerText.includes('planned')`, 10*time.Second)
 		p.wait("a run on its page", `[...document.querySelectorAll('main tbody tr')].some(r => r.innerText.includes('SUCCESS')) && window.__noReload === true`, 15*time.Second)
 		p.goTo("#/tasks?q=console-e2e")
 		p.wait("the row", fmt.Sprintf(`!!document.querySelector('tr[data-id="%d"]')`, id), 10*time.Second)

@@ -80,7 +80,15 @@ export async function render(main, id) {
     }
     try {
       const r = await api('GET', '/cron/next' + qs({ expr: t.cron_expr, tz: t.timezone, dst: t.dst, count: 10 }));
-      nextBox.append(h('p', {}, r.description), h('ol', { class: 'times' }, r.next.map(x => h('li', {}, timeEl(x, t.timezone, true)))));
+      let times = r.next.map(at => ({ at }));
+      if (t.status === 'ENABLED') {
+        // The fires as the planner will make them: those planned already
+        // (with their jitter and calendars), then the schedule's.
+        const up = await api('GET', '/tasks/' + id + '/upcoming' + qs({ limit: 10 }));
+        times = up.runs.map(x => ({ at: x.scheduled_time, run: x })).concat(up.next.map(at => ({ at }))).slice(0, 10);
+      }
+      nextBox.append(h('p', {}, r.description), h('ol', { class: 'times' }, times.map(x => h('li', {}, timeEl(x.at, t.timezone, true),
+        x.run ? h('span', { class: 'muted' }, ' planned' + (x.run.status === 'SKIPPED' ? ', skipped: ' + x.run.skip_reason : '')) : null))));
     } catch (e) {
       nextBox.append(errorBox(e));
     }
