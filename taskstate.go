@@ -251,6 +251,9 @@ type TaskHealth struct {
 	LagP50MS   *int64 `json:"lag_p50_ms"`
 	LagP95MS   *int64 `json:"lag_p95_ms"`
 	LagSamples int    `json:"lag_samples"`
+	// Recent are the task's latest runs that ended, newest first, when
+	// a task list asks for them (GET /tasks?recent=N); nil otherwise.
+	Recent *[]LastRun `json:"recent,omitempty"`
 }
 
 // Health is the state block of t at now, from its saved state (nil when

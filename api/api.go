@@ -205,6 +205,7 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /healthz", sundial.RoleNone, s.handleHealthz)
 	s.route("GET /api/v1/cron/next", sundial.RoleViewer, s.handleCronNext, "expr", "tz", "from", "count", "dst")
 	s.route("GET /api/v1/openapi.json", sundial.RoleViewer, s.handleOpenAPI)
+	s.route("GET /api/v1/whoami", sundial.RoleViewer, s.handleWhoami)
 	if s.store == nil {
 		return s
 	}
@@ -214,7 +215,7 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/tasks:batch", sundial.RoleEditor, s.handleTaskBatch)
 	s.route("POST /api/v1/tasks:bulk", sundial.RoleOperator, s.handleTaskBulk)
 	s.route("GET /api/v1/tasks", sundial.RoleViewer, s.handleTaskList,
-		"status", "name", "name_prefix", "request_id", "biz_id", "selector", "limit", "cursor", "format")
+		"status", "name", "name_prefix", "request_id", "biz_id", "selector", "limit", "cursor", "format", "recent")
 	s.route("GET /api/v1/tasks/{id}", sundial.RoleViewer, s.handleTaskGet)
 	s.route("GET /api/v1/tasks/{id}/deps", sundial.RoleViewer, s.handleTaskDeps)
 	s.route("PUT /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskReplace)

@@ -36,6 +36,7 @@ func TestRoleTable(t *testing.T) {
 		{"GET /metrics", sundial.RoleViewer},
 		{"GET /api/v1/cron/next", sundial.RoleViewer},
 		{"GET /api/v1/openapi.json", sundial.RoleViewer},
+		{"GET /api/v1/whoami", sundial.RoleViewer},
 		{"GET /api/v1/tasks", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}", sundial.RoleViewer},
 		{"GET /api/v1/tasks/{id}/deps", sundial.RoleViewer},

@@ -514,6 +514,19 @@ func (f *contractFixture) story(t *testing.T) {
 		t.Fatalf("the filters of the misfire selected %+v", filtered.Items)
 	}
 	f.do(t, call{method: "GET", path: taskPath(nightly.ID, "/runs?trigger=SCHEDULE&selector=tier&finished_after="+from), status: 200})
+	// A page of tasks with their latest outcomes: the misfire is nightly's.
+	var recent struct {
+		Items []sundial.Task `json:"items"`
+	}
+	into(t, f.do(t, call{method: "GET", path: "/api/v1/tasks?recent=20&limit=200&name=nightly-report", token: f.secrets[sundial.RoleViewer], status: 200}), &recent)
+	if len(recent.Items) != 1 || recent.Items[0].State.Recent == nil || len(*recent.Items[0].State.Recent) == 0 ||
+		(*recent.Items[0].State.Recent)[0].ID != misfire.ID {
+		t.Fatalf("recent=20 of nightly-report = %+v", recent.Items)
+	}
+	f.do(t, invalid("GET", "/api/v1/tasks?recent=21", "", "recent"))
+	f.do(t, call{method: "GET", path: "/api/v1/tasks?recent=1&limit=201", status: 400, code: "invalid", field: "recent", doc: docSilent,
+		why: "a rule between two parameters"})
+	f.do(t, call{method: "GET", path: "/api/v1/whoami", token: f.secrets[sundial.RoleOperator], status: 200})
 	for _, k := range []call{
 		invalid("GET", "/api/v1/runs?status=DONE", "", "status"),
 		invalid("GET", "/api/v1/runs?from=yesterday", "", "from"),

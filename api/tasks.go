@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -483,6 +484,11 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	recent, err := parseRecent(q, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if v := q.Get("cursor"); v != "" {
 		if f.AfterID, err = decodeTaskCursor(v); err != nil {
 			s.writeError(w, r, err)
@@ -502,10 +508,69 @@ func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if err := s.withRecent(r.Context(), tasks, recent); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	for _, t := range tasks {
 		taskView(t, now)
 	}
 	writeJSON(w, http.StatusOK, listResponse[*sundial.Task]{Items: tasks, NextCursor: next})
+}
+
+// Bounds of a task list's recent=: the outcomes a row of the console
+// shows, for a page of tasks a screen holds.
+const (
+	maxRecent          = 20
+	maxRecentPageLimit = 200
+)
+
+// parseRecent reads recent: 0 (none, the default) to maxRecent, on a
+// page of at most maxRecentPageLimit tasks.
+func parseRecent(q url.Values, limit int) (int, error) {
+	v := q.Get("recent")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 || n > maxRecent {
+		return 0, &sundial.Error{Code: sundial.EInvalid, Field: "recent", Token: v,
+			Message: "recent must be an integer from 0 to " + strconv.Itoa(maxRecent)}
+	}
+	if n > 0 && limit > maxRecentPageLimit {
+		return 0, &sundial.Error{Code: sundial.EInvalid, Field: "recent", Token: v,
+			Message: "recent is read for a page of at most " + strconv.Itoa(maxRecentPageLimit) + " tasks: lower limit"}
+	}
+	return n, nil
+}
+
+// endedStatuses are the statuses of a run that has ended.
+var endedStatuses = []sundial.RunStatus{sundial.RunSuccess, sundial.RunFailed, sundial.RunTimeout,
+	sundial.RunFailedTimeout, sundial.RunCanceled, sundial.RunSkipped}
+
+// withRecent gives each of ts (with their state block) its latest n runs
+// that ended, newest first: one read of the runs' index per task, so a
+// page of them costs what its size does, whatever the number of tasks.
+// n 0 reads nothing.
+func (s *Server) withRecent(ctx context.Context, ts []*sundial.Task, n int) error {
+	if n == 0 {
+		return nil
+	}
+	for _, t := range ts {
+		runs, err := s.store.RunList(ctx, sundial.RunListParams{TaskID: t.ID, Status: endedStatuses, Limit: n})
+		if err != nil {
+			return err
+		}
+		recent := make([]sundial.LastRun, len(runs))
+		for i, r := range runs {
+			recent[i] = sundial.LastRun{ID: r.ID, Status: r.Status, SkipReason: r.SkipReason,
+				ScheduledTime: r.ScheduledTime.UTC(), FinishedAt: utcPtr(r.FinishedAt)}
+		}
+		if t.State != nil {
+			t.State.Recent = &recent
+		}
+	}
+	return nil
 }
 
 // taskStatuses are the statuses a task list filters by.

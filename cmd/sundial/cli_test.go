@@ -537,6 +537,9 @@ func TestCLIContexts(t *testing.T) {
 		t.Fatalf("token create printed %q, want the secret alone", viewer)
 	}
 	mustCLI(t, env, "task", "ls", "--token", viewer)
+	if out := mustCLI(t, env, "token", "whoami", "--token", viewer); !regexp.MustCompile(`(?m)^ci-viewer +viewer +on$`).MatchString(out) {
+		t.Errorf("token whoami as ci-viewer:\n%s", out)
+	}
 	newTask := filepath.Join(t.TempDir(), "t.yaml")
 	writeText(t, newTask, "name: x\ncron_expr: \"0 0 2 * * *\"\ntarget_url: http://127.0.0.1:9/\n")
 	failCLI(t, env, 1, []string{"viewer", "editor"}, "task", "create", "-f", newTask, "--token", viewer)

@@ -602,7 +602,53 @@ func (c *cli) tokenCommand() *cobra.Command {
 		},
 	}
 	addOutputFlag(ls, &out, "table", "table", "json", "yaml", "name")
-	cmd.AddCommand(ls, c.tokenCreateCommand(), c.tokenRevokeCommand())
+	cmd.AddCommand(ls, c.tokenCreateCommand(), c.tokenRevokeCommand(), c.tokenWhoamiCommand())
+	return cmd
+}
+
+// tokenWhoamiCommand is "sundial token whoami": who the token sent is
+// (GET /api/v1/whoami), for any role.
+func (c *cli) tokenWhoamiCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Show the actor and role of the token sent (any role may ask)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(out, "table", "json", "yaml"); err != nil {
+				return err
+			}
+			a, err := c.client()
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := a.do(cmd.Context(), http.MethodGet, "/api/v1/whoami", nil, nil, &raw); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch out {
+			case "json":
+				return writeJSON(w, raw)
+			case "yaml":
+				return writeYAML(w, raw)
+			}
+			var who struct {
+				Actor        string `json:"actor"`
+				Role         string `json:"role"`
+				AuthRequired bool   `json:"auth_required"`
+			}
+			if err := json.Unmarshal(raw, &who); err != nil {
+				return err
+			}
+			auth := "on"
+			if !who.AuthRequired {
+				auth = "off"
+			}
+			return writeTable(w, []string{"ACTOR", "ROLE", "AUTHENTICATION"}, [][]string{{who.Actor, who.Role, auth}})
+		},
+	}
+	addOutputFlag(cmd, &out, "table", "table", "json", "yaml")
 	return cmd
 }
 

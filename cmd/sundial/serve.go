@@ -32,6 +32,7 @@ import (
 	"github.com/sundialhq/sundial/store/mysql"
 	"github.com/sundialhq/sundial/store/postgres"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/ui"
 )
 
 // Bounds of the API server's requests that are not settings.
@@ -197,7 +198,9 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		srv.Handle("GET "+idtoken.DiscoveryPath, sundial.RoleNone, http.HandlerFunc(issuer.ServeDiscovery))
 	}
 	httpSrv := &http.Server{
-		Handler: srv.Handler(),
+		// The console (/ui/, and / redirected to it) is static: it reads
+		// and acts through the API with the user's token.
+		Handler: ui.New().Handler(srv.Handler()),
 		// A slow client holds a connection for a bounded time: its header
 		// in 10s at most, its whole request in read_timeout, the answer
 		// in write_timeout; an idle keep-alive is closed after
