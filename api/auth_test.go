@@ -75,6 +75,7 @@ func TestRoleTable(t *testing.T) {
 		{"DELETE /api/v1/alert-rules/{id}", sundial.RoleEditor},
 		{"GET /api/v1/incidents", sundial.RoleViewer},
 		{"GET /api/v1/incidents/{id}", sundial.RoleViewer},
+		{"POST /api/v1/incidents/{id}/ack", sundial.RoleOperator},
 		{"GET /api/v1/calendars", sundial.RoleViewer},
 		{"GET /api/v1/calendars/{name}", sundial.RoleViewer},
 		{"POST /api/v1/calendars", sundial.RoleEditor},
