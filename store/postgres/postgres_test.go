@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/sundialhq/sundial"
@@ -1469,5 +1470,48 @@ func TestAttemptOnRunFinal(t *testing.T) {
 		if _, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'SCHEDULED', attempt_on_run = false WHERE id = $1`, r.ID); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestPoolBounds: MaxConns caps the connections open at once and
+// MaxIdleConns those kept once they are released.
+func TestPoolBounds(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), newSchema(t), Options{MaxConns: 3, MaxIdleConns: 1, ConnMaxLifetime: time.Hour, ConnMaxIdleTime: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c := s.pool.Config(); c.MaxConns != 3 || c.MaxConnLifetime != time.Hour || c.MaxConnIdleTime != time.Minute {
+		t.Fatalf("pool config: max %d, lifetime %s, idle time %s", c.MaxConns, c.MaxConnLifetime, c.MaxConnIdleTime)
+	}
+	ctx := t.Context()
+	var held []*pgxpool.Conn
+	for range 3 {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if c, err := s.pool.Acquire(short); err == nil {
+		c.Release()
+		t.Fatal("a fourth connection was acquired past MaxConns 3")
+	}
+	// The release hook runs apart from Release: one release at a time.
+	for i, c := range held {
+		c.Release()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.pool.Stat().AcquiredConns() != int32(len(held)-1-i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("release %d did not end", i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if st := s.pool.Stat(); st.TotalConns() != 1 || st.IdleConns() != 1 {
+		t.Fatalf("after the releases: %d connections, %d idle; want 1 kept", st.TotalConns(), st.IdleConns())
 	}
 }

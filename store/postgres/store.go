@@ -39,6 +39,24 @@ type Options struct {
 	// pool_max_conns, or pgxpool's default (the larger of 4 and the number
 	// of CPUs).
 	MaxConns int
+	// MaxIdleConns caps the connections kept open while idle: a
+	// connection released while this many are idle is closed (releases at
+	// the same instant may each keep theirs; ConnMaxIdleTime closes the
+	// surplus). Zero: no cap but MaxConns.
+	MaxIdleConns int
+	// ConnMaxLifetime closes a connection this long after it was opened
+	// (at its next release); zero keeps the DSN's pool_max_conn_lifetime,
+	// or pgxpool's default (an hour).
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a connection idle this long (pgxpool looks
+	// every minute); zero keeps the DSN's pool_max_conn_idle_time, or
+	// pgxpool's default (30 minutes).
+	ConnMaxIdleTime time.Duration
+	// ListenDSN is where the event relay LISTENs (see EventRelay): a
+	// direct connection to the server when the DSN goes through a pooler
+	// in transaction mode, which has no session to LISTEN on. Empty: the
+	// DSN.
+	ListenDSN string
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
@@ -53,9 +71,11 @@ type Store struct {
 	// Plain holds the plain methods.
 	*sqlstore.Plain
 
-	pool  *pgxpool.Pool
-	log   *slog.Logger
-	clock func() time.Time // Options.Clock
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	// listen is the configuration of the event relay's connection.
+	listen *pgx.ConnConfig
+	clock  func() time.Time // Options.Clock
 	// closed is set by Close: every error after it is EUnavailable.
 	closed atomic.Bool
 }
@@ -77,11 +97,30 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = int32(min(opts.MaxConns, 1<<30))
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if opts.ConnMaxLifetime > 0 {
+		cfg.MaxConnLifetime = opts.ConnMaxLifetime
+	}
+	if opts.ConnMaxIdleTime > 0 {
+		cfg.MaxConnIdleTime = opts.ConnMaxIdleTime
+	}
+	// pgxpool keeps every released connection; past MaxIdleConns idle
+	// ones, a released connection is closed instead.
+	var pool *pgxpool.Pool
+	if opts.MaxIdleConns > 0 {
+		maxIdle := int32(min(opts.MaxIdleConns, 1<<30))
+		cfg.AfterRelease = func(*pgx.Conn) bool { return pool.Stat().IdleConns() < maxIdle }
+	}
+	pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: opts.Clock}
+	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: opts.Clock, listen: cfg.ConnConfig}
+	if opts.ListenDSN != "" {
+		if s.listen, err = pgx.ParseConfig(opts.ListenDSN); err != nil {
+			pool.Close()
+			return nil, errors.New("open postgres: the listen DSN is not a valid connection string")
+		}
+	}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
