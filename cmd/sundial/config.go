@@ -261,6 +261,7 @@ func (c *config) settings() []setting {
 var commandKeys = map[string][]string{
 	"migrate":        {"db", "log.level", "log.format"},
 	"secrets reseal": {"db", "log.level", "log.format", "secrets.key", "secrets.key_file", "secrets.previous_keys"},
+	"backup":         {"db", "log.level", "log.format"},
 }
 
 // commandSettings returns the settings the command takes, in help order.
@@ -283,6 +284,11 @@ func (c *config) commandSettings(name string) []setting {
 var commandSummaries = map[string]string{
 	"serve":   "Run a scheduler node and the REST API until SIGINT or SIGTERM.",
 	"migrate": "Create or upgrade the database schema, then exit (serve also does it on start).",
+	"backup": "Write a consistent copy of a SQLite database to FILE, while its node runs (VACUUM INTO), and\n" +
+		"the database's secrets key file, if it has one, to FILE.key. An existing FILE is an error\n" +
+		"unless --force. Start a node on the copy to restore it; see docs/deploy.md.\n\n" +
+		"  --to string\n        the file to write (required)\n" +
+		"  --force\n        replace FILE (and FILE.key) if they exist\n\n--to and --force are flags only.",
 	"secrets reseal": "Seal every stored secret (of tasks, live or deleted, and the OIDC signing keys) again with\n" +
 		"the current secrets key (secrets.key, or else a SQLite database's key file), opening each with\n" +
 		"whichever of it and secrets.previous_keys sealed it, and seal what is stored in clear, so that\n" +
@@ -458,9 +464,18 @@ func (s setting) set(text string) error {
 // loadConfig builds the configuration of "sundial serve" from its flags, the
 // environment and the YAML file named by --config (or SUNDIAL_CONFIG).
 func loadConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	return loadConfigWith(name, args, getenv, stderr, nil)
+}
+
+// loadConfigWith is loadConfig for a command that has flags of its own
+// besides settings: flags declares them on the command's flag set.
+func loadConfigWith(name string, args []string, getenv func(string) string, stderr io.Writer, flags func(*flag.FlagSet)) (*config, error) {
 	c := defaultConfig()
 	settings := c.commandSettings(name)
 	fs := flag.NewFlagSet("sundial "+name, flag.ContinueOnError)
+	if flags != nil {
+		flags(fs)
+	}
 	fs.SetOutput(io.Discard) // errors are returned; -h prints writeHelp
 	fs.Usage = func() {}
 	configPath := fs.String("config", "", "")
