@@ -28,7 +28,7 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrateLockKey is the pg_advisory_lock key Migrate holds: "Sundial" in
+// migrateLockKey is the advisory lock key Migrate takes: "Sundial" in
 // ASCII. It is one key for the whole database, whatever the schema.
 const migrateLockKey int64 = 0x53756e6469616c
 
@@ -153,9 +153,13 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	return migrate.Check(ctx, db, sub)
 }
 
-// Migrate applies the migrations the database has not had yet, holding an
-// advisory lock so that nodes starting at once apply each migration once.
-// It is idempotent; Open calls it, and so does `sundial migrate`.
+// Migrate applies the migrations the database has not had yet, each in a
+// transaction that first takes an advisory lock, so that nodes starting at
+// once apply each migration once. The lock ends with its transaction, so
+// Migrate works through PgBouncer in transaction mode; it is the key a
+// session lock of earlier versions took, so the two exclude each other
+// during a rolling upgrade. It is idempotent; Open calls it, and so does
+// `sundial migrate`.
 func (s *Store) Migrate(ctx context.Context) (err error) {
 	defer s.classify(&err)
 	sub, err := fs.Sub(migrationFiles, "migrations")
@@ -165,7 +169,7 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
 	d := migrate.Dialect{
-		Lock:        lockMigrations,
+		TxLock:      lockMigrations,
 		Placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
 	}
 	if _, err := migrate.Up(ctx, db, sub, d, s.log); err != nil {
@@ -174,31 +178,10 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-// lockMigrations holds the migration lock on conn until unlock. A session
-// lock outlives the migrations' own transactions; it goes with the session
-// if the connection breaks.
-func lockMigrations(ctx context.Context, conn *sql.Conn) (func(context.Context) error, error) {
-	// A session that may hold the lock but will not unlock it (a wait
-	// cancelled just as the lock was granted, a failed unlock) must not go
-	// back to the pool: closing it releases the lock.
-	discard := func() {
-		_ = conn.Raw(func(c any) error { return c.(*stdlib.Conn).Conn().Close(context.WithoutCancel(ctx)) })
-	}
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
-		discard()
-		return nil, err
-	}
-	return func(ctx context.Context) error {
-		var released bool
-		if err := conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock($1)`, migrateLockKey).Scan(&released); err != nil {
-			discard()
-			return err
-		}
-		if !released {
-			return errors.New("the migration lock was not held")
-		}
-		return nil
-	}, nil
+// lockMigrations takes the migration lock until tx ends.
+func lockMigrations(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey)
+	return err
 }
 
 // Close releases the pool.
