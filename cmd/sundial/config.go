@@ -128,7 +128,7 @@ func (d *dbConfig) UnmarshalYAML(n *yaml.Node) error {
 		return n.Decode(&d.URL)
 	}
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: db: want a URL or a mapping of url, max_open_conns, ...", n.Line)
+		return fmt.Errorf("line %d: db: want a URL, or a mapping of url and the db.* settings", n.Line)
 	}
 	known := map[string]bool{}
 	for _, f := range reflect.VisibleFields(reflect.TypeFor[dbConfig]()) {

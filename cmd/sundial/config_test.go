@@ -124,7 +124,7 @@ func TestConfigErrors(t *testing.T) {
 		{"idle timeout too short", "", []string{"--api.idle_timeout", "1ms"}, nil, "api.idle_timeout: 1ms: want from 100ms to 1h"},
 		{"read timeout too short", "", nil, map[string]string{"SUNDIAL_API_READ_TIMEOUT": "1ms"}, "api.read_timeout: 1ms"},
 		{"misspelt db key", "db:\n  url: sqlite:x.db\n  max_open_con: 4\n", nil, nil, `line 3: unknown key "db.max_open_con"`},
-		{"db a list", "db: [a, b]\n", nil, nil, "db: want a URL or a mapping"},
+		{"db a list", "db: [a, b]\n", nil, nil, "db: want a URL, or a mapping"},
 		{"negative max open", "", []string{"--db.max_open_conns", "-1"}, nil, "db.max_open_conns: -1: want from 0"},
 		{"idle above open", "", nil, map[string]string{"SUNDIAL_DB_MAX_OPEN_CONNS": "4", "SUNDIAL_DB_MAX_IDLE_CONNS": "5"},
 			"db.max_idle_conns: 5: want at most db.max_open_conns (4)"},
