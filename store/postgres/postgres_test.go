@@ -1595,3 +1595,15 @@ func TestStorePgBouncer(t *testing.T) {
 		return stores
 	}, LockRuns: holdRuns, AttemptRows: attemptRows, Exec: exec})
 }
+
+// TestPooledStatementsHint: an error of pgx's prepared statements behind a
+// transaction pooler says what to set; other errors are left as they are.
+func TestPooledStatementsHint(t *testing.T) {
+	t.Parallel()
+	for code, hint := range map[string]bool{"42P05": true, "26000": true, "23505": false} {
+		err := pooledStatements(fmt.Errorf("migrate: %w", &pgconn.PgError{Code: code, Message: "m"}))
+		if got := strings.Contains(err.Error(), "default_query_exec_mode=cache_describe"); got != hint || pgCode(err) != code {
+			t.Errorf("%s: %v; want the hint %v and the code kept", code, err, hint)
+		}
+	}
+}

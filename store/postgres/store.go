@@ -136,9 +136,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		pool.Close()
-		return nil, err
+		return nil, pooledStatements(err)
 	}
 	return s, nil
+}
+
+// pooledStatements adds to err, when it says that a prepared statement
+// was found where it should not be or not found where it should, what
+// that means: a pooler in transaction mode lends each transaction another
+// server session, and pgx's prepared statements do not follow.
+func pooledStatements(err error) error {
+	if c := pgCode(err); c == "42P05" || c == "26000" { // duplicate_prepared_statement, invalid_sql_statement_name
+		return fmt.Errorf("%w (through a pooler in transaction mode, such as PgBouncer, "+
+			"add default_query_exec_mode=cache_describe to the URL; see docs/deploy.md)", err)
+	}
+	return err
 }
 
 // checkSchema refuses a database whose schema is not current
