@@ -108,7 +108,7 @@ func legacyCommand(use, short string, fn func(args []string) error) *cobra.Comma
 }
 
 // serverCommands are the commands that run Sundial itself, or try it
-// out: serve, migrate, secrets, target, cron and bench.
+// out: serve, migrate, backup, health, secrets, target, cron and bench.
 func (c *cli) serverCommands() []*cobra.Command {
 	ctx, getenv, stdout, stderr := c.ctx, c.getenv, c.stdout, c.stderr
 	serve := legacyCommand("serve [flags]", "Run a scheduler node and the REST API", func(args []string) error {
@@ -119,6 +119,11 @@ func (c *cli) serverCommands() []*cobra.Command {
 		return runMigrate(ctx, args, getenv, stdout, stderr)
 	})
 	settingFlags(migrate, "migrate")
+	backup := legacyCommand("backup --to FILE [--force] [flags]", "Write a consistent copy of a running node's SQLite database",
+		func(args []string) error { return runBackup(ctx, args, getenv, stdout, stderr) })
+	settingFlags(backup, "backup")
+	backup.Flags().String("to", "", "the file to write the copy to")
+	backup.Flags().Bool("force", false, "replace the file if it exists")
 
 	secrets := legacyCommand("secrets reseal [flags]", "Seal every stored secret again with the current secrets key",
 		func(args []string) error { return runSecrets(ctx, args, getenv, stdout, stderr) })
@@ -127,6 +132,12 @@ func (c *cli) serverCommands() []*cobra.Command {
 		func(args []string) error { return runReseal(ctx, args, getenv, stdout, stderr) })
 	settingFlags(reseal, "secrets reseal")
 	secrets.AddCommand(reseal)
+
+	health := legacyCommand("health [--url URL] [--ready]", "Exit 0 if a node answers /healthz (or /readyz) with 200: a container's health check",
+		func(args []string) error { return runHealth(ctx, args, stdout, stderr) })
+	health.Flags().String("url", "http://127.0.0.1:8080", "the node's API")
+	health.Flags().Bool("ready", false, "ask /readyz rather than /healthz")
+	health.Flags().String("timeout", "5s", "give up after this")
 
 	target := legacyCommand("target [--listen ADDR]", "Run an HTTP target that prints every call it receives",
 		func(args []string) error { return runTarget(ctx, args, stdout, stderr) })
@@ -157,7 +168,7 @@ func (c *cli) serverCommands() []*cobra.Command {
 			return runBench(ctx, append([]string{s.name}, args...), stdout, stderr)
 		}))
 	}
-	return []*cobra.Command{serve, migrate, secrets, target, cronCmd, bench}
+	return []*cobra.Command{serve, migrate, backup, health, secrets, target, cronCmd, bench}
 }
 
 // settingFlags declares to cobra, for shell completion only, the flags of

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -29,7 +30,7 @@ import (
 // beats the environment, which beats the file, which beats the default.
 type config struct {
 	Listen string    `yaml:"listen"`
-	DB     string    `yaml:"db"`
+	DB     dbConfig  `yaml:"db"`
 	Log    logConfig `yaml:"log"`
 
 	API struct {
@@ -109,6 +110,39 @@ type config struct {
 	} `yaml:"debug"`
 }
 
+// dbConfig is the database and its connection pool. In the YAML file, db
+// is either the database's URL alone or a mapping of url and the pool's
+// settings.
+type dbConfig struct {
+	URL             string        `yaml:"url"`
+	MaxOpenConns    int           `yaml:"max_open_conns"`
+	MaxIdleConns    int           `yaml:"max_idle_conns"`
+	ConnMaxLifetime time.Duration `yaml:"conn_max_lifetime"`
+	ConnMaxIdleTime time.Duration `yaml:"conn_max_idle_time"`
+	ListenURL       string        `yaml:"listen_url"`
+}
+
+// UnmarshalYAML takes "db: URL" as well as the mapping, strictly.
+func (d *dbConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&d.URL)
+	}
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: db: want a URL, or a mapping of url and the db.* settings", n.Line)
+	}
+	known := map[string]bool{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[dbConfig]()) {
+		known[f.Tag.Get("yaml")] = true
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; !known[k] {
+			return fmt.Errorf("line %d: unknown key \"db.%s\"", n.Content[i].Line, k)
+		}
+	}
+	type plain dbConfig // without this method
+	return n.Decode((*plain)(d))
+}
+
 type logConfig struct {
 	Level  string `yaml:"level"`
 	Format string `yaml:"format"`
@@ -118,7 +152,7 @@ type logConfig struct {
 // the scheduler's own defaults (scheduler.DefaultConfig) and the server's.
 func defaultConfig() *config {
 	d := scheduler.DefaultConfig()
-	c := &config{Listen: "127.0.0.1:8080", DB: "sqlite:./sundial.db", Log: logConfig{Level: "info", Format: "text"}}
+	c := &config{Listen: "127.0.0.1:8080", DB: dbConfig{URL: "sqlite:./sundial.db"}, Log: logConfig{Level: "info", Format: "text"}}
 	c.API.MaxConnections = 1024
 	c.API.ReadTimeout = time.Minute
 	c.API.WriteTimeout = 2 * time.Minute
@@ -163,9 +197,14 @@ type setting struct {
 func (c *config) settings() []setting {
 	return []setting{
 		{"listen", "address of the REST API", &c.Listen},
-		{"db", "database: sqlite:PATH, postgres://user@host:5432/db or mysql://user:pass@host:3306/db", &c.DB},
+		{"db", "database: sqlite:PATH, postgres://user@host:5432/db or mysql://user:pass@host:3306/db", &c.DB.URL},
 		{"log.level", "debug, info, warn or error", &c.Log.Level},
 		{"log.format", "text or json", &c.Log.Format},
+		{"db.max_open_conns", "database connections open at once, at most (0: PostgreSQL the larger of 4 and the CPUs, MySQL 16, SQLite the larger of 4 and the CPUs for reads and one for writes)", &c.DB.MaxOpenConns},
+		{"db.max_idle_conns", "database connections kept open while idle, at most (0: as many as db.max_open_conns)", &c.DB.MaxIdleConns},
+		{"db.conn_max_lifetime", "a database connection is closed this long after it was opened (0: PostgreSQL 1h, MySQL never; not SQLite)", &c.DB.ConnMaxLifetime},
+		{"db.conn_max_idle_time", "an idle database connection is closed after this (0: PostgreSQL 30m, MySQL 5m; not SQLite)", &c.DB.ConnMaxIdleTime},
+		{"db.listen_url", "PostgreSQL: the URL of a direct connection (not through a pooler in transaction mode) the node LISTENs on for the cluster's live events; default db", &c.DB.ListenURL},
 		{"api.max_connections", "connections the API keeps open at once; more wait to be accepted", &c.API.MaxConnections},
 		{"api.read_timeout", "a request, its body included, must be read within this", &c.API.ReadTimeout},
 		{"api.write_timeout", "a request must be answered within this after its header is read", &c.API.WriteTimeout},
@@ -222,6 +261,7 @@ func (c *config) settings() []setting {
 var commandKeys = map[string][]string{
 	"migrate":        {"db", "log.level", "log.format"},
 	"secrets reseal": {"db", "log.level", "log.format", "secrets.key", "secrets.key_file", "secrets.previous_keys"},
+	"backup":         {"db", "log.level", "log.format"},
 }
 
 // commandSettings returns the settings the command takes, in help order.
@@ -244,6 +284,11 @@ func (c *config) commandSettings(name string) []setting {
 var commandSummaries = map[string]string{
 	"serve":   "Run a scheduler node and the REST API until SIGINT or SIGTERM.",
 	"migrate": "Create or upgrade the database schema, then exit (serve also does it on start).",
+	"backup": "Write a consistent copy of a SQLite database to FILE, while its node runs (VACUUM INTO), and\n" +
+		"the database's secrets key file, if it has one, to FILE.key. An existing FILE is an error\n" +
+		"unless --force. Start a node on the copy to restore it; see docs/deploy.md.\n\n" +
+		"  --to string\n        the file to write (required)\n" +
+		"  --force\n        replace FILE (and FILE.key) if they exist\n\n--to and --force are flags only.",
 	"secrets reseal": "Seal every stored secret (of tasks, live or deleted, and the OIDC signing keys) again with\n" +
 		"the current secrets key (secrets.key, or else a SQLite database's key file), opening each with\n" +
 		"whichever of it and secrets.previous_keys sealed it, and seal what is stored in clear, so that\n" +
@@ -253,6 +298,7 @@ var commandSummaries = map[string]string{
 
 // sectionTitles names the groups of settings in the help, by key prefix.
 var sectionTitles = map[string]string{
+	"db":          "Database connections",
 	"api":         "API server",
 	"auth":        "Authentication",
 	"audit":       "Audit log",
@@ -418,9 +464,18 @@ func (s setting) set(text string) error {
 // loadConfig builds the configuration of "sundial serve" from its flags, the
 // environment and the YAML file named by --config (or SUNDIAL_CONFIG).
 func loadConfig(name string, args []string, getenv func(string) string, stderr io.Writer) (*config, error) {
+	return loadConfigWith(name, args, getenv, stderr, nil)
+}
+
+// loadConfigWith is loadConfig for a command that has flags of its own
+// besides settings: flags declares them on the command's flag set.
+func loadConfigWith(name string, args []string, getenv func(string) string, stderr io.Writer, flags func(*flag.FlagSet)) (*config, error) {
 	c := defaultConfig()
 	settings := c.commandSettings(name)
 	fs := flag.NewFlagSet("sundial "+name, flag.ContinueOnError)
+	if flags != nil {
+		flags(fs)
+	}
 	fs.SetOutput(io.Discard) // errors are returned; -h prints writeHelp
 	fs.Usage = func() {}
 	configPath := fs.String("config", "", "")
@@ -503,11 +558,25 @@ func (c *config) validate() error {
 	switch {
 	case c.Listen == "":
 		return errors.New("listen: must not be empty")
-	case !strings.HasPrefix(c.DB, "sqlite:") && !strings.HasPrefix(c.DB, "postgres://") &&
-		!strings.HasPrefix(c.DB, "postgresql://") && !strings.HasPrefix(c.DB, "mysql://"):
-		return fmt.Errorf("db: %q: want sqlite:PATH, postgres://URL or mysql://URL", c.DB)
-	case c.DB == "sqlite:":
+	case !strings.HasPrefix(c.DB.URL, "sqlite:") && !strings.HasPrefix(c.DB.URL, "postgres://") &&
+		!strings.HasPrefix(c.DB.URL, "postgresql://") && !strings.HasPrefix(c.DB.URL, "mysql://"):
+		return fmt.Errorf("db: %q: want sqlite:PATH, postgres://URL or mysql://URL", redact(c.DB.URL))
+	case c.DB.URL == "sqlite:":
 		return errors.New("db: sqlite: needs a file path, such as sqlite:./sundial.db")
+	case c.DB.MaxOpenConns < 0 || c.DB.MaxOpenConns > 10000:
+		return fmt.Errorf("db.max_open_conns: %d: want from 0 (the database's default) to 10000", c.DB.MaxOpenConns)
+	case c.DB.MaxIdleConns < 0 || c.DB.MaxIdleConns > 10000:
+		return fmt.Errorf("db.max_idle_conns: %d: want from 0 (as many as db.max_open_conns) to 10000", c.DB.MaxIdleConns)
+	case c.DB.MaxOpenConns > 0 && c.DB.MaxIdleConns > c.DB.MaxOpenConns:
+		return fmt.Errorf("db.max_idle_conns: %d: want at most db.max_open_conns (%d)", c.DB.MaxIdleConns, c.DB.MaxOpenConns)
+	case c.DB.ConnMaxLifetime != 0 && (c.DB.ConnMaxLifetime < time.Second || c.DB.ConnMaxLifetime > 24*time.Hour):
+		return fmt.Errorf("db.conn_max_lifetime: %s: want 0 (the database's default) or from 1s to 24h", c.DB.ConnMaxLifetime)
+	case c.DB.ConnMaxIdleTime != 0 && (c.DB.ConnMaxIdleTime < time.Second || c.DB.ConnMaxIdleTime > 24*time.Hour):
+		return fmt.Errorf("db.conn_max_idle_time: %s: want 0 (the database's default) or from 1s to 24h", c.DB.ConnMaxIdleTime)
+	case c.DB.ListenURL != "" && !strings.HasPrefix(c.DB.URL, "postgres://") && !strings.HasPrefix(c.DB.URL, "postgresql://"):
+		return errors.New("db.listen_url: only for a PostgreSQL db")
+	case c.DB.ListenURL != "" && !strings.HasPrefix(c.DB.ListenURL, "postgres://") && !strings.HasPrefix(c.DB.ListenURL, "postgresql://"):
+		return fmt.Errorf("db.listen_url: %q: want a postgres:// URL", redact(c.DB.ListenURL))
 	case !oneOf(c.Log.Level, "debug", "info", "warn", "error"):
 		return fmt.Errorf("log.level: %q: want debug, info, warn or error", c.Log.Level)
 	case !oneOf(c.Log.Format, "text", "json"):

@@ -58,12 +58,39 @@ func TestConfigPrecedence(t *testing.T) {
 	if c.Scheduler.Lookahead != 30*time.Second {
 		t.Errorf("lookahead %s, want the file's 30s", c.Scheduler.Lookahead)
 	}
-	if c.Scheduler.PollInterval != time.Second || c.Listen != "127.0.0.1:8080" || c.DB != "sqlite:./sundial.db" ||
+	if c.Scheduler.PollInterval != time.Second || c.Listen != "127.0.0.1:8080" || c.DB.URL != "sqlite:./sundial.db" ||
 		c.Scheduler.NodeRetention != 24*time.Hour {
 		t.Errorf("defaults lost: %+v", c)
 	}
 	if got := c.Executor.StartIntervals; len(got) != 2 || got["a.example"] != 5*time.Second || got["b.example:8080"] != time.Second {
 		t.Errorf("start_intervals %v", got)
+	}
+}
+
+// TestConfigDB: db is a URL, or in the file a mapping of the URL and the
+// pool's settings, each also a flag and a variable.
+func TestConfigDB(t *testing.T) {
+	t.Parallel()
+	c, err := loadConfig("serve", []string{"--config", writeConfig(t, "db: postgres://db/x\n")}, func(string) string { return "" }, io.Discard)
+	if err != nil || c.DB != (dbConfig{URL: "postgres://db/x"}) {
+		t.Fatalf("db as a URL: %+v, %v", c.DB, err)
+	}
+	path := writeConfig(t, `db:
+  url: postgres://pgbouncer:6432/x
+  max_open_conns: 8
+  max_idle_conns: 2
+  conn_max_lifetime: 30m
+  listen_url: postgres://db:5432/x
+`)
+	env := map[string]string{"SUNDIAL_DB_CONN_MAX_IDLE_TIME": "1m"}
+	c, err = loadConfig("serve", []string{"--config", path, "--db.max_idle_conns", "3"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dbConfig{URL: "postgres://pgbouncer:6432/x", MaxOpenConns: 8, MaxIdleConns: 3, ConnMaxLifetime: 30 * time.Minute,
+		ConnMaxIdleTime: time.Minute, ListenURL: "postgres://db:5432/x"}
+	if c.DB != want {
+		t.Errorf("db %+v, want %+v", c.DB, want)
 	}
 }
 
@@ -96,6 +123,17 @@ func TestConfigErrors(t *testing.T) {
 		{"max connections zero", "", []string{"--api.max_connections", "0"}, nil, "api.max_connections: 0"},
 		{"idle timeout too short", "", []string{"--api.idle_timeout", "1ms"}, nil, "api.idle_timeout: 1ms: want from 100ms to 1h"},
 		{"read timeout too short", "", nil, map[string]string{"SUNDIAL_API_READ_TIMEOUT": "1ms"}, "api.read_timeout: 1ms"},
+		{"misspelt db key", "db:\n  url: sqlite:x.db\n  max_open_con: 4\n", nil, nil, `line 3: unknown key "db.max_open_con"`},
+		{"db a list", "db: [a, b]\n", nil, nil, "db: want a URL, or a mapping"},
+		{"negative max open", "", []string{"--db.max_open_conns", "-1"}, nil, "db.max_open_conns: -1: want from 0"},
+		{"idle above open", "", nil, map[string]string{"SUNDIAL_DB_MAX_OPEN_CONNS": "4", "SUNDIAL_DB_MAX_IDLE_CONNS": "5"},
+			"db.max_idle_conns: 5: want at most db.max_open_conns (4)"},
+		{"lifetime too short", "", []string{"--db.conn_max_lifetime", "10ms"}, nil, "db.conn_max_lifetime: 10ms: want 0"},
+		{"idle time too long", "", []string{"--db.conn_max_idle_time", "48h"}, nil, "db.conn_max_idle_time: 48h0m0s: want 0"},
+		{"listen url on sqlite", "", []string{"--db.listen_url", "postgres://db/x"}, nil, "db.listen_url: only for a PostgreSQL db"},
+		{"listen url not postgres", "", []string{"--db", "postgres://pgbouncer:6432/x", "--db.listen_url", "mysql://u:secret@db/x"}, nil,
+			`db.listen_url: "mysql://u:***@db/x": want a postgres:// URL`},
+		{"database password not echoed", "", []string{"--db", "oracle://u:secret@db/x"}, nil, `db: "oracle://u:***@db/x"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,8 @@
 //
 //	sundial serve            run a scheduler node and the REST API
 //	sundial migrate          create or upgrade the database schema
+//	sundial backup --to FILE copy a running node's SQLite database
+//	sundial health           exit 0 if a node answers /healthz (or /readyz)
 //	sundial secrets reseal   seal every stored secret again with the current secrets key
 //	sundial target           an HTTP target that prints what it receives
 //	sundial cron next EXPR   print the next fire times of a cron expression
@@ -46,6 +48,8 @@ const usage = `Sundial is a distributed second-precise job scheduler.
 Usage:
   sundial serve [flags]                 run a scheduler node and the REST API
   sundial migrate [flags]               create or upgrade the database schema
+  sundial backup --to FILE [--force]    write a consistent copy of a running node's SQLite database
+  sundial health [--url URL] [--ready]  exit 0 if a node answers /healthz (or /readyz) with 200
   sundial secrets reseal [flags]        seal every stored secret again with secrets.key, after a
                                         rotation of the key, so that the old one can be dropped
   sundial target [--listen ADDR]        run an HTTP target that prints every call it receives

@@ -101,7 +101,7 @@ func resealBox(cfg *config) (*seal.Box, error) {
 		return nil, usageErrorf("%v", err)
 	}
 	if key == nil {
-		path, ok := sqliteKeyFile(cfg.DB)
+		path, ok := sqliteKeyFile(cfg.DB.URL)
 		if !ok {
 			return nil, usageErrorf("no secrets key to seal with: set secrets.key, secrets.key_file or SUNDIAL_SECRETS_KEY " +
 				"to the cluster's key (the new one, after a rotation) and the keys it replaces in secrets.previous_keys")

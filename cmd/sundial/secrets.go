@@ -28,7 +28,7 @@ func secretsBox(ctx context.Context, cfg *config, store sundial.Store, log *slog
 		return nil, err
 	}
 	if key == nil {
-		path, ok := sqliteKeyFile(cfg.DB)
+		path, ok := sqliteKeyFile(cfg.DB.URL)
 		if !ok {
 			if _, sealed, err := store.SettingGet(ctx, idtoken.SettingName); err != nil {
 				return nil, fmt.Errorf("read settings: %w", err)

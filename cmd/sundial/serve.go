@@ -79,7 +79,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		pprofAddr = addr
 	}
 
-	store, err := openStore(ctx, cfg.DB, log)
+	store, err := openStoreAs(ctx, cfg.DB, log, false)
 	if err != nil {
 		return err
 	}
@@ -227,7 +227,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 	serveDone := make(chan error, 1)
 	go func() { serveDone <- httpSrv.Serve(api.Listener(apiLn)) }()
 
-	fmt.Fprintf(stdout, "Sundial listening on %s://%s (node %s, database %s)\n", apiScheme(certs), ln.Addr(), node.ID, redact(cfg.DB))
+	fmt.Fprintf(stdout, "Sundial listening on %s://%s (node %s, database %s)\n", apiScheme(certs), ln.Addr(), node.ID, redact(cfg.DB.URL))
 	serveLog.Info("serving", "addr", ln.Addr().String(), "node_id", node.ID)
 	if pprofAddr != nil {
 		serveLog.Info("serving profiles", "url", "http://"+pprofAddr.String()+"/debug/pprof/")
@@ -303,14 +303,14 @@ func runMigrate(ctx context.Context, args []string, getenv func(string) string, 
 		}
 		return err
 	}
-	store, err := openStore(ctx, cfg.DB, newLogger(cfg.Log, stderr))
+	store, err := openStoreAs(ctx, cfg.DB, newLogger(cfg.Log, stderr), false)
 	if err != nil {
 		return err
 	}
 	if err := store.Close(); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "Schema of %s is up to date\n", redact(cfg.DB))
+	_, err = fmt.Fprintf(stdout, "Schema of %s is up to date\n", redact(cfg.DB.URL))
 	return err
 }
 
@@ -327,25 +327,31 @@ func eventRelay(store sundial.Store) sundial.EventRelay {
 	return nil
 }
 
-// openStore opens the database named by dsn and migrates its schema.
+// openStore opens the database named by dsn, with the default pool, and
+// migrates its schema.
 func openStore(ctx context.Context, dsn string, log *slog.Logger) (sundial.Store, error) {
-	return openStoreAs(ctx, dsn, log, false)
+	return openStoreAs(ctx, dbConfig{URL: dsn}, log, false)
 }
 
-// openStoreAs opens the database named by dsn; with noMigrate, it leaves
-// the schema as it is and refuses a database whose schema is not current
-// (or, on SQLite, a file that does not exist), changing nothing.
-func openStoreAs(ctx context.Context, dsn string, log *slog.Logger, noMigrate bool) (sundial.Store, error) {
+// openStoreAs opens the database db names with db's pool settings; with
+// noMigrate, it leaves the schema as it is and refuses a database whose
+// schema is not current (or, on SQLite, a file that does not exist),
+// changing nothing.
+func openStoreAs(ctx context.Context, db dbConfig, log *slog.Logger, noMigrate bool) (sundial.Store, error) {
+	dsn := db.URL
 	switch {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		path := strings.TrimPrefix(dsn, "sqlite:")
-		s, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoMigrate: noMigrate})
+		s, err := sqlite.Open(ctx, path, sqlite.Options{Logger: log, NoMigrate: noMigrate,
+			ReadConns: db.MaxOpenConns, ReadIdleConns: db.MaxIdleConns})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", dsn, err)
 		}
 		return s, nil
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		s, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, NoMigrate: noMigrate})
+		s, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, NoMigrate: noMigrate,
+			MaxConns: db.MaxOpenConns, MaxIdleConns: db.MaxIdleConns,
+			ConnMaxLifetime: db.ConnMaxLifetime, ConnMaxIdleTime: db.ConnMaxIdleTime, ListenDSN: db.ListenURL})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", redact(dsn), err)
 		}
@@ -355,7 +361,9 @@ func openStoreAs(ctx context.Context, dsn string, log *slog.Logger, noMigrate bo
 		if err != nil {
 			return nil, usageErrorf("db: %v", err)
 		}
-		s, err := mysql.Open(ctx, driverDSN, mysql.Options{Logger: log, NoMigrate: noMigrate})
+		s, err := mysql.Open(ctx, driverDSN, mysql.Options{Logger: log, NoMigrate: noMigrate,
+			MaxConns: db.MaxOpenConns, MaxIdleConns: db.MaxIdleConns,
+			ConnMaxLifetime: db.ConnMaxLifetime, ConnMaxIdleTime: db.ConnMaxIdleTime})
 		if err != nil {
 			return nil, fmt.Errorf("open %s: %w", redact(dsn), err)
 		}

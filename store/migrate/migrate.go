@@ -36,6 +36,13 @@ type Dialect struct {
 	// example pg_advisory_lock or MySQL GET_LOCK) on conn, the connection
 	// Up uses throughout, and returns the function that releases it.
 	Lock func(ctx context.Context, conn *sql.Conn) (unlock func(context.Context) error, err error)
+	// TxLock, instead of Lock, takes a lock that ends with the transaction
+	// (pg_advisory_xact_lock) at the start of every transaction Up makes:
+	// the one that creates schema_migrations and each migration's. It
+	// holds no session state between statements, so it works through a
+	// pooler that lends a server session per transaction (PgBouncer in
+	// transaction mode).
+	TxLock func(ctx context.Context, tx *sql.Tx) error
 	// Exec runs one migration script inside tx. Nil runs it with one
 	// tx.ExecContext call.
 	Exec func(ctx context.Context, tx *sql.Tx, script string) error
@@ -117,10 +124,7 @@ func Up(ctx context.Context, db *sql.DB, fsys fs.FS, d Dialect, log *slog.Logger
 			}
 		}()
 	}
-	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-	version BIGINT NOT NULL PRIMARY KEY,
-	applied_at BIGINT NOT NULL
-)`); err != nil {
+	if err := createLedger(ctx, conn, d); err != nil {
 		return nil, fmt.Errorf("create schema_migrations: %w", err)
 	}
 	done, err := recorded(ctx, conn)
@@ -205,6 +209,28 @@ func recorded(ctx context.Context, conn *sql.Conn) (map[int64]bool, error) {
 	return done, nil
 }
 
+// createLedger creates schema_migrations if it does not exist, under
+// d.TxLock if there is one.
+func createLedger(ctx context.Context, conn *sql.Conn, d Dialect) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if d.TxLock != nil {
+		if err := d.TxLock(ctx, tx); err != nil {
+			return fmt.Errorf("lock migrations: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	version BIGINT NOT NULL PRIMARY KEY,
+	applied_at BIGINT NOT NULL
+)`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
 // apply runs m in one transaction unless another process recorded it since
 // Up looked, and reports whether it ran.
 func apply(ctx context.Context, conn *sql.Conn, d Dialect, m Migration) (bool, error) {
@@ -213,6 +239,11 @@ func apply(ctx context.Context, conn *sql.Conn, d Dialect, m Migration) (bool, e
 		return false, fmt.Errorf("begin migration %s: %w", m.Name, err)
 	}
 	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	if d.TxLock != nil {
+		if err := d.TxLock(ctx, tx); err != nil {
+			return false, fmt.Errorf("lock migrations: %w", err)
+		}
+	}
 	var n int
 	if err := tx.QueryRowContext(ctx,
 		`SELECT COUNT(*) FROM schema_migrations WHERE version = `+d.ph(1), m.Version).Scan(&n); err != nil {

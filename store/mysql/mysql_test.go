@@ -1319,3 +1319,35 @@ func TestUnavailableErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestPoolBounds: MaxConns caps the connections open at once and
+// MaxIdleConns those kept once they are released.
+func TestPoolBounds(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	s, err := Open(ctx, createDB(t), Options{MaxConns: 3, MaxIdleConns: 1, ConnMaxLifetime: time.Hour, ConnMaxIdleTime: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var held []*sql.Conn
+	for range 3 {
+		c, err := s.db.Conn(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if c, err := s.db.Conn(short); err == nil {
+		c.Close()
+		t.Fatal("a fourth connection was taken past MaxConns 3")
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if st := s.db.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections != 1 || st.Idle != 1 {
+		t.Fatalf("after the releases: %+v; want 3 at most, 1 kept idle", st)
+	}
+}

@@ -22,10 +22,23 @@ import (
 // DefaultMaxConns caps the connection pool when Options.MaxConns is zero.
 const DefaultMaxConns = 16
 
+// DefaultConnMaxIdleTime closes idle connections when
+// Options.ConnMaxIdleTime is zero.
+const DefaultConnMaxIdleTime = 5 * time.Minute
+
 // Options configure Open.
 type Options struct {
 	Logger   *slog.Logger // nil: discard
 	MaxConns int          // open connections at most; zero: DefaultMaxConns
+	// MaxIdleConns caps the connections kept open while idle; zero:
+	// MaxConns.
+	MaxIdleConns int
+	// ConnMaxLifetime closes a connection this long after it was opened;
+	// zero: never.
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a connection idle this long; zero:
+	// DefaultConnMaxIdleTime.
+	ConnMaxIdleTime time.Duration
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
@@ -110,8 +123,15 @@ func connect(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	db := sql.OpenDB(conn)
 	db.SetMaxOpenConns(opts.MaxConns)
-	db.SetMaxIdleConns(opts.MaxConns)
-	db.SetConnMaxIdleTime(5 * time.Minute)
+	if opts.MaxIdleConns <= 0 {
+		opts.MaxIdleConns = opts.MaxConns
+	}
+	db.SetMaxIdleConns(min(opts.MaxIdleConns, opts.MaxConns))
+	if opts.ConnMaxIdleTime <= 0 {
+		opts.ConnMaxIdleTime = DefaultConnMaxIdleTime
+	}
+	db.SetConnMaxIdleTime(opts.ConnMaxIdleTime)
+	db.SetConnMaxLifetime(opts.ConnMaxLifetime)
 	s := &Store{db: db, log: opts.Logger.With("component", "store"), clock: opts.Clock}
 	if s.clock == nil {
 		s.clock = time.Now

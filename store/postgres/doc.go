@@ -56,9 +56,13 @@
 // changing, the statement that takes a lock comes first and the reads that
 // depend on it follow as separate statements.
 //
-//   - Migrate holds a session-level pg_advisory_lock with a fixed key
-//     (migrateLockKey) while it migrates, so nodes starting together apply
-//     each migration once; the others wait and then find it recorded.
+//   - Migrate takes pg_advisory_xact_lock with a fixed key (migrateLockKey)
+//     at the start of each migration's transaction, so nodes starting
+//     together apply each migration once; the others wait and then find it
+//     recorded. No session state outlives a transaction, here or anywhere
+//     in the store (set_config is transaction-local), so the store works
+//     through PgBouncer in transaction mode; only the event relay's LISTEN
+//     needs a session (Options.ListenDSN).
 //   - PlanDue claims due tasks with SELECT ... FOR UPDATE SKIP LOCKED,
 //     earliest first, in the order of tasks_due: planners on different
 //     nodes take disjoint tasks and never wait for each other. The runs

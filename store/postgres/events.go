@@ -37,9 +37,9 @@ const (
 
 // EventRelay returns the relay of the live events of the nodes on this
 // database (see sundial.EventRelay): NOTIFY on a channel of the schema,
-// LISTEN on a connection of its own, opened with the store's settings (a
-// pooler in transaction mode, which LISTEN needs a session of, will not
-// do).
+// LISTEN on a connection of its own, opened with the store's settings or
+// Options.ListenDSN's (a pooler in transaction mode, which LISTEN needs a
+// session of, will not do).
 func (s *Store) EventRelay() sundial.EventRelay { return &relay{s: s} }
 
 type relay struct {
@@ -220,7 +220,7 @@ func (r *relay) listen(ctx context.Context, sink sundial.EventSink, ready func()
 	if err != nil {
 		return false, err
 	}
-	conn, err := pgx.ConnectConfig(ctx, r.s.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, r.s.listen.Copy())
 	if err != nil {
 		return false, err
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
 	"github.com/sundialhq/sundial"
@@ -290,7 +291,7 @@ func TestMigrateRunPriority(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	d := migrate.Dialect{Lock: lockMigrations, Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
+	d := migrate.Dialect{TxLock: lockMigrations, Placeholder: func(n int) string { return "$" + strconv.Itoa(n) }}
 	if _, err := migrate.Up(ctx, db, old, d, nil); err != nil {
 		t.Fatalf("migrate to 0004: %v", err)
 	}
@@ -339,7 +340,8 @@ func TestMigrateRunPriority(t *testing.T) {
 	}
 }
 
-// TestMigrateWaitsForLock holds the migration lock from another session:
+// TestMigrateWaitsForLock holds the migration lock from another session,
+// as a session lock (as Migrate took it before it took a transaction's):
 // Open waits for it, and migrates once it is released.
 func TestMigrateWaitsForLock(t *testing.T) {
 	t.Parallel()
@@ -1468,6 +1470,140 @@ func TestAttemptOnRunFinal(t *testing.T) {
 		}
 		if _, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'SCHEDULED', attempt_on_run = false WHERE id = $1`, r.ID); err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestPoolBounds: MaxConns caps the connections open at once and
+// MaxIdleConns those kept once they are released.
+func TestPoolBounds(t *testing.T) {
+	t.Parallel()
+	s, err := Open(t.Context(), newSchema(t), Options{MaxConns: 3, MaxIdleConns: 1, ConnMaxLifetime: time.Hour, ConnMaxIdleTime: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if c := s.pool.Config(); c.MaxConns != 3 || c.MaxConnLifetime != time.Hour || c.MaxConnIdleTime != time.Minute {
+		t.Fatalf("pool config: max %d, lifetime %s, idle time %s", c.MaxConns, c.MaxConnLifetime, c.MaxConnIdleTime)
+	}
+	ctx := t.Context()
+	var held []*pgxpool.Conn
+	for range 3 {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if c, err := s.pool.Acquire(short); err == nil {
+		c.Release()
+		t.Fatal("a fourth connection was acquired past MaxConns 3")
+	}
+	// The release hook runs apart from Release: one release at a time.
+	for i, c := range held {
+		c.Release()
+		deadline := time.Now().Add(10 * time.Second)
+		for s.pool.Stat().AcquiredConns() != int32(len(held)-1-i) {
+			if time.Now().After(deadline) {
+				t.Fatalf("release %d did not end", i+1)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if st := s.pool.Stat(); st.TotalConns() != 1 || st.IdleConns() != 1 {
+		t.Fatalf("after the releases: %d connections, %d idle; want 1 kept", st.TotalConns(), st.IdleConns())
+	}
+}
+
+// envPgBouncer names the variable that points the tests at PgBouncer in
+// transaction pooling mode in front of the server of SUNDIAL_TEST_POSTGRES,
+// for example postgres://postgres@127.0.0.1:6432/test?sslmode=disable
+// (.ci/pgbouncer.ini), passing every database name through to it.
+const envPgBouncer = "SUNDIAL_TEST_PGBOUNCER"
+
+// pgBouncerSchema makes a role and a schema of its own, both dropped at
+// the end of t, and returns the DSN that reaches the schema through
+// PgBouncer as that role, without prepared statements (which PgBouncer
+// before 1.21 does not carry from one transaction to the next). PgBouncer
+// refuses the search_path startup parameter: the role's default
+// search_path names the schema instead.
+func pgBouncerSchema(t testing.TB) string {
+	t.Helper()
+	bouncer := os.Getenv(envPgBouncer)
+	if bouncer == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is not set: CI must run the PostgreSQL tests through PgBouncer", envPgBouncer)
+		}
+		t.Skipf("set %s=postgres://...:6432/... to run the PostgreSQL tests through PgBouncer", envPgBouncer)
+	}
+	dsn := serverDSN(t)
+	admin := func(ctx context.Context, sql string) error {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, sql)
+		return err
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	name := "sundial_pgb_" + hex.EncodeToString(b[:])
+	ident := pgx.Identifier{name}.Sanitize()
+	if err := admin(t.Context(), `CREATE ROLE `+ident+` LOGIN; CREATE SCHEMA `+ident+` AUTHORIZATION `+ident+
+		`; ALTER ROLE `+ident+` SET search_path = `+ident); err != nil {
+		t.Fatalf("create role and schema: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := admin(ctx, `DROP SCHEMA `+ident+` CASCADE; DROP ROLE `+ident); err != nil {
+			t.Errorf("drop schema and role %s: %v", name, err)
+		}
+	})
+	u, err := url.Parse(bouncer)
+	if err != nil {
+		t.Fatalf("%s is not a URL", envPgBouncer)
+	}
+	u.User = url.User(name)
+	q := u.Query()
+	q.Set("default_query_exec_mode", "cache_describe")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// TestStorePgBouncer runs the conformance suite through PgBouncer in
+// transaction pooling mode: nothing the store does needs a session of its
+// own (prepared statements, session settings or locks).
+func TestStorePgBouncer(t *testing.T) {
+	t.Parallel()
+	// PgBouncer answers.
+	conn, err := pgx.Connect(t.Context(), pgBouncerSchema(t))
+	if err != nil {
+		t.Fatalf("connect through PgBouncer (%s): %v", envPgBouncer, err)
+	}
+	defer conn.Close(context.Background())
+	storetest.Run(t, storetest.Backend{Open: func(t *testing.T, nodes int) []sundial.Store {
+		t.Helper()
+		dsn := pgBouncerSchema(t)
+		var stores []sundial.Store
+		for range nodes {
+			stores = append(stores, open(t, dsn))
+		}
+		return stores
+	}, LockRuns: holdRuns, AttemptRows: attemptRows, Exec: exec})
+}
+
+// TestPooledStatementsHint: an error of pgx's prepared statements behind a
+// transaction pooler says what to set; other errors are left as they are.
+func TestPooledStatementsHint(t *testing.T) {
+	t.Parallel()
+	for code, hint := range map[string]bool{"42P05": true, "26000": true, "23505": false} {
+		err := pooledStatements(fmt.Errorf("migrate: %w", &pgconn.PgError{Code: code, Message: "m"}))
+		if got := strings.Contains(err.Error(), "default_query_exec_mode=cache_describe"); got != hint || pgCode(err) != code {
+			t.Errorf("%s: %v; want the hint %v and the code kept", code, err, hint)
 		}
 	}
 }

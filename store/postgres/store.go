@@ -28,7 +28,7 @@ import (
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
-// migrateLockKey is the pg_advisory_lock key Migrate holds: "Sundial" in
+// migrateLockKey is the advisory lock key Migrate takes: "Sundial" in
 // ASCII. It is one key for the whole database, whatever the schema.
 const migrateLockKey int64 = 0x53756e6469616c
 
@@ -39,6 +39,24 @@ type Options struct {
 	// pool_max_conns, or pgxpool's default (the larger of 4 and the number
 	// of CPUs).
 	MaxConns int
+	// MaxIdleConns caps the connections kept open while idle: a
+	// connection released while this many are idle is closed (releases at
+	// the same instant may each keep theirs; ConnMaxIdleTime closes the
+	// surplus). Zero: no cap but MaxConns.
+	MaxIdleConns int
+	// ConnMaxLifetime closes a connection this long after it was opened
+	// (at its next release); zero keeps the DSN's pool_max_conn_lifetime,
+	// or pgxpool's default (an hour).
+	ConnMaxLifetime time.Duration
+	// ConnMaxIdleTime closes a connection idle this long (pgxpool looks
+	// every minute); zero keeps the DSN's pool_max_conn_idle_time, or
+	// pgxpool's default (30 minutes).
+	ConnMaxIdleTime time.Duration
+	// ListenDSN is where the event relay LISTENs (see EventRelay): a
+	// direct connection to the server when the DSN goes through a pooler
+	// in transaction mode, which has no session to LISTEN on. Empty: the
+	// DSN.
+	ListenDSN string
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
@@ -53,9 +71,11 @@ type Store struct {
 	// Plain holds the plain methods.
 	*sqlstore.Plain
 
-	pool  *pgxpool.Pool
-	log   *slog.Logger
-	clock func() time.Time // Options.Clock
+	pool *pgxpool.Pool
+	log  *slog.Logger
+	// listen is the configuration of the event relay's connection.
+	listen *pgx.ConnConfig
+	clock  func() time.Time // Options.Clock
 	// closed is set by Close: every error after it is EUnavailable.
 	closed atomic.Bool
 }
@@ -77,11 +97,30 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = int32(min(opts.MaxConns, 1<<30))
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if opts.ConnMaxLifetime > 0 {
+		cfg.MaxConnLifetime = opts.ConnMaxLifetime
+	}
+	if opts.ConnMaxIdleTime > 0 {
+		cfg.MaxConnIdleTime = opts.ConnMaxIdleTime
+	}
+	// pgxpool keeps every released connection; past MaxIdleConns idle
+	// ones, a released connection is closed instead.
+	var pool *pgxpool.Pool
+	if opts.MaxIdleConns > 0 {
+		maxIdle := int32(min(opts.MaxIdleConns, 1<<30))
+		cfg.AfterRelease = func(*pgx.Conn) bool { return pool.Stat().IdleConns() < maxIdle }
+	}
+	pool, err = pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
-	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: opts.Clock}
+	s := &Store{pool: pool, log: opts.Logger.With("component", "store"), clock: opts.Clock, listen: cfg.ConnConfig}
+	if opts.ListenDSN != "" {
+		if s.listen, err = pgx.ParseConfig(opts.ListenDSN); err != nil {
+			pool.Close()
+			return nil, errors.New("open postgres: the listen DSN is not a valid connection string")
+		}
+	}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -97,9 +136,21 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	if err != nil {
 		pool.Close()
-		return nil, err
+		return nil, pooledStatements(err)
 	}
 	return s, nil
+}
+
+// pooledStatements adds to err, when it says that a prepared statement
+// was found where it should not be or not found where it should, what
+// that means: a pooler in transaction mode lends each transaction another
+// server session, and pgx's prepared statements do not follow.
+func pooledStatements(err error) error {
+	if c := pgCode(err); c == "42P05" || c == "26000" { // duplicate_prepared_statement, invalid_sql_statement_name
+		return fmt.Errorf("%w (through a pooler in transaction mode, such as PgBouncer, "+
+			"add default_query_exec_mode=cache_describe to the URL; see docs/deploy.md)", err)
+	}
+	return err
 }
 
 // checkSchema refuses a database whose schema is not current
@@ -114,9 +165,13 @@ func (s *Store) checkSchema(ctx context.Context) error {
 	return migrate.Check(ctx, db, sub)
 }
 
-// Migrate applies the migrations the database has not had yet, holding an
-// advisory lock so that nodes starting at once apply each migration once.
-// It is idempotent; Open calls it, and so does `sundial migrate`.
+// Migrate applies the migrations the database has not had yet, each in a
+// transaction that first takes an advisory lock, so that nodes starting at
+// once apply each migration once. The lock ends with its transaction, so
+// Migrate works through PgBouncer in transaction mode; it is the key a
+// session lock of earlier versions took, so the two exclude each other
+// during a rolling upgrade. It is idempotent; Open calls it, and so does
+// `sundial migrate`.
 func (s *Store) Migrate(ctx context.Context) (err error) {
 	defer s.classify(&err)
 	sub, err := fs.Sub(migrationFiles, "migrations")
@@ -126,7 +181,7 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	db := stdlib.OpenDBFromPool(s.pool)
 	defer db.Close()
 	d := migrate.Dialect{
-		Lock:        lockMigrations,
+		TxLock:      lockMigrations,
 		Placeholder: func(n int) string { return "$" + strconv.Itoa(n) },
 	}
 	if _, err := migrate.Up(ctx, db, sub, d, s.log); err != nil {
@@ -135,31 +190,10 @@ func (s *Store) Migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-// lockMigrations holds the migration lock on conn until unlock. A session
-// lock outlives the migrations' own transactions; it goes with the session
-// if the connection breaks.
-func lockMigrations(ctx context.Context, conn *sql.Conn) (func(context.Context) error, error) {
-	// A session that may hold the lock but will not unlock it (a wait
-	// cancelled just as the lock was granted, a failed unlock) must not go
-	// back to the pool: closing it releases the lock.
-	discard := func() {
-		_ = conn.Raw(func(c any) error { return c.(*stdlib.Conn).Conn().Close(context.WithoutCancel(ctx)) })
-	}
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, migrateLockKey); err != nil {
-		discard()
-		return nil, err
-	}
-	return func(ctx context.Context) error {
-		var released bool
-		if err := conn.QueryRowContext(ctx, `SELECT pg_advisory_unlock($1)`, migrateLockKey).Scan(&released); err != nil {
-			discard()
-			return err
-		}
-		if !released {
-			return errors.New("the migration lock was not held")
-		}
-		return nil
-	}, nil
+// lockMigrations takes the migration lock until tx ends.
+func lockMigrations(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrateLockKey)
+	return err
 }
 
 // Close releases the pool.

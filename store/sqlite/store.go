@@ -53,6 +53,9 @@ type Options struct {
 	BusyTimeout time.Duration
 	// ReadConns caps the read pool; zero: GOMAXPROCS, at least 4.
 	ReadConns int
+	// ReadIdleConns caps the read connections kept open while idle;
+	// zero: ReadConns.
+	ReadIdleConns int
 	// Clock is the store's clock (nil: time.Now), for the times a Store
 	// method records that its caller does not give (see sundial.Store).
 	Clock func() time.Time
@@ -135,7 +138,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open sqlite: %w", err)
 	}
 	r.SetMaxOpenConns(opts.ReadConns)
-	r.SetMaxIdleConns(opts.ReadConns)
+	if opts.ReadIdleConns <= 0 {
+		opts.ReadIdleConns = opts.ReadConns
+	}
+	r.SetMaxIdleConns(min(opts.ReadIdleConns, opts.ReadConns))
 	s.r = r
 	s.Plain = sqlstore.New(sqlstore.SQL(r), sqlstore.SQL(w), queries, s.classify)
 
