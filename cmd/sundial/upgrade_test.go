@@ -3,6 +3,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sundialhq/sundial/store/migrate"
 )
 
 // The rolling upgrade test builds the previous release, named by
@@ -369,5 +372,43 @@ func rollingUpgrade(t *testing.T, db, dialect string) {
 		t.Logf("%s output:\n%s", tag, tail(old.out.String(), 40))
 		t.Logf("current code output:\n%s", tail(cur.out.String(), 40))
 		t.Logf("%s (rolled back) output:\n%s", tag, tail(back.out.String(), 40))
+	}
+}
+
+// TestServeNewerSchema: a node starts on a database that a newer release
+// migrated (a migration it does not know), as a node rolled back one
+// release must, and says so; once a newer migration has recorded that it
+// needs a newer Sundial (migrate.RequiresSetting), serve and migrate refuse
+// with a message that says what to run.
+func TestServeNewerSchema(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "sundial.db")
+	startNode(t, path).stop(t)
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const future = 999999
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, future); err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, path)
+	n.stop(t)
+	if !strings.Contains(n.out.String(), "database has a migration this binary does not know") ||
+		!strings.Contains(n.out.String(), fmt.Sprint("version=", future)) {
+		t.Errorf("serve on a newer schema said:\n%s\nwant the unknown migration named", n.out)
+	}
+
+	if _, err := db.Exec(`INSERT INTO settings (name, value) VALUES (?, ?)`, migrate.RequiresSetting, fmt.Sprint(future)); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("needs a Sundial that knows migration %d", future)
+	for _, args := range [][]string{{"serve", "--listen", "127.0.0.1:0"}, {"migrate"}} {
+		cmd := args[0]
+		res := runArgs(t, append(args, "--db", "sqlite:"+path)...)
+		if res.err == nil || !strings.Contains(res.err.Error(), want) || !strings.Contains(res.err.Error(), "run the release that migrated it") {
+			t.Errorf("%s on a schema that needs a newer Sundial = %v, want %q", cmd, res.err, want)
+		}
 	}
 }
