@@ -93,7 +93,9 @@ func Load(fsys fs.FS) ([]Migration, error) {
 // order, each in its own transaction with its schema_migrations row, and
 // returns the versions it applied. Running it again applies nothing. A
 // version recorded in the database but unknown to fsys (a newer binary
-// migrated it) is logged and left alone.
+// migrated it) is logged and left alone, unless the database records in
+// RequiresSetting a migration newer than fsys knows: then Up refuses,
+// changing nothing.
 func Up(ctx context.Context, db *sql.DB, fsys fs.FS, d Dialect, log *slog.Logger) ([]int64, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
