@@ -382,34 +382,60 @@ func rollingUpgrade(t *testing.T, db, dialect string) {
 // migrated (a migration it does not know), as a node rolled back one
 // release must, and says so; once a newer migration has recorded that it
 // needs a newer Sundial (migrate.RequiresSetting), serve and migrate refuse
-// with a message that says what to run.
+// with a message that says what to run. On SQLite, and on PostgreSQL and
+// MySQL when their servers are given.
 func TestServeNewerSchema(t *testing.T) {
 	t.Parallel()
-	path := filepath.Join(t.TempDir(), "sundial.db")
-	startNode(t, path).stop(t)
-	db, err := sql.Open("sqlite", path)
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "sundial.db")
+		newerSchema(t, "sqlite:"+path, "sqlite", path)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		dsn := freshPostgres(t)
+		newerSchema(t, dsn, "pgx", dsn)
+	})
+	t.Run("mysql", func(t *testing.T) {
+		t.Parallel()
+		dsn := freshMySQL(t)
+		// mysql://user@host:port/name, as the driver spells it.
+		rest := strings.TrimPrefix(dsn, "mysql://")
+		user, rest, _ := strings.Cut(rest, "@")
+		addr, name, _ := strings.Cut(rest, "/")
+		newerSchema(t, dsn, "mysql", user+"@tcp("+addr+")/"+name)
+	})
+}
+
+// newerSchema runs TestServeNewerSchema on the database dsn names, which
+// sql.Open(driver, source) opens too.
+func newerSchema(t *testing.T, dsn, driver, source string) {
+	n := startNodeDB(t, dsn)
+	n.stop(t)
+	db, err := sql.Open(driver, source)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer db.Close()
+	// Values written out: one statement for every dialect's placeholders.
 	const future = 999999
-	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (?, 0)`, future); err != nil {
+	if _, err := db.Exec(`INSERT INTO schema_migrations (version, applied_at) VALUES (999999, 0)`); err != nil {
 		t.Fatal(err)
 	}
-	n := startNode(t, path)
+	n = startNodeDB(t, dsn)
 	n.stop(t)
 	if !strings.Contains(n.out.String(), "database has a migration this binary does not know") ||
 		!strings.Contains(n.out.String(), fmt.Sprint("version=", future)) {
 		t.Errorf("serve on a newer schema said:\n%s\nwant the unknown migration named", n.out)
 	}
 
-	if _, err := db.Exec(`INSERT INTO settings (name, value) VALUES (?, ?)`, migrate.RequiresSetting, fmt.Sprint(future)); err != nil {
+	if _, err := db.Exec(`INSERT INTO settings (name, value) VALUES ('` + migrate.RequiresSetting + `', '999999')`); err != nil {
 		t.Fatal(err)
 	}
 	want := fmt.Sprintf("needs a Sundial that knows migration %d", future)
 	for _, args := range [][]string{{"serve", "--listen", "127.0.0.1:0"}, {"migrate"}} {
 		cmd := args[0]
-		res := runArgs(t, append(args, "--db", "sqlite:"+path)...)
+		res := runArgs(t, append(args, "--db", dsn)...)
 		if res.err == nil || !strings.Contains(res.err.Error(), want) || !strings.Contains(res.err.Error(), "run the release that migrated it") {
 			t.Errorf("%s on a schema that needs a newer Sundial = %v, want %q", cmd, res.err, want)
 		}
