@@ -393,6 +393,16 @@ func TestVersionLine(t *testing.T) {
 		{"module version, clean tree", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v1.2.0"},
 			Settings: []debug.BuildSetting{vcs[2], vcs[3], {Key: "vcs.modified", Value: "false"}}},
 			"sundial v1.2.0 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, go1.26.1)"},
+		// What Go stamps from the repository's tags: a tagged commit, a
+		// later one (a pseudo-version), a tagged one with changes.
+		{"release tag", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v0.1.0"},
+			Settings: []debug.BuildSetting{vcs[2], vcs[3], {Key: "vcs.modified", Value: "false"}}},
+			"sundial v0.1.0 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, go1.26.1)"},
+		{"after the tag", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v0.1.1-0.20260504100000-1a2b3c4d5e6f"},
+			Settings: []debug.BuildSetting{vcs[2], vcs[3], {Key: "vcs.modified", Value: "false"}}},
+			"sundial v0.1.1-0.20260504100000-1a2b3c4d5e6f (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, go1.26.1)"},
+		{"tag with changes", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v0.1.0+dirty"}, Settings: vcs},
+			"sundial v0.1.0+dirty (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, modified, go1.26.1)"},
 		{"ldflags wins", "v9.9.9", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "v1.2.0"}, Settings: vcs},
 			"sundial v9.9.9 (revision 1a2b3c4d5e6f, 2026-05-04T10:00:00Z, modified, go1.26.1)"},
 		{"no VCS information", "", &debug.BuildInfo{GoVersion: "go1.26.1", Main: debug.Module{Version: "(devel)"}},

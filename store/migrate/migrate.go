@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
@@ -99,7 +100,9 @@ func Load(fsys fs.FS) ([]Migration, error) {
 // order, each in its own transaction with its schema_migrations row, and
 // returns the versions it applied. Running it again applies nothing. A
 // version recorded in the database but unknown to fsys (a newer binary
-// migrated it) is logged and left alone.
+// migrated it) is logged and left alone, unless the database records in
+// RequiresSetting a migration newer than fsys knows: then Up refuses,
+// changing nothing.
 func Up(ctx context.Context, db *sql.DB, fsys fs.FS, d Dialect, log *slog.Logger) ([]int64, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -131,14 +134,12 @@ func Up(ctx context.Context, db *sql.DB, fsys fs.FS, d Dialect, log *slog.Logger
 	if err != nil {
 		return nil, err
 	}
-	known := make(map[int64]bool, len(migs))
-	for _, m := range migs {
-		known[m.Version] = true
+	unknown, err := newer(ctx, conn, migs, done)
+	if err != nil {
+		return nil, err
 	}
-	for v := range done {
-		if !known[v] {
-			log.Warn("database has a migration this binary does not know", "version", v)
-		}
+	for _, v := range unknown {
+		log.Warn("database has a migration this binary does not know", "version", v)
 	}
 	var applied []int64
 	for _, m := range migs {
@@ -176,6 +177,9 @@ func Check(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 	if err != nil {
 		return fmt.Errorf("the database holds no schema of this version of Sundial (%w): run sundial migrate first", err)
 	}
+	if _, err := newer(ctx, conn, migs, done); err != nil {
+		return err
+	}
 	pending := 0
 	for _, m := range migs {
 		if !done[m.Version] {
@@ -187,6 +191,57 @@ func Check(ctx context.Context, db *sql.DB, fsys fs.FS) error {
 			pending, len(migs))
 	}
 	return nil
+}
+
+// RequiresSetting is the row of the settings table (name, value) in which
+// a migration that older releases cannot run beside (a contract step that
+// drops, renames or retypes what they use; see docs/upgrading.md) records
+// the newest migration a binary must know to run on the schema, as a
+// decimal version. A binary that knows only older migrations refuses the
+// database instead of failing on it later.
+const RequiresSetting = "schema.requires"
+
+// newer returns the versions db has recorded that migs does not hold (a
+// newer binary applied them), in order. It fails when, among them, one
+// recorded in RequiresSetting that this binary is too old for the schema.
+// A newer schema without that row is one this binary runs on: an expand
+// step.
+func newer(ctx context.Context, conn *sql.Conn, migs []Migration, done map[int64]bool) ([]int64, error) {
+	known := make(map[int64]bool, len(migs))
+	var latest int64
+	for _, m := range migs {
+		known[m.Version] = true
+		latest = max(latest, m.Version)
+	}
+	var unknown []int64
+	for v := range done {
+		if !known[v] {
+			unknown = append(unknown, v)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil, nil
+	}
+	slices.Sort(unknown)
+	var value string
+	// The name is a constant: written out, it needs no dialect's placeholder.
+	err := conn.QueryRowContext(ctx, `SELECT value FROM settings WHERE name = '`+RequiresSetting+`'`).Scan(&value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return unknown, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read setting %s: %w", RequiresSetting, err)
+	}
+	requires, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("setting %s: %q is not a migration version", RequiresSetting, value)
+	}
+	if requires > latest {
+		return nil, fmt.Errorf("the database's schema was migrated by a newer Sundial that this version cannot run beside "+
+			"(it needs a Sundial that knows migration %d; this one knows up to %d): run the release that migrated it, or a newer one",
+			requires, latest)
+	}
+	return unknown, nil
 }
 
 func recorded(ctx context.Context, conn *sql.Conn) (map[int64]bool, error) {

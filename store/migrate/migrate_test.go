@@ -2,6 +2,7 @@ package migrate_test
 
 import (
 	"database/sql"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -115,5 +116,67 @@ func TestCheck(t *testing.T) {
 	fsys["0002_b.sql"] = file("CREATE TABLE b (x INTEGER);")
 	if err := migrate.Check(ctx, db, fsys); err == nil || !strings.Contains(err.Error(), "1 of 2 migrations not applied") {
 		t.Errorf("Check with one migration pending = %v", err)
+	}
+}
+
+// TestNewerSchema: a binary that knows fewer migrations than the database
+// has recorded (a newer release migrated it; this node is one release
+// behind, or rolled back) runs on it, saying which it does not know,
+// unless a newer migration recorded in RequiresSetting that it is too old:
+// then Up and Check refuse it, naming what it needs, and change nothing.
+func TestNewerSchema(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	db, err := sql.Open("sqlite", filepath.Join(t.TempDir(), "m.db")+"?_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	older := fstest.MapFS{
+		"0001_a.sql": file("CREATE TABLE settings (name TEXT PRIMARY KEY, value TEXT NOT NULL);"),
+		"0002_b.sql": file("CREATE TABLE b (x INTEGER);"),
+	}
+	newer := fstest.MapFS{
+		"0001_a.sql": older["0001_a.sql"],
+		"0002_b.sql": older["0002_b.sql"],
+		"0003_c.sql": file("ALTER TABLE b ADD COLUMN y INTEGER;"),
+	}
+	if _, err := migrate.Up(ctx, db, newer, migrate.Dialect{}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	// An expand step: the older binary runs, and says so.
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	applied, err := migrate.Up(ctx, db, older, migrate.Dialect{}, log)
+	if err != nil || len(applied) != 0 {
+		t.Fatalf("older Up on a newer schema = %v, %v; want nothing applied and no error", applied, err)
+	}
+	if !strings.Contains(logs.String(), "does not know") || !strings.Contains(logs.String(), "version=3") {
+		t.Errorf("older Up logged %q, want the unknown version 3 named", logs.String())
+	}
+	if err := migrate.Check(ctx, db, older); err != nil {
+		t.Errorf("older Check on a newer schema = %v, want nil", err)
+	}
+
+	// A contract step that needs migration 3: the older binary refuses.
+	if _, err := db.ExecContext(ctx, `INSERT INTO settings (name, value) VALUES (?, '3')`, migrate.RequiresSetting); err != nil {
+		t.Fatal(err)
+	}
+	want := "needs a Sundial that knows migration 3; this one knows up to 2"
+	if applied, err := migrate.Up(ctx, db, older, migrate.Dialect{}, nil); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("older Up past a contract step = %v, %v; want %q", applied, err, want)
+	}
+	if err := migrate.Check(ctx, db, older); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("older Check past a contract step = %v; want %q", err, want)
+	}
+	// The release that migrated it, and a newer one, run.
+	newer["0004_d.sql"] = file("CREATE TABLE d (x INTEGER);")
+	if applied, err := migrate.Up(ctx, db, newer, migrate.Dialect{}, nil); err != nil || !slices.Equal(applied, []int64{4}) {
+		t.Errorf("newer Up = %v, %v; want [4]", applied, err)
+	}
+	delete(newer, "0004_d.sql")
+	if applied, err := migrate.Up(ctx, db, newer, migrate.Dialect{}, nil); err != nil || len(applied) != 0 {
+		t.Errorf("Up of the release that wrote the setting = %v, %v; want it to run", applied, err)
 	}
 }
