@@ -34,6 +34,7 @@ type planner struct {
 	lookahead      time.Duration
 	misfire        time.Duration // the server's misfire threshold
 	batch          int           // tasks per PlanDue
+	unplanBatch    int           // planned fires per step of unplanMissed
 	maxRunsPerTask int
 	horizon        time.Duration // how far ahead a frequent task is planned (refillAt)
 	// claimWindow: a run planned due sooner than this after now is due
@@ -65,6 +66,7 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		lookahead:      cfg.Lookahead,
 		misfire:        cfg.MisfireThreshold,
 		batch:          cfg.PlanBatch,
+		unplanBatch:    cfg.unplanBatch,
 		maxRunsPerTask: cfg.MaxRunsPerTask,
 		horizon:        cfg.PlanHorizon,
 		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
@@ -284,7 +286,7 @@ func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bo
 // sweep that fails returns the zero time and asks the next pass for
 // another.
 func (p *planner) unplanMissed(ctx context.Context) time.Time {
-	const batch = 10000
+	batch := p.unplanBatch
 	start := time.Now()
 	for ctx.Err() == nil {
 		looked, deleted, err := p.store.RunUnplanMissed(ctx, start.Add(-minMissAfter), batch,
@@ -304,7 +306,7 @@ func (p *planner) unplanMissed(ctx context.Context) time.Time {
 		}
 		if looked < batch || deleted == 0 {
 			// (A full batch of late fires none of which is missed, a
-			// batch of 10,000 fires inside their deadlines, ends the sweep
+			// batch (10,000) of fires inside their deadlines, ends the sweep
 			// early: the next claim of one that is missed asks again.)
 			return start
 		}
