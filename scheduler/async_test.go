@@ -433,10 +433,14 @@ func TestCallbackBeforeAnswer(t *testing.T) {
 // TestLookaheadEdit plans an hour ahead: the task's upcoming runs are
 // visible before they fire, an edit replaces them at once, and disabling
 // removes them; no fire of the old schedule is sent after the edit.
+// Slower loops than the defaults (nothing here is timed closer than a
+// second): ten minutes pass in a few hundred turns of them.
 func TestLookaheadEdit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := startScripted(t, scheduler.Config{Lookahead: time.Hour, MaxRunsPerTask: 1000}, nil)
+		b := startScripted(t, scheduler.Config{Lookahead: time.Hour, MaxRunsPerTask: 1000,
+			PollInterval: 10 * time.Second, ClaimInterval: time.Second, HeartbeatInterval: 20 * time.Second,
+			DeadAfter: time.Minute, DependencyRefresh: time.Minute, CallbackSweep: time.Minute, CancelPoll: time.Minute}, nil)
 		st, s, tg, ctx := b.store, b.sched, b.target, context.Background()
 
 		start := time.Now()
