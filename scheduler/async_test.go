@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
 
 // scripted is a target whose answer to each delivery a test decides.
@@ -66,7 +66,7 @@ func setupScripted(t *testing.T, answer func(int, executor.Request) executor.Out
 // "node-a" unless cfg names one) and a scripted target until the test ends.
 func startScripted(t *testing.T, cfg scheduler.Config, answer func(int, executor.Request) executor.Outcome) *asyncBundle {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+	st, err := sqlite.Open(t.Context(), sqlitetest.NewDB(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
