@@ -13,5 +13,12 @@ func WithUnplanBatch(cfg Config, n int) Config {
 	return cfg
 }
 
+// WithMaxPlannedAhead returns cfg with PlanDue transactions that plan at
+// most n fires past the lookahead (and one task's plan).
+func WithMaxPlannedAhead(cfg Config, n int) Config {
+	cfg.maxPlannedAhead = n
+	return cfg
+}
+
 // MaxPlannedAhead is maxPlannedAhead.
 const MaxPlannedAhead = maxPlannedAhead

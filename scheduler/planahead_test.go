@@ -333,20 +333,23 @@ func (p *planCounter) PlanDue(ctx context.Context, until time.Time, limit int, n
 	return runs, err
 }
 
-// TestPlanAheadBounded: 400 tasks firing every second, created at once,
+// TestPlanAheadBounded: 40 tasks firing every second, created at once,
 // are planned past the lookahead over a few passes, none of which plans
-// more than MaxPlannedAhead fires past it (and the plan of one task); every
-// fire goes out once, on its second, meanwhile.
+// more than its bound of fires past it (and the plan of one task); every
+// fire goes out once, on its second, meanwhile. The bound is 100 here, not
+// MaxPlannedAhead: 40 tasks need many passes under it, as 400 did under
+// 1,000, at a tenth of the deliveries.
 func TestPlanAheadBounded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		counter := &planCounter{}
-		b := setupWith(t, scheduler.Config{Workers: 64}, func(s sundial.Store) sundial.Store {
+		const n, bound = 40, 100
+		b := setupWith(t, scheduler.WithMaxPlannedAhead(scheduler.Config{Workers: 64}, bound), func(s sundial.Store) sundial.Store {
 			counter.Store = s
 			return counter
 		})
 		start := time.Now()
-		tasks := make([]*sundial.Task, 400)
+		tasks := make([]*sundial.Task, n)
 		for i := range tasks {
 			tk := &sundial.Task{Name: fmt.Sprintf("bounded-%d", i), CronExpr: "* * * * * *", HTTPMethod: "POST",
 				TargetURL: "http://127.0.0.1:9/hook"}
@@ -367,19 +370,19 @@ func TestPlanAheadBounded(t *testing.T) {
 		ahead := slices.Clone(counter.ahead)
 		counter.mu.Unlock()
 		total, passes := 0, 0
-		for _, n := range ahead {
-			if n > scheduler.MaxPlannedAhead+100 {
-				t.Errorf("a PlanDue planned %d fires past the lookahead, want at most %d and one task's", n, scheduler.MaxPlannedAhead)
+		for _, a := range ahead {
+			if a > bound+100 {
+				t.Errorf("a PlanDue planned %d fires past the lookahead, want at most %d and one task's", a, bound)
 			}
-			if n > 0 {
+			if a > 0 {
 				passes++
 			}
-			total += n
+			total += a
 		}
 		// About half a span of each task past the lookahead, in more than
 		// one pass.
-		if total < 400*30 || passes < 2 {
-			t.Errorf("%d fires planned past the lookahead in %d passes, want about %d in more than one", total, passes, 400*45)
+		if total < n*30 || passes < 2 {
+			t.Errorf("%d fires planned past the lookahead in %d passes, want about %d in more than one", total, passes, n*45)
 		}
 		calls := map[string]int{}
 		for _, c := range b.target.snapshot() {

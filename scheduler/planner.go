@@ -35,6 +35,7 @@ type planner struct {
 	misfire        time.Duration // the server's misfire threshold
 	batch          int           // tasks per PlanDue
 	unplanBatch    int           // planned fires per step of unplanMissed
+	maxAhead       int           // fires one PlanDue plans past the lookahead (maxPlannedAhead)
 	maxRunsPerTask int
 	horizon        time.Duration // how far ahead a frequent task is planned (refillAt)
 	// claimWindow: a run planned due sooner than this after now is due
@@ -67,6 +68,7 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		misfire:        cfg.MisfireThreshold,
 		batch:          cfg.PlanBatch,
 		unplanBatch:    cfg.unplanBatch,
+		maxAhead:       cfg.maxPlannedAhead,
 		maxRunsPerTask: cfg.MaxRunsPerTask,
 		horizon:        cfg.PlanHorizon,
 		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
@@ -190,7 +192,7 @@ func (p *planner) planOnce(ctx context.Context) {
 					return sundial.Plan{Next: t.NextFireTime}
 				}
 				horizon := p.horizon
-				if ahead >= maxPlannedAhead {
+				if ahead >= p.maxAhead {
 					if t.NextFireTime != nil && t.NextFireTime.After(keepAfter) {
 						kept++
 						return sundial.Plan{Keep: true}

@@ -112,6 +112,10 @@ type Config struct {
 	// missed fires reads (unplanMissed) [10000]: tests make it small to
 	// sweep in many steps without planning tens of thousands of fires.
 	unplanBatch int
+	// maxPlannedAhead bounds the fires one PlanDue plans past the
+	// lookahead [maxPlannedAhead, 1000]: tests make it small to need
+	// several passes without thousands of tasks.
+	maxPlannedAhead int
 }
 
 // CompensatorConfig holds the numbers of seed 000's start-compensation
@@ -165,6 +169,7 @@ func DefaultConfig() Config {
 		AlertSweep:      10 * time.Second,
 		admitLaneCap:    4096,
 		unplanBatch:     10000,
+		maxPlannedAhead: maxPlannedAhead,
 		QuietGC:         true,
 	}
 }
@@ -190,7 +195,7 @@ func (c *Config) setDefaults() {
 	for _, f := range []struct{ v, def *int }{
 		{&c.PlanBatch, &d.PlanBatch}, {&c.MaxRunsPerTask, &d.MaxRunsPerTask}, {&c.Workers, &d.Workers},
 		{&c.ClaimBatch, &d.ClaimBatch}, {&c.MaxDeliveries, &d.MaxDeliveries}, {&c.admitLaneCap, &d.admitLaneCap},
-		{&c.unplanBatch, &d.unplanBatch},
+		{&c.unplanBatch, &d.unplanBatch}, {&c.maxPlannedAhead, &d.maxPlannedAhead},
 	} {
 		positive(f.v, *f.def)
 	}
