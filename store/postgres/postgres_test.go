@@ -203,7 +203,7 @@ func emptyOut(ctx context.Context, dsn string) error {
 	if err != nil {
 		return err
 	}
-	defer tx.Rollback(ctx) //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback(ctx) // a no-op after Commit
 	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
 		return err
 	}
