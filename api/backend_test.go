@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"net/url"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/sundialhq/sundial/store/mysql"
 	"github.com/sundialhq/sundial/store/postgres"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 	"github.com/sundialhq/sundial/store/storetest"
 )
 
@@ -72,7 +72,7 @@ func randomName() string {
 
 func openSQLite(t *testing.T) (sundial.Store, func()) {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	st, err := sqlite.Open(t.Context(), sqlitetest.NewDB(t), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open sqlite: %v", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/sundialhq/sundial/event"
 	"github.com/sundialhq/sundial/scheduler"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
 
 // streamRecorder is a ResponseWriter that hands on each write, for a test
@@ -148,7 +148,7 @@ func (f frame) decode(t *testing.T) sundial.Event {
 func TestEventsOfAFire(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+		st, err := sqlite.Open(t.Context(), sqlitetest.NewDB(t), sqlite.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

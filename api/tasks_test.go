@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
 
 // seedCreateTask is the example request of seed 001 section 10, byte for
@@ -127,7 +127,7 @@ type storeBundle struct {
 func setupStore(t *testing.T) *storeBundle {
 	t.Helper()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "test.db"), sqlite.Options{})
+	st, err := sqlite.Open(ctx, sqlitetest.NewDB(t), sqlite.Options{})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

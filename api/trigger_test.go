@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
 
 // TestTaskTriggerBody: the body of a trigger is optional; when given it is
@@ -161,7 +161,7 @@ type schedBundle struct {
 
 func setupScheduler(t *testing.T, target *heldTarget) *schedBundle { // in a synctest bubble
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+	st, err := sqlite.Open(t.Context(), sqlitetest.NewDB(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

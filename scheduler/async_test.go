@@ -3,7 +3,6 @@ package scheduler_test
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
 
 // scripted is a target whose answer to each delivery a test decides.
@@ -66,7 +66,7 @@ func setupScripted(t *testing.T, answer func(int, executor.Request) executor.Out
 // "node-a" unless cfg names one) and a scripted target until the test ends.
 func startScripted(t *testing.T, cfg scheduler.Config, answer func(int, executor.Request) executor.Outcome) *asyncBundle {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+	st, err := sqlite.Open(t.Context(), sqlitetest.NewDB(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,10 +433,14 @@ func TestCallbackBeforeAnswer(t *testing.T) {
 // TestLookaheadEdit plans an hour ahead: the task's upcoming runs are
 // visible before they fire, an edit replaces them at once, and disabling
 // removes them; no fire of the old schedule is sent after the edit.
+// Slower loops than the defaults (nothing here is timed closer than a
+// second): ten minutes pass in a few hundred turns of them.
 func TestLookaheadEdit(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		b := startScripted(t, scheduler.Config{Lookahead: time.Hour, MaxRunsPerTask: 1000}, nil)
+		b := startScripted(t, scheduler.Config{Lookahead: time.Hour, MaxRunsPerTask: 1000,
+			PollInterval: 10 * time.Second, ClaimInterval: time.Second, HeartbeatInterval: 20 * time.Second,
+			DeadAfter: time.Minute, DependencyRefresh: time.Minute, CallbackSweep: time.Minute, CancelPoll: time.Minute}, nil)
 		st, s, tg, ctx := b.store, b.sched, b.target, context.Background()
 
 		start := time.Now()

@@ -36,7 +36,8 @@ func (b *bundle) rowsWritten(table, op string) int64 {
 // TestPlanAheadTaskWrites: a task firing every second has its fires
 // planned a span ahead (90 fires), so that its row is written when it is
 // first planned and then once for 90 fires, instead of once a fire; every
-// fire still goes out once, on its second.
+// fire still goes out once, on its second. Five minutes (300 fires, three
+// spans refilled) tell once a span from once a fire as well as ten did.
 func TestPlanAheadTaskWrites(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -45,24 +46,25 @@ func TestPlanAheadTaskWrites(t *testing.T) {
 		start := time.Now()
 		tk := b.addTask(t, "* * * * * *", nil)
 		updates0 := b.rowsWritten("tasks", "updated")
-		waitUntil(start.Add(10*time.Minute + 500*time.Millisecond))
+		const fires = 300
+		waitUntil(start.Add(fires*time.Second + 500*time.Millisecond))
 		updates := b.rowsWritten("tasks", "updated") - updates0
 		b.stop(t)
 
 		calls := b.target.snapshot()
-		if len(calls) != 600 {
-			t.Fatalf("%d deliveries in 10 minutes, want 600", len(calls))
+		if len(calls) != fires {
+			t.Fatalf("%d deliveries in %d s, want %d", len(calls), fires, fires)
 		}
 		for i, c := range calls {
 			if want := start.Add(time.Duration(i+1) * time.Second); !c.scheduled.Equal(want) || !c.at.Equal(want) {
 				t.Fatalf("delivery %d: the fire of %s, at %s; want both %s", i, c.scheduled, c.at, want)
 			}
 		}
-		if updates == 0 || updates > 2+600/90 {
-			t.Errorf("the task's row was written %d times for %d fires, want at most %d (once, then once for 90 fires)", updates, len(calls), 2+600/90)
+		if updates == 0 || updates > 2+fires/90 {
+			t.Errorf("the task's row was written %d times for %d fires, want at most %d (once, then once for 90 fires)", updates, len(calls), 2+fires/90)
 		}
-		if runs := b.runs(t, tk.ID); len(runs) > 600+100 {
-			t.Errorf("%d runs after 600 fires, want at most 100 planned ahead", len(runs))
+		if runs := b.runs(t, tk.ID); len(runs) > fires+100 {
+			t.Errorf("%d runs after %d fires, want at most 100 planned ahead", len(runs), fires)
 		}
 	})
 }
@@ -163,15 +165,20 @@ func TestPlanAheadTakeBack(t *testing.T) {
 // unplanned (in more than one batch) and counted with the fires never
 // planned, once each, in one MISFIRE record per task; none of them goes
 // out; the fires after the restart do.
+//
+// The sweep reads 100 planned fires a step here, not 10,000: ten tasks
+// plan more than five steps' worth, as 250 tasks would more than one
+// step of 10,000, at a twenty-fifth of the deliveries and rows.
 func TestCatchUpAfterOutageWithPlannedAhead(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		ctx := context.Background()
-		cfg := scheduler.Config{MisfireThreshold: 5 * time.Second, Workers: 64}
+		const batch = 100
+		cfg := scheduler.WithUnplanBatch(scheduler.Config{MisfireThreshold: 5 * time.Second, Workers: 64}, batch)
 		b := setup(t, cfg)
 		b.start()
 		start := time.Now()
-		const n = 250
+		const n = 10
 		tasks := make([]*sundial.Task, n)
 		for i := range tasks {
 			tasks[i] = b.addTask(t, "* * * * * *", nil)
@@ -186,8 +193,8 @@ func TestCatchUpAfterOutageWithPlannedAhead(t *testing.T) {
 			}
 			planned += len(up)
 		}
-		if planned <= 10000 {
-			t.Fatalf("%d fires planned ahead at the stop, want more than a sweep's batch of 10,000", planned)
+		if planned <= 5*batch {
+			t.Fatalf("%d fires planned ahead at the stop, want more than five of the sweep's steps of %d", planned, batch)
 		}
 
 		// Down until 10 minutes: fires 21 to 595 are more than 5 s late at
@@ -326,20 +333,23 @@ func (p *planCounter) PlanDue(ctx context.Context, until time.Time, limit int, n
 	return runs, err
 }
 
-// TestPlanAheadBounded: 400 tasks firing every second, created at once,
+// TestPlanAheadBounded: 40 tasks firing every second, created at once,
 // are planned past the lookahead over a few passes, none of which plans
-// more than MaxPlannedAhead fires past it (and the plan of one task); every
-// fire goes out once, on its second, meanwhile.
+// more than its bound of fires past it (and the plan of one task); every
+// fire goes out once, on its second, meanwhile. The bound is 100 here, not
+// MaxPlannedAhead: 40 tasks need many passes under it, as 400 did under
+// 1,000, at a tenth of the deliveries.
 func TestPlanAheadBounded(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
 		counter := &planCounter{}
-		b := setupWith(t, scheduler.Config{Workers: 64}, func(s sundial.Store) sundial.Store {
+		const n, bound = 40, 100
+		b := setupWith(t, scheduler.WithMaxPlannedAhead(scheduler.Config{Workers: 64}, bound), func(s sundial.Store) sundial.Store {
 			counter.Store = s
 			return counter
 		})
 		start := time.Now()
-		tasks := make([]*sundial.Task, 400)
+		tasks := make([]*sundial.Task, n)
 		for i := range tasks {
 			tk := &sundial.Task{Name: fmt.Sprintf("bounded-%d", i), CronExpr: "* * * * * *", HTTPMethod: "POST",
 				TargetURL: "http://127.0.0.1:9/hook"}
@@ -360,19 +370,19 @@ func TestPlanAheadBounded(t *testing.T) {
 		ahead := slices.Clone(counter.ahead)
 		counter.mu.Unlock()
 		total, passes := 0, 0
-		for _, n := range ahead {
-			if n > scheduler.MaxPlannedAhead+100 {
-				t.Errorf("a PlanDue planned %d fires past the lookahead, want at most %d and one task's", n, scheduler.MaxPlannedAhead)
+		for _, a := range ahead {
+			if a > bound+100 {
+				t.Errorf("a PlanDue planned %d fires past the lookahead, want at most %d and one task's", a, bound)
 			}
-			if n > 0 {
+			if a > 0 {
 				passes++
 			}
-			total += n
+			total += a
 		}
 		// About half a span of each task past the lookahead, in more than
 		// one pass.
-		if total < 400*30 || passes < 2 {
-			t.Errorf("%d fires planned past the lookahead in %d passes, want about %d in more than one", total, passes, 400*45)
+		if total < n*30 || passes < 2 {
+			t.Errorf("%d fires planned past the lookahead in %d passes, want about %d in more than one", total, passes, n*45)
 		}
 		calls := map[string]int{}
 		for _, c := range b.target.snapshot() {

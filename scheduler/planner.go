@@ -34,6 +34,8 @@ type planner struct {
 	lookahead      time.Duration
 	misfire        time.Duration // the server's misfire threshold
 	batch          int           // tasks per PlanDue
+	unplanBatch    int           // planned fires per step of unplanMissed
+	maxAhead       int           // fires one PlanDue plans past the lookahead (maxPlannedAhead)
 	maxRunsPerTask int
 	horizon        time.Duration // how far ahead a frequent task is planned (refillAt)
 	// claimWindow: a run planned due sooner than this after now is due
@@ -65,6 +67,8 @@ func newPlanner(cfg Config, store planStore, log *slog.Logger) *planner {
 		lookahead:      cfg.Lookahead,
 		misfire:        cfg.MisfireThreshold,
 		batch:          cfg.PlanBatch,
+		unplanBatch:    cfg.unplanBatch,
+		maxAhead:       cfg.maxPlannedAhead,
 		maxRunsPerTask: cfg.MaxRunsPerTask,
 		horizon:        cfg.PlanHorizon,
 		claimWindow:    cfg.StartAhead + 2*cfg.ClaimInterval,
@@ -188,7 +192,7 @@ func (p *planner) planOnce(ctx context.Context) {
 					return sundial.Plan{Next: t.NextFireTime}
 				}
 				horizon := p.horizon
-				if ahead >= maxPlannedAhead {
+				if ahead >= p.maxAhead {
 					if t.NextFireTime != nil && t.NextFireTime.After(keepAfter) {
 						kept++
 						return sundial.Plan{Keep: true}
@@ -284,7 +288,7 @@ func missedUnplanned(t *sundial.Task, now time.Time, threshold time.Duration) bo
 // sweep that fails returns the zero time and asks the next pass for
 // another.
 func (p *planner) unplanMissed(ctx context.Context) time.Time {
-	const batch = 10000
+	batch := p.unplanBatch
 	start := time.Now()
 	for ctx.Err() == nil {
 		looked, deleted, err := p.store.RunUnplanMissed(ctx, start.Add(-minMissAfter), batch,
@@ -304,7 +308,7 @@ func (p *planner) unplanMissed(ctx context.Context) time.Time {
 		}
 		if looked < batch || deleted == 0 {
 			// (A full batch of late fires none of which is missed, a
-			// batch of 10,000 fires inside their deadlines, ends the sweep
+			// batch (10,000) of fires inside their deadlines, ends the sweep
 			// early: the next claim of one that is missed asks again.)
 			return start
 		}

@@ -108,6 +108,14 @@ type Config struct {
 	// admitLaneCap is the room of each admission lane [4096]: tests make
 	// it small to fill a lane with a small burst.
 	admitLaneCap int
+	// unplanBatch is how many planned fires one step of the sweep of
+	// missed fires reads (unplanMissed) [10000]: tests make it small to
+	// sweep in many steps without planning tens of thousands of fires.
+	unplanBatch int
+	// maxPlannedAhead bounds the fires one PlanDue plans past the
+	// lookahead [maxPlannedAhead, 1000]: tests make it small to need
+	// several passes without thousands of tasks.
+	maxPlannedAhead int
 }
 
 // CompensatorConfig holds the numbers of seed 000's start-compensation
@@ -160,6 +168,8 @@ func DefaultConfig() Config {
 		CallbackSweep:   time.Second,
 		AlertSweep:      10 * time.Second,
 		admitLaneCap:    4096,
+		unplanBatch:     10000,
+		maxPlannedAhead: maxPlannedAhead,
 		QuietGC:         true,
 	}
 }
@@ -185,6 +195,7 @@ func (c *Config) setDefaults() {
 	for _, f := range []struct{ v, def *int }{
 		{&c.PlanBatch, &d.PlanBatch}, {&c.MaxRunsPerTask, &d.MaxRunsPerTask}, {&c.Workers, &d.Workers},
 		{&c.ClaimBatch, &d.ClaimBatch}, {&c.MaxDeliveries, &d.MaxDeliveries}, {&c.admitLaneCap, &d.admitLaneCap},
+		{&c.unplanBatch, &d.unplanBatch}, {&c.maxPlannedAhead, &d.maxPlannedAhead},
 	} {
 		positive(f.v, *f.def)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
 	"github.com/sundialhq/sundial/store/sqlite"
+	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
 
 // target is an in-memory HTTP target: it records every delivery and answers
@@ -104,7 +104,7 @@ func setup(t *testing.T, cfg scheduler.Config) *bundle {
 // setupWith is setup with the scheduler's store wrapped by wrap, if not nil.
 func setupWith(t *testing.T, cfg scheduler.Config, wrap func(sundial.Store) sundial.Store) *bundle {
 	t.Helper()
-	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "sundial.db"), sqlite.Options{})
+	st, err := sqlite.Open(t.Context(), sqlitetest.NewDB(t), sqlite.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

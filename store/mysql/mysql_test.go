@@ -29,7 +29,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { dropPooled() }))
 }
 
 // testDSN returns the server the tests use, from SUNDIAL_TEST_MYSQL. Without
@@ -120,11 +120,140 @@ func exec(t *testing.T, s sundial.Store, query string) {
 	}
 }
 
-// openNodes opens nodes stores on a new database, each with a pool of its
-// own, as the nodes of one cluster.
+// pooled holds the databases of the conformance cases (emptyDB): free
+// ones, migrated and emptied, and all of them, dropped when the tests end.
+var pooled struct {
+	sync.Mutex
+	free, all []string
+}
+
+// emptyDB returns the DSN of a migrated database with no rows but its
+// migration ledger, as a new database is once Open has migrated it.
+// Migrating one (DDL that the server commits statement by statement) is
+// most of what a conformance case costs, so a case takes a database an
+// earlier case left, emptied when that case ended (every table but
+// schema_migrations truncated, which also starts its AUTO_INCREMENT at 1
+// again), or else a new one that Open migrates. A case that failed leaves
+// its database as it is, to be dropped with the others when the tests end.
+// The migrations themselves are tested on new databases (TestMigrate*).
+func emptyDB(t *testing.T) string {
+	t.Helper()
+	cfg, err := mysql.ParseDSN(testDSN(t))
+	if err != nil {
+		t.Fatalf("SUNDIAL_TEST_MYSQL: %v", err)
+	}
+	var name string
+	pooled.Lock()
+	if n := len(pooled.free); n > 0 {
+		name, pooled.free = pooled.free[n-1], pooled.free[:n-1]
+	}
+	pooled.Unlock()
+	if name == "" {
+		b := make([]byte, 8)
+		rand.Read(b)
+		name = "sundial_test_" + hex.EncodeToString(b)
+		if err := adminExec(t.Context(), cfg.FormatDSN(), "CREATE DATABASE "+name); err != nil {
+			t.Fatalf("create database: %v", err)
+		}
+		pooled.Lock()
+		pooled.all = append(pooled.all, name)
+		pooled.Unlock()
+	}
+	cfg.DBName = name
+	dsn := cfg.FormatDSN()
+	// Registered before the stores' Close, so it runs after it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := emptyOut(ctx, dsn); err != nil {
+			t.Errorf("empty database %s: %v", name, err)
+			return
+		}
+		pooled.Lock()
+		pooled.free = append(pooled.free, name)
+		pooled.Unlock()
+	})
+	return dsn
+}
+
+// emptyOut truncates every table of dsn's database but schema_migrations.
+func emptyOut(ctx context.Context, dsn string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	tables, err := strs(conn.QueryContext(ctx, `SELECT table_name FROM information_schema.tables
+		WHERE table_schema = DATABASE() AND table_type = 'BASE TABLE' AND table_name <> 'schema_migrations'`))
+	if err != nil {
+		return err
+	}
+	// The foreign keys point only to tables truncated here too.
+	if _, err := conn.ExecContext(ctx, `SET FOREIGN_KEY_CHECKS = 0`); err != nil {
+		return err
+	}
+	for _, table := range tables {
+		if _, err := conn.ExecContext(ctx, "TRUNCATE TABLE `"+table+"`"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// strs reads the one text column of rows.
+func strs(rows *sql.Rows, err error) ([]string, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var v string
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// dropPooled drops the databases emptyDB made.
+func dropPooled() {
+	pooled.Lock()
+	defer pooled.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range pooled.all {
+		if err := adminExec(ctx, os.Getenv("SUNDIAL_TEST_MYSQL"), "DROP DATABASE "+name); err != nil {
+			fmt.Fprintf(os.Stderr, "drop database %s: %v\n", name, err)
+		}
+	}
+}
+
+// adminExec runs query on a connection of its own to dsn.
+func adminExec(ctx context.Context, dsn, query string) error {
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	_, err = db.ExecContext(ctx, query)
+	return err
+}
+
+// openNodes opens nodes stores on a migrated, empty database (emptyDB),
+// each with a pool of its own, as the nodes of one cluster.
 func openNodes(t *testing.T, nodes int) []sundial.Store {
 	t.Helper()
-	dsn := createDB(t)
+	dsn := emptyDB(t)
 	var stores []sundial.Store
 	for range nodes {
 		stores = append(stores, openDSN(t, dsn))

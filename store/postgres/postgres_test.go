@@ -39,7 +39,7 @@ import (
 const envDSN = "SUNDIAL_TEST_POSTGRES"
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { dropPooled() }))
 }
 
 // serverDSN returns the test server's DSN. Without one the test is
@@ -85,6 +85,155 @@ func newSchema(t testing.TB) string {
 		}
 	})
 	return withParam(t, dsn, "search_path", name)
+}
+
+// pooled holds the schemas of the conformance cases (emptySchema): free
+// ones, migrated and emptied, and all of them, dropped when the tests end.
+var pooled struct {
+	sync.Mutex
+	free, all []string
+}
+
+// emptySchema returns a DSN whose connections work in a migrated schema
+// with no rows but its migration ledger, as a new schema is once Open has
+// migrated it. Migrating one (every migration in its own transaction) is
+// most of what a conformance case costs, so a case takes a schema an
+// earlier case left, emptied when that case ended with every table's rows
+// deleted and every sequence restarted (IDs begin at 1 again), or else a
+// new one that Open migrates. A case that failed leaves its schema as it
+// is, to be dropped with the others when the tests end. The migrations
+// themselves are tested on new schemas (TestMigrate*).
+func emptySchema(t *testing.T) string {
+	t.Helper()
+	dsn := serverDSN(t)
+	pooled.Lock()
+	var name string
+	if n := len(pooled.free); n > 0 {
+		name, pooled.free = pooled.free[n-1], pooled.free[:n-1]
+	}
+	pooled.Unlock()
+	if name == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		name = "sundial_test_" + hex.EncodeToString(b[:])
+		if err := adminExec(t.Context(), dsn, `CREATE SCHEMA `+pgx.Identifier{name}.Sanitize()); err != nil {
+			t.Fatalf("create schema: %v", err)
+		}
+		pooled.Lock()
+		pooled.all = append(pooled.all, name)
+		pooled.Unlock()
+	}
+	// Registered before the stores' Close, so it runs after it.
+	t.Cleanup(func() {
+		if t.Failed() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := emptyOut(ctx, withParam(t, dsn, "search_path", name)); err != nil {
+			t.Errorf("empty schema %s: %v", name, err)
+			return
+		}
+		pooled.Lock()
+		pooled.free = append(pooled.free, name)
+		pooled.Unlock()
+	})
+	return withParam(t, dsn, "search_path", name)
+}
+
+// emptyOut deletes the rows of every table of the connection's schema but
+// schema_migrations, a table before those its rows' foreign keys point to,
+// and restarts the schema's sequences, in one transaction.
+func emptyOut(ctx context.Context, dsn string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, `SELECT c.relname, coalesce(array_agg(r.relname) FILTER (WHERE r.relname IS NOT NULL), '{}')
+		FROM pg_class AS c
+		LEFT JOIN pg_constraint AS f ON f.contype = 'f' AND f.conrelid = c.oid
+		LEFT JOIN pg_class AS r ON r.oid = f.confrelid AND r.oid <> c.oid
+		WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' AND c.relname <> 'schema_migrations'
+		GROUP BY c.relname`)
+	if err != nil {
+		return err
+	}
+	refs := map[string][]string{} // table: the tables its foreign keys point to
+	err = func() error {
+		defer rows.Close()
+		for rows.Next() {
+			var table string
+			var to []string
+			if err := rows.Scan(&table, &to); err != nil {
+				return err
+			}
+			refs[table] = to
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return err
+	}
+	var b pgx.Batch
+	// A table once no other table left points to it.
+	for len(refs) > 0 {
+		var next []string
+		for table := range refs {
+			pointed := false
+			for other, to := range refs {
+				pointed = pointed || (other != table && slices.Contains(to, table))
+			}
+			if !pointed {
+				next = append(next, table)
+			}
+		}
+		if len(next) == 0 {
+			return fmt.Errorf("the foreign keys of %v go round", refs)
+		}
+		for _, table := range next {
+			b.Queue(`DELETE FROM ` + pgx.Identifier{table}.Sanitize())
+			delete(refs, table)
+		}
+	}
+	b.Queue(`DO $$ DECLARE s text; BEGIN
+		FOR s IN SELECT sequencename FROM pg_sequences WHERE schemaname = current_schema() LOOP
+			EXECUTE format('ALTER SEQUENCE %I RESTART', s);
+		END LOOP; END $$`)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx) // a no-op after Commit
+	if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// dropPooled drops the schemas emptySchema made.
+func dropPooled() {
+	dsn := os.Getenv(envDSN)
+	pooled.Lock()
+	defer pooled.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, name := range pooled.all {
+		if err := adminExec(ctx, dsn, `DROP SCHEMA `+pgx.Identifier{name}.Sanitize()+` CASCADE`); err != nil {
+			fmt.Fprintf(os.Stderr, "drop schema %s: %v\n", name, err)
+		}
+	}
+}
+
+// adminExec runs sql on a connection of its own to dsn.
+func adminExec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
 }
 
 // withParam sets a connection parameter (a plain word) in a URL or
@@ -142,11 +291,11 @@ func exec(t *testing.T, s sundial.Store, query string) {
 	}
 }
 
-// openNodes opens nodes stores on a new schema, each with a pool of its
-// own, as the nodes of one cluster.
+// openNodes opens nodes stores on a migrated, empty schema (emptySchema),
+// each with a pool of its own, as the nodes of one cluster.
 func openNodes(t *testing.T, nodes int) []sundial.Store {
 	t.Helper()
-	dsn := newSchema(t)
+	dsn := emptySchema(t)
 	var stores []sundial.Store
 	for range nodes {
 		stores = append(stores, open(t, dsn))

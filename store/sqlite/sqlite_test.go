@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +22,58 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) {
+		if migrated.dir != "" {
+			os.RemoveAll(migrated.dir)
+		}
+	}))
+}
+
+// migrated is a database file that Open made and migrated, closed and
+// never written again: the conformance cases start on copies of it
+// (migratedCopy).
+var migrated struct {
+	once      sync.Once
+	dir, path string
+	err       error
+}
+
+// migratedCopy writes to path a copy of a database file that Open made and
+// migrated and that has no rows but its migration ledger: what Open would
+// make of a new file, byte for byte but the ledger's times. Migrating (every
+// migration in a write transaction of its own, synced) is most of what a
+// conformance case costs; copying the file is not. The migrations
+// themselves are tested on new files (TestOpenExisting and the like).
+func migratedCopy(t *testing.T, path string) {
+	t.Helper()
+	migrated.once.Do(func() {
+		if migrated.dir, migrated.err = os.MkdirTemp("", "sundial-sqlite-test-"); migrated.err != nil {
+			return
+		}
+		migrated.path = filepath.Join(migrated.dir, "migrated.db")
+		s, err := Open(context.Background(), migrated.path, Options{})
+		if err != nil {
+			migrated.err = err
+			return
+		}
+		// The last connection to close checkpoints the WAL into the
+		// file and removes it: the file alone is the database.
+		migrated.err = s.Close()
+		if _, err := os.Stat(migrated.path + "-wal"); migrated.err == nil && err == nil {
+			migrated.err = errors.New("the migrated database kept its WAL file")
+		}
+	})
+	if migrated.err != nil {
+		t.Fatalf("migrate a database to copy: %v", migrated.err)
+	}
+	b, err := os.ReadFile(migrated.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Owner only, as Open makes a new file.
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // open returns a store on a fresh database file, closed at the end of t.
@@ -60,13 +113,14 @@ func exec(t *testing.T, s sundial.Store, query string) {
 	}
 }
 
-// openNodes opens nodes stores on one new database file, as that many
-// processes would, closed at the end of t. Their writes wait for each
-// other's (BEGIN IMMEDIATE): the busy timeout is long enough that a busy
+// openNodes opens nodes stores on one new database file, a copy of a
+// migrated one (migratedCopy), as that many processes would, closed at the
+// end of t. Their writes wait for each other's (BEGIN IMMEDIATE): the busy timeout is long enough that a busy
 // machine does not turn such a wait into EUnavailable.
 func openNodes(t *testing.T, nodes int) []sundial.Store {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sundial.db")
+	migratedCopy(t, path)
 	var stores []sundial.Store
 	for range nodes {
 		s, err := Open(t.Context(), path, Options{BusyTimeout: time.Minute})

@@ -114,25 +114,29 @@ func testRunAdmit(t *testing.T, open Opener) {
 
 	t.Run("LastEffectiveKinds", func(t *testing.T) {
 		t.Parallel()
-		// Every status but SCHEDULED, QUEUED and SKIPPED is effective.
+		// Every status but SCHEDULED, QUEUED and SKIPPED is effective. One
+		// status after another, each on a store of its own that it gives
+		// back when it ends (a backend may hand it to the next, emptied).
 		for _, s := range sundial.RunStatuses() {
-			f := setup(t, open)
-			tk := f.task("a")
-			prev := f.run(tk.ID, at(0), sundial.RunSuccess)
-			cand := f.run(tk.ID, at(1), s)
-			run := f.run(tk.ID, at(2), sundial.RunScheduled)
-			var st sundial.AdmitState
-			if _, err := f.s.RunAdmit(f.ctx, run.ID, run.Fence, at(2), capture(&st,
-				sundial.Admission{Status: sundial.RunRunning, Attempt: 1})); err != nil {
-				t.Fatalf("%s: RunAdmit: %v", s, err)
-			}
-			want := cand
-			if s == sundial.RunScheduled || s == sundial.RunQueued || s == sundial.RunSkipped {
-				want = prev
-			}
-			if st.LastEffective == nil || st.LastEffective.ID != want.ID {
-				t.Fatalf("with a %s run: LastEffective = %v, want run %d", s, st.LastEffective, want.ID)
-			}
+			t.Run(string(s), func(t *testing.T) {
+				f := setup(t, open)
+				tk := f.task("a")
+				prev := f.run(tk.ID, at(0), sundial.RunSuccess)
+				cand := f.run(tk.ID, at(1), s)
+				run := f.run(tk.ID, at(2), sundial.RunScheduled)
+				var st sundial.AdmitState
+				if _, err := f.s.RunAdmit(f.ctx, run.ID, run.Fence, at(2), capture(&st,
+					sundial.Admission{Status: sundial.RunRunning, Attempt: 1})); err != nil {
+					t.Fatalf("%s: RunAdmit: %v", s, err)
+				}
+				want := cand
+				if s == sundial.RunScheduled || s == sundial.RunQueued || s == sundial.RunSkipped {
+					want = prev
+				}
+				if st.LastEffective == nil || st.LastEffective.ID != want.ID {
+					t.Fatalf("with a %s run: LastEffective = %v, want run %d", s, st.LastEffective, want.ID)
+				}
+			})
 		}
 	})
 
