@@ -411,7 +411,7 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
-	var failedRun int64
+	var failedRun, failingTask int64
 	step(t, "a failed run's attempts", func(t *testing.T) {
 		p.t = t
 		var tk consoleTask
@@ -421,12 +421,49 @@ func TestConsole(t *testing.T) {
 			ID int64 `json:"id"`
 		}
 		apiCall(t, n, "POST", fmt.Sprintf("/api/v1/tasks/%d/trigger", tk.ID), "", 202, &r)
-		failedRun = r.ID
+		failedRun, failingTask = r.ID, tk.ID
 		p.goTo(fmt.Sprintf("#/runs/%d", r.ID))
 		p.wait("the failed attempt", `[...document.querySelectorAll('tr.attempt')].some(a => a.innerText.includes('500') && a.innerText.includes('FAILED'))`, 15*time.Second)
 		curl := p.text(`document.querySelector('pre.curl').textContent`)
 		if !strings.Contains(curl, "curl -X POST '"+failing.URL+"/x'") || !strings.Contains(curl, "Idempotency-Key: sundial-") {
 			t.Errorf("copy as curl: %s", curl)
+		}
+	})
+
+	step(t, "the overview's lag chart; a task's timeline", func(t *testing.T) {
+		p.t = t
+		p.goTo("#/")
+		// console-e2e fires every 2 seconds: its fires are the hour's lag,
+		// p50 a circle and p99 a square in the step they fell in.
+		p.wait("the lag chart", `document.querySelectorAll('.lag-chart circle.lag-dot.p50').length > 0 && document.querySelectorAll('.lag-chart rect.lag-dot.p99').length > 0`, 10*time.Second)
+		desc := p.text(`document.getElementById('lag-desc').textContent + '\n' + document.querySelector('.lag-chart').getAttribute('aria-labelledby') + '\n' + document.querySelector('.lag-summary').textContent`)
+		if ok, _ := regexp.MatchString(`^p50 [\d.]+ m?s, p99 [\d.]+ m?s over [1-9]\d* scheduled fires; worst five minutes p99 [\d.]+ m?s\nlag-title lag-desc\n p50 \(solid\)  p99 \(dashed\) — p50 `, desc); !ok {
+			t.Errorf("the lag chart's description and summary: %q", desc)
+		}
+
+		// The failing task's one run is a red cross, a link to the run.
+		p.goTo(fmt.Sprintf("#/tasks/%d", failingTask))
+		p.wait("a failed mark", `!!document.querySelector('.timeline a.tl-run[data-status=FAILED] polygon.tl.bad')`, 10*time.Second)
+		if legend := p.text(`[...document.querySelectorAll('ul.legend li')].map(li => li.textContent.trim() + ':' + li.querySelector('svg > *').tagName).join('|')`); legend != "succeeded:circle|failed:polygon|skipped or canceled:rect|running or waiting:polygon" {
+			t.Errorf("the timeline's legend: %q", legend)
+		}
+		p.run(10*time.Second, chromedp.Click(".timeline a.tl-run[data-status=FAILED]", chromedp.ByQuery))
+		p.wait("the failed run's page", fmt.Sprintf(`location.hash === '#/runs/%d' && !!document.querySelector('tr.attempt')`, failedRun), 10*time.Second)
+
+		// console-e2e's runs: green circles, placed left to right by
+		// scheduled time, each named for a screen reader.
+		p.goTo(fmt.Sprintf("#/tasks/%d", id))
+		p.wait("its marks", `document.querySelectorAll('.timeline a.tl-run[data-status=SUCCESS] circle.tl.ok').length >= 2`, 10*time.Second)
+		if order := p.text(`(() => {
+			const marks = [...document.querySelectorAll('.timeline a.tl-run')].map(a => {
+				const box = a.querySelector('.tl').getBBox();
+				return { x: box.x + box.width / 2, at: Date.parse(a.dataset.at), name: a.getAttribute('aria-label') };
+			}).sort((a, b) => a.x - b.x);
+			const placed = marks.every((m, i) => i === 0 || m.at >= marks[i - 1].at);
+			const named = marks.every(m => /^run #\d+, [A-Z_]+, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d /.test(m.name));
+			return placed && named && marks.length > 2 ? 'ok' : JSON.stringify(marks);
+		})()`); order != "ok" {
+			t.Errorf("the timeline's marks are not in scheduled order, or unnamed: %s", order)
 		}
 	})
 
@@ -452,9 +489,9 @@ func TestConsole(t *testing.T) {
 	step(t, "accessibility", func(t *testing.T) {
 		p.t = t
 		pages := []struct{ route, ready string }{
-			{"#/", `document.querySelector('h1').textContent === 'Overview'`},
+			{"#/", `document.querySelector('h1').textContent === 'Overview' && !!document.querySelector('.lag-chart')`},
 			{"#/tasks", `document.querySelectorAll('main tbody tr').length > 0`},
-			{fmt.Sprintf("#/tasks/%d", id), `!!document.querySelector('#runs-h')`},
+			{fmt.Sprintf("#/tasks/%d", id), `!!document.querySelector('#runs-h') && !!document.querySelector('.timeline')`},
 			{fmt.Sprintf("#/tasks/%d/edit", id), `document.querySelectorAll('#cron-preview ol.times li').length === 10`},
 			{"#/tasks/new", `document.querySelectorAll('#cron-preview ol.times li').length === 10`},
 			{fmt.Sprintf("#/runs/%d", failedRun), `!!document.querySelector('tr.attempt')`},

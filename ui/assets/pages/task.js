@@ -1,13 +1,14 @@
 // A task: its definition, next fires, recent runs and lag, and its
 // actions (trigger with params, disable with a reason, enable, edit,
 // delete, backfill with a dry run first).
-import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
+import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, statusClass, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
 
 export async function render(main, id) {
   let t;
   const runsBox = h('section', { 'aria-labelledby': 'runs-h' });
   const nextBox = h('section', { 'aria-labelledby': 'next-h' });
   const lagBox = h('section', { 'aria-labelledby': 'lag-h' });
+  const timelineBox = h('section', { 'aria-labelledby': 'timeline-h' });
   const linksBox = h('section', { 'aria-labelledby': 'links-h' });
 
   async function load() {
@@ -44,6 +45,7 @@ export async function render(main, id) {
         tile('Lag p50 / p95', ms(st.lag_p50_ms) + ' / ' + ms(st.lag_p95_ms)),
         tile('Failures in a row', String(st.consecutive_failures || 0)),
         tile('Last success', timeEl(st.last_success_at, t.timezone, true))),
+      timelineBox,
       h('div', { class: 'cols' }, definition(t), h('div', {}, nextBox, lagBox, linksBox)),
       runsBox);
   }
@@ -55,6 +57,7 @@ export async function render(main, id) {
   async function loadRuns() {
     const all = await api('GET', '/tasks/' + id + '/runs' + qs({ limit: 100 }));
     clear(lagBox, h('h2', { id: 'lag-h' }, 'Lag of its last scheduled fires'), lagHistogram(all.items));
+    clear(timelineBox, h('h2', { id: 'timeline-h' }, 'Timeline of its last runs'), timeline(all.items, t.timezone));
     const res = { items: all.items.slice(0, 20) };
     t.state = t.state || {};
     t.state.recent = res.items.filter(r => ['SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED'].includes(r.status));
@@ -211,4 +214,52 @@ function lagHistogram(runs) {
         svg('text', { x: i * bw + bw / 2, y: H + 12, 'text-anchor': 'middle', class: 'axis' }, name),
         counts[i] ? svg('text', { x: i * bw + bw / 2, y: H - bh - 2, 'text-anchor': 'middle', class: 'axis' }, String(counts[i])) : null];
     }));
+}
+
+// The timeline's marks: a shape and a word for each kind of status, so
+// color is never the only sign.
+const KINDS = [
+  ['ok', 'succeeded', 'circle'],
+  ['bad', 'failed', 'cross'],
+  ['off', 'skipped or canceled', 'square'],
+  ['busy', 'running or waiting', 'diamond'],
+];
+
+function shape(kind, cx, cy, r) {
+  const [, , form] = KINDS.find(k => k[0] === kind);
+  const cls = 'tl ' + kind;
+  if (form === 'circle') return svg('circle', { cx, cy, r, class: cls });
+  if (form === 'square') return svg('rect', { x: cx - r, y: cy - r, width: 2 * r, height: 2 * r, class: cls });
+  if (form === 'diamond') return svg('polygon', { points: `${cx},${cy - r - 1} ${cx + r + 1},${cy} ${cx},${cy + r + 1} ${cx - r - 1},${cy}`, class: cls });
+  const a = r * 0.45;
+  return svg('polygon', { class: cls, points: [[-r, -r + a], [-r + a, -r], [0, -a], [r - a, -r], [r, -r + a], [a, 0], [r, r - a], [r - a, r], [0, a], [-r + a, r], [-r, r - a], [-a, 0]].map(([x, y]) => (cx + x) + ',' + (cy + y)).join(' ') });
+}
+
+// timeline places the task's last runs (up to 100) along their
+// scheduled times, one mark each, shaped and colored by status, each a
+// link to the run.
+function timeline(runs, zone) {
+  if (!runs.length) return h('p', { class: 'empty' }, 'No run yet.');
+  const at = r => new Date(r.scheduled_time).getTime();
+  const first = Math.min(...runs.map(at)), last = Math.max(...runs.map(at));
+  const W = 900, H = 44, pad = 10, span = Math.max(1, last - first);
+  const counts = {};
+  for (const r of runs) counts[statusClass(r.status)] = (counts[statusClass(r.status)] || 0) + 1;
+  const label = runs.length + ' runs from ' + fmtTime(new Date(first).toISOString(), zone) + ' to ' + fmtTime(new Date(last).toISOString(), zone) + ': ' +
+    KINDS.filter(([k]) => counts[k]).map(([k, word]) => counts[k] + ' ' + word).join(', ');
+  return [
+    svg('svg', { viewBox: `0 0 ${W} ${H + 18}`, class: 'timeline', role: 'group', 'aria-labelledby': 'timeline-title' },
+      svg('title', { id: 'timeline-title' }, label),
+      svg('line', { x1: pad, x2: W - pad, y1: H / 2, y2: H / 2, class: 'axis-line' }),
+      svg('text', { x: pad, y: H + 14, class: 'axis' }, fmtTime(new Date(first).toISOString(), zone)),
+      svg('text', { x: W - pad, y: H + 14, 'text-anchor': 'end', class: 'axis' }, fmtTime(new Date(last).toISOString(), zone)),
+      runs.map(r => {
+        const name = 'run #' + r.id + ', ' + r.status + ', ' + fmtTime(r.scheduled_time, zone);
+        return svg('a', { href: '#/runs/' + r.id, class: 'tl-run', 'aria-label': name, 'data-status': r.status, 'data-at': r.scheduled_time },
+          svg('title', {}, name), shape(statusClass(r.status), pad + (W - 2 * pad) * (at(r) - first) / span, H / 2, 5));
+      })),
+    h('ul', { class: 'legend', 'aria-label': 'Legend' }, KINDS.map(([k, word]) => h('li', {},
+      svg('svg', { width: 12, height: 12, viewBox: '0 0 12 12', 'aria-hidden': 'true' }, shape(k, 6, 6, 5)), ' ', word))),
+    h('p', { class: 'small muted' }, label),
+  ];
 }
