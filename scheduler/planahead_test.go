@@ -201,19 +201,7 @@ func TestCatchUpAfterOutageWithPlannedAhead(t *testing.T) {
 		// the restart, 596 to 600 less.
 		waitUntil(start.Add(10*time.Minute + 500*time.Millisecond))
 		reg := prometheus.NewRegistry()
-		cfg.Node = sundial.Node{ID: "node-restarted"}
-		s, err := scheduler.New(cfg, b.store, b.target, nil, reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runCtx, cancel := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- s.Run(runCtx) }()
-		time.Sleep(5 * time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		restartFor(t, cfg, b.store, b.target, reg, 5*time.Second)
 
 		const missed = 595 - 21 + 1
 		calls := map[string]int{}
@@ -458,20 +446,8 @@ func TestCatchUpCountsWhatTheSweepLeft(t *testing.T) {
 				b.stop(t)
 				waitUntil(start.Add(15*time.Second + 500*time.Millisecond))
 
-				cfg.Node = sundial.Node{ID: "node-restarted"}
-				s, err := scheduler.New(cfg, lateStore{b.store, 1700 * time.Millisecond, time.Second, &sync.Once{}},
-					b.target, nil, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan error, 1)
-				go func() { done <- s.Run(ctx) }()
-				time.Sleep(5 * time.Second)
-				cancel()
-				if err := <-done; err != nil {
-					t.Fatal(err)
-				}
+				restartFor(t, cfg, lateStore{b.store, 1700 * time.Millisecond, time.Second, &sync.Once{}},
+					b.target, nil, 5*time.Second)
 
 				covered := map[int64]int{}
 				var first, last int64

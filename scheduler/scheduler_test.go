@@ -201,6 +201,26 @@ func summarize(rs []*sundial.Run) []runSummary {
 // epoch is a whole second: synctest's clock starts at 2000-01-01T00:00:00Z.
 func waitUntil(t time.Time) { time.Sleep(time.Until(t)) }
 
+// restartFor starts a new scheduler of node-restarted on store with cfg
+// (reg, if not nil, its metrics), runs it for d and stops it gracefully.
+func restartFor(t *testing.T, cfg scheduler.Config, store sundial.Store, d scheduler.Deliverer,
+	reg prometheus.Registerer, run time.Duration) {
+	t.Helper()
+	cfg.Node = sundial.Node{ID: "node-restarted"}
+	s, err := scheduler.New(cfg, store, d, nil, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	time.Sleep(run)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestFiresOnTheSecond(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -896,19 +916,7 @@ func TestCatchUpAfterLongOutage(t *testing.T) {
 
 		// The restart: fires 10 to 28 are more than 5 s late, 30 to 34 less.
 		reg := prometheus.NewRegistry()
-		cfg.Node = sundial.Node{ID: "node-restarted"}
-		s, err := scheduler.New(cfg, b.store, b.target, nil, reg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		time.Sleep(5 * time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		restartFor(t, cfg, b.store, b.target, reg, 5*time.Second)
 
 		var missed []time.Time
 		for f := 10; f <= 28; f += 2 {
@@ -1006,19 +1014,7 @@ func TestStartingDeadline(t *testing.T) {
 		waitUntil(start.Add(5*time.Second + 500*time.Millisecond))
 		b.stop(t) // fires 1 to 5 went out; 6 to 15 stay planned
 		waitUntil(start.Add(12*time.Second + 500*time.Millisecond))
-		cfg.Node = sundial.Node{ID: "node-restarted"}
-		s, err := scheduler.New(cfg, b.store, b.target, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- s.Run(ctx) }()
-		time.Sleep(3 * time.Second)
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
+		restartFor(t, cfg, b.store, b.target, nil, 3*time.Second)
 
 		// The strict task: fires 6 to 10 were more than 2 s late at the
 		// restart, counted in one MISFIRE record; 11 and 12 ran late.
