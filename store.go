@@ -496,6 +496,9 @@ type TaskListParams struct {
 	Status     []TaskStatus // any of these; empty: any
 	Name       string       // exactly this name; empty: any
 	NamePrefix string       // names starting with this (case-sensitive); empty: any
+	// NameContains picks names holding this, letters A-Z in either case;
+	// empty: any.
+	NameContains string
 	RequestID  string       // exactly this request_id; empty: any
 	BizID      string       // exactly this biz_id; empty: any
 	// Selector picks tasks by their labels; empty: any.

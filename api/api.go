@@ -136,6 +136,9 @@ type Scheduler interface {
 	// Progress saves a long job's progress and checkpoint, and extends its
 	// callback deadline.
 	Progress(ctx context.Context, r *sundial.Run, t *sundial.Task, fence int64, progress, checkpoint json.RawMessage) (*sundial.Run, error)
+	// Request is the HTTP request run r of task t sends (its last
+	// delivery's, or its first's before any), every secret masked.
+	Request(ctx context.Context, t *sundial.Task, r *sundial.Run) (executor.Prepared, error)
 }
 
 // Server routes and serves the REST API. Build it with NewServer; other
@@ -215,7 +218,7 @@ func NewServer(cfg Config) *Server {
 	s.route("POST /api/v1/tasks:batch", sundial.RoleEditor, s.handleTaskBatch)
 	s.route("POST /api/v1/tasks:bulk", sundial.RoleOperator, s.handleTaskBulk)
 	s.route("GET /api/v1/tasks", sundial.RoleViewer, s.handleTaskList,
-		"status", "name", "name_prefix", "request_id", "biz_id", "selector", "limit", "cursor", "format", "recent")
+		"status", "name", "name_prefix", "name_contains", "request_id", "biz_id", "selector", "limit", "cursor", "format", "recent")
 	s.route("GET /api/v1/tasks/{id}", sundial.RoleViewer, s.handleTaskGet)
 	s.route("GET /api/v1/tasks/{id}/deps", sundial.RoleViewer, s.handleTaskDeps)
 	s.route("PUT /api/v1/tasks/{id}", sundial.RoleEditor, s.handleTaskReplace)
@@ -234,6 +237,7 @@ func NewServer(cfg Config) *Server {
 	s.route("GET /api/v1/runs/{id}", sundial.RoleViewer, s.handleRunGet)
 	s.route("POST /api/v1/runs/{id}/cancel", sundial.RoleOperator, s.handleRunCancel)
 	s.route("POST /api/v1/runs/{id}/rerun", sundial.RoleOperator, s.handleRunRerun)
+	s.route("GET /api/v1/runs/{id}/request", sundial.RoleViewer, s.handleRunRequest)
 	// Any method: the task's callback_method decides which one is right.
 	// With GET (and only then) the outcome comes in the query.
 	s.route("GET /api/v1/runs/{id}/callback", sundial.RoleNone, s.handleRunCallback, "status", "message")

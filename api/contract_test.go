@@ -401,6 +401,7 @@ func (f *contractFixture) story(t *testing.T) {
 	if rerun.RerunOf != manual.ID || rerun.Trigger != sundial.TriggerManual || rerun.ID == manual.ID {
 		t.Fatalf("rerun of run %d = %+v", manual.ID, rerun)
 	}
+	f.do(t, call{method: "GET", path: runPath(rerun.ID, "/request"), status: 200})
 
 	// Backfills: a dry run, a backfill, one of a one-off task, a cancel.
 	filled := f.createTask(t, f.cronTask("backfilled", ""))
@@ -768,6 +769,7 @@ func (f *contractFixture) story(t *testing.T) {
 	f.do(t, call{method: "GET", path: taskPath(syncStats.ID), status: 404, code: "not_found"})
 	f.do(t, call{method: "GET", path: taskPath(syncStats.ID, "/runs"), status: 200})
 	f.do(t, call{method: "POST", path: runPath(rerun.ID, "/rerun"), status: 409, code: "conflict", field: "task_id"})
+	f.do(t, call{method: "GET", path: runPath(rerun.ID, "/request"), status: 409, code: "conflict", field: "task_id"})
 
 	// Live events: those of the changes of tasks above, read again from
 	// an id too old (a reset first); run events, as the scheduler

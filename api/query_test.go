@@ -126,6 +126,7 @@ func TestQueryMalformed(t *testing.T) {
 		{"cursor=&cursor=", "cursor", "given more than once"},
 		{"status=ENABLED&status=DISABLED", "status", "status=A,B"},
 		{"name_prefix=%FF", "name_prefix", "not valid UTF-8"},
+		{"name_contains=a%FF", "name_contains", "not valid UTF-8"},
 		{"biz_id=a%C3", "biz_id", "not valid UTF-8"},
 		{"%FF=1", "\uFFFD", "name is not valid UTF-8"},
 		{"limit=%zz", "limit", "malformed value"},

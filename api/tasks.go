@@ -441,17 +441,18 @@ func (s *Server) handleTaskCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleTaskList serves
-// GET /api/v1/tasks?status=&name=&name_prefix=&request_id=&biz_id=&selector=&limit=&cursor=,
+// GET /api/v1/tasks?status=&name=&name_prefix=&name_contains=&request_id=&biz_id=&selector=&limit=&cursor=,
 // and with format=json or format=yaml, the export of the tasks (export.go).
 // A selector is a condition of the store's query, like the others: each
 // page is read from the cursor on until it is full.
 func (s *Server) handleTaskList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := sundial.TaskListParams{
-		Name:       q.Get("name"),
-		NamePrefix: q.Get("name_prefix"),
-		RequestID:  q.Get("request_id"),
-		BizID:      q.Get("biz_id"),
+		Name:         q.Get("name"),
+		NamePrefix:   q.Get("name_prefix"),
+		NameContains: q.Get("name_contains"),
+		RequestID:    q.Get("request_id"),
+		BizID:        q.Get("biz_id"),
 	}
 	statuses, err := enumList(q, "status", taskStatuses)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/sundialhq/sundial"
+	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/store/sqlite"
 	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
@@ -1059,4 +1060,15 @@ func TestChangeAwaitsSending(t *testing.T) {
 			t.Errorf("%s waited for the fire it took back", change.name)
 		}
 	}
+}
+
+// Request prepares r's request as a node would, with an executor's
+// defaults and the run's own values.
+func (f *fakeScheduler) Request(ctx context.Context, t *sundial.Task, r *sundial.Run) (executor.Prepared, error) {
+	shown := *t
+	sundial.MaskTask(&shown)
+	return executor.New(executor.Options{}).Prepare(executor.Request{Method: t.HTTPMethod, URL: shown.TargetURL,
+		Headers: shown.Headers, BodyTemplate: t.BodyTemplate, Vars: executor.Vars{RunID: r.ID, TaskID: t.ID, TaskName: t.Name,
+			ScheduledTime: r.ScheduledTime, Attempt: max(r.Attempt, 1), Delivery: max(r.Deliveries, 1), Trigger: string(r.Trigger),
+			IdempotencyKey: r.IdempotencyKey, TraceID: r.TraceID, Params: r.ParamsFor(t)}})
 }

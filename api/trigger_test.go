@@ -16,6 +16,7 @@ import (
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/executor"
 	"github.com/sundialhq/sundial/scheduler"
+	"github.com/sundialhq/sundial/seal"
 	"github.com/sundialhq/sundial/store/sqlite"
 	"github.com/sundialhq/sundial/store/sqlite/sqlitetest"
 )
@@ -151,8 +152,8 @@ func (h *heldTarget) snapshot() []executor.Request {
 	return slices.Clone(h.calls)
 }
 
-// schedBundle is an API server on a real scheduler and SQLite store, for
-// tests that run inside a synctest bubble.
+// schedBundle is an API server on a real scheduler and SQLite store, with
+// a secrets key, for tests that run inside a synctest bubble.
 type schedBundle struct {
 	srv    *Server
 	store  *sqlite.Store
@@ -165,7 +166,15 @@ func setupScheduler(t *testing.T, target *heldTarget) *schedBundle { // in a syn
 	if err != nil {
 		t.Fatal(err)
 	}
-	sched, err := scheduler.New(scheduler.Config{Node: sundial.Node{ID: "node-a"}}, st, target, nil, nil)
+	key, err := seal.ParseKey(seal.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	box, err := seal.New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sched, err := scheduler.New(scheduler.Config{Node: sundial.Node{ID: "node-a"}, Sealer: box}, st, target, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +189,7 @@ func setupScheduler(t *testing.T, target *heldTarget) *schedBundle { // in a syn
 		}
 		st.Close()
 	})
-	return &schedBundle{srv: NewServer(Config{Store: st, Scheduler: sched}), store: st, target: target}
+	return &schedBundle{srv: NewServer(Config{Store: st, Scheduler: sched, Sealer: box}), store: st, target: target}
 }
 
 func (b *schedBundle) do(t *testing.T, method, target, body string, status int, out any) {

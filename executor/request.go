@@ -182,3 +182,28 @@ func compactJSON(raw json.RawMessage) string {
 	}
 	return b.String()
 }
+
+// Prepared is a delivery's HTTP request as it would go out: method, URL,
+// headers and rendered body.
+type Prepared struct {
+	Method string
+	URL    string
+	Header http.Header
+	Body   string
+}
+
+// Prepare builds the request of req as Deliver would send it, without
+// sending it: the body rendered, the task's headers but the reserved ones,
+// and Sundial's. The traceparent's span id and a signature's timestamp are
+// those of this call; a delivery makes its own.
+func (e *Executor) Prepare(req Request) (Prepared, error) {
+	hreq, err := e.newRequest(context.Background(), &req)
+	if err != nil {
+		return Prepared{}, err
+	}
+	var body []byte
+	if hreq.Body != nil {
+		body, _ = io.ReadAll(hreq.Body) // a strings.Reader: never fails
+	}
+	return Prepared{Method: hreq.Method, URL: req.URL, Header: hreq.Header, Body: string(body)}, nil
+}

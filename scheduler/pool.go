@@ -214,7 +214,6 @@ func (p *pool) deliver(j job) {
 	if timeout <= 0 {
 		timeout = p.requestTimeout
 	}
-	trigger := string(r.Trigger)
 	started := time.Now()
 	p.publish(startEvent(j, started, p.node))
 	if j.deliveryNo() == 1 && r.Trigger != sundial.TriggerBackfill && r.Trigger != sundial.TriggerDependency {
@@ -230,22 +229,7 @@ func (p *pool) deliver(j job) {
 	req, err := p.secrets(t)
 	req.Method, req.BodyTemplate, req.Timeout = t.HTTPMethod, t.BodyTemplate, timeout
 	req.Redirects = t.RedirectPolicyOf()
-	req.Vars = executor.Vars{
-		RunID:          r.ID,
-		TaskID:         t.ID,
-		TaskName:       t.Name,
-		ScheduledTime:  r.ScheduledTime,
-		Attempt:        j.attempt,
-		Delivery:       j.deliveryNo(),
-		Trigger:        trigger,
-		IdempotencyKey: r.IdempotencyKey,
-		TraceID:        j.trace,
-		NodeID:         p.node,
-		Params:         r.ParamsFor(t),
-		CallbackURL:    cbURL,
-		CallbackToken:  cbToken,
-		Checkpoint:     r.Checkpoint,
-	}
+	req.Vars = runVars(t, r, j.attempt, j.deliveryNo(), j.trace, p.node, cbURL, cbToken)
 	if err == nil && p.parents != nil && t.HasParents() {
 		req.Vars.Extra, err = p.parents(ctx, t, r)
 	}

@@ -623,6 +623,12 @@ func TestCLITasksAndRuns(t *testing.T) {
 	mustCLI(t, env, "task", "get", "nightly")
 	env["SUNDIAL_SERVER"] = n.url
 
+	if out := mustCLI(t, env, "task", "ls", "--search", "IGHT", "-o", "name"); out != "task/nightly\n" {
+		t.Errorf("task ls --search IGHT: %q", out)
+	}
+	if out := mustCLI(t, env, "task", "ls", "--search", "nope", "-o", "name"); out != "" {
+		t.Errorf("task ls --search nope: %q", out)
+	}
 	up := mustCLI(t, env, "task", "upcoming", "nightly", "--limit", "2")
 	if !regexp.MustCompile(`^TIME \(America/New_York\) +IN +RUN +STATUS\n\d{4}-\d\d-\d\d 02:00:00 +in \S+ +- +not planned yet\n\d{4}-\d\d-\d\d 02:00:00 `).MatchString(up) {
 		t.Errorf("task upcoming:\n%s", up)
@@ -650,6 +656,14 @@ func TestCLITasksAndRuns(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("run get lacks %q:\n%s", want, got)
 		}
+	}
+	req := mustCLI(t, env, "run", "request", id)
+	if !strings.HasPrefix(req, "POST "+target.srv.URL+"/n\n") || !strings.Contains(req, "\nX-Sundial-Run-Id: "+id+"\n") ||
+		!strings.Contains(req, "\nX-Sundial-Trigger: MANUAL\n") {
+		t.Errorf("run request:\n%s", req)
+	}
+	if curl := mustCLI(t, env, "run", "request", id, "-o", "curl"); !strings.HasPrefix(curl, "curl -X POST '"+target.srv.URL+"/n'") {
+		t.Errorf("run request -o curl:\n%s", curl)
 	}
 	failCLI(t, env, 1, []string{"already", "(field status"}, "run", "cancel", id)
 	if out := mustCLI(t, env, "node", "ls"); !regexp.MustCompile(`^ID +STATE +ADDRESS +HEARTBEAT +STARTED\n\S+ +ALIVE +127\.0\.0\.1:\d+ `).MatchString(out) {

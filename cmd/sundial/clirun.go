@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -17,7 +18,7 @@ import (
 // runCommand is "sundial run".
 func (c *cli) runCommand() *cobra.Command {
 	cmd := groupCommand("run", "List, read, cancel, rerun, replay and follow runs", "")
-	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runCancelCommand(), c.runRerunCommand(), c.runReplayCommand(), c.runTailCommand())
+	cmd.AddCommand(c.runLsCommand(), c.runGetCommand(), c.runRequestCommand(), c.runCancelCommand(), c.runRerunCommand(), c.runReplayCommand(), c.runTailCommand())
 	return cmd
 }
 
@@ -309,6 +310,66 @@ func (c *cli) runGetCommand() *cobra.Command {
 		},
 	}
 	addOutputFlag(cmd, &out, "table", "table", "json", "yaml")
+	return cmd
+}
+
+func (c *cli) runRequestCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "request ID [-o http|curl|json|yaml]",
+		Short: "Show the HTTP request a run sends, secrets masked (its last delivery's)",
+		Long: `Shows the HTTP request of a run's last delivery (before any, of its first), made from its
+task as the task is now: the request line, every header (Sundial's included) and the rendered
+body. Secrets are *** (sensitive headers, credentials in the URL, an ASYNC run's callback token,
+the signature, the OIDC token). -o curl prints it as a curl command to reproduce the call.`,
+		Args: exactArgs(1, "a run's id"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkOutput(out, "http", "curl", "json", "yaml"); err != nil {
+				return err
+			}
+			id, err := runArg(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			a, err := c.client()
+			if err != nil {
+				return err
+			}
+			var raw json.RawMessage
+			if err := a.do(cmd.Context(), http.MethodGet, fmt.Sprintf("/api/v1/runs/%d/request", id), nil, nil, &raw); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			switch out {
+			case "json":
+				return writeJSON(w, raw)
+			case "yaml":
+				return writeYAML(w, raw)
+			}
+			var req struct {
+				Method, URL, Body, Curl string
+				Headers                 []struct{ Name, Value string }
+			}
+			if err := json.Unmarshal(raw, &req); err != nil {
+				return err
+			}
+			if out == "curl" {
+				_, err := fmt.Fprintln(w, req.Curl)
+				return err
+			}
+			var b strings.Builder
+			b.WriteString(req.Method + " " + req.URL + "\n")
+			for _, h := range req.Headers {
+				b.WriteString(h.Name + ": " + h.Value + "\n")
+			}
+			if req.Body != "" {
+				b.WriteString("\n" + req.Body + "\n")
+			}
+			_, err = io.WriteString(w, b.String())
+			return err
+		},
+	}
+	addOutputFlag(cmd, &out, "http", "http", "curl", "json", "yaml")
 	return cmd
 }
 

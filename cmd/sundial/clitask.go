@@ -28,7 +28,7 @@ then a number as an id.`)
 }
 
 func (c *cli) taskLsCommand() *cobra.Command {
-	var out, status, selector string
+	var out, status, selector, search string
 	var limit int
 	var watch bool
 	cmd := &cobra.Command{
@@ -62,6 +62,7 @@ place of the one before, otherwise after it.`,
 		Example: `  sundial task ls
   sundial task ls --status DISABLED -o wide
   sundial task ls -l 'team=payments,env!=prod'
+  sundial task ls --search report
   sundial task ls --watch
   sundial task ls -o yaml > tasks.yaml     # what apply reads`,
 		Args: noArgs,
@@ -85,6 +86,9 @@ place of the one before, otherwise after it.`,
 			}
 			if selector != "" {
 				q.Set("selector", selector)
+			}
+			if search != "" {
+				q.Set("name_contains", search)
 			}
 			list := func() error {
 				raws, err := a.list(cmd.Context(), "/api/v1/tasks", q, limit)
@@ -111,6 +115,7 @@ place of the one before, otherwise after it.`,
 	f := cmd.Flags()
 	f.StringVar(&status, "status", "", "only tasks in these statuses: ENABLED, DISABLED, COMPLETED, FAILED (comma-separated)")
 	f.StringVarP(&selector, "selector", "l", "", "only tasks whose labels match this label selector: team=payments,env!=prod")
+	f.StringVar(&search, "search", "", "only tasks whose names hold this, letters A-Z in either case")
 	f.IntVar(&limit, "limit", 0, "at most this many tasks (0: all)")
 	f.BoolVarP(&watch, "watch", "w", false, "print the table again whenever a task or a run changes, until Ctrl-C")
 	addOutputFlag(cmd, &out, "table", "table", "wide", "json", "yaml", "name")

@@ -416,7 +416,7 @@ func TestConsole(t *testing.T) {
 		p.t = t
 		var tk consoleTask
 		apiCall(t, n, "POST", "/api/v1/tasks", `{"name":"console-failing","cron_expr":"0 0 0 1 1 *","target_url":"`+failing.URL+`/x",
-			"retry_policy":{"max_attempts":1}}`, 201, &tk)
+			"body_template":"{\"run\": {{run_id}}}","retry_policy":{"max_attempts":1}}`, 201, &tk)
 		var r struct {
 			ID int64 `json:"id"`
 		}
@@ -425,7 +425,8 @@ func TestConsole(t *testing.T) {
 		p.goTo(fmt.Sprintf("#/runs/%d", r.ID))
 		p.wait("the failed attempt", `[...document.querySelectorAll('tr.attempt')].some(a => a.innerText.includes('500') && a.innerText.includes('FAILED'))`, 15*time.Second)
 		curl := p.text(`document.querySelector('pre.curl').textContent`)
-		if !strings.Contains(curl, "curl -X POST '"+failing.URL+"/x'") || !strings.Contains(curl, "Idempotency-Key: sundial-") {
+		if !strings.Contains(curl, "curl -X POST '"+failing.URL+"/x'") || !strings.Contains(curl, "Idempotency-Key: sundial-") ||
+			!strings.Contains(curl, fmt.Sprintf(`--data-binary '{"run": %d}'`, r.ID)) {
 			t.Errorf("copy as curl: %s", curl)
 		}
 	})
@@ -550,7 +551,14 @@ func TestConsole(t *testing.T) {
 		p.eval(`document.activeElement && document.activeElement.blur(); true`, nil)
 		p.run(5*time.Second, chromedp.KeyEvent("/"))
 		p.wait("the search focused", `document.activeElement.type === 'search'`, 5*time.Second)
-		p.eval(`document.activeElement.blur(); true`, nil)
+		// Any part of the name, in either case. (The DevTools key event
+		// types the "/" its page's handler declined: cleared first.)
+		p.eval(`document.activeElement.value = ''; true`, nil)
+		p.run(5*time.Second, chromedp.KeyEvent("OLE-FAIL"))
+		p.wait("the search's one match", `(r => r.length === 1 && r[0].innerText.includes('console-failing'))(document.querySelectorAll('main tbody tr'))`, 10*time.Second)
+		p.goTo("#/tasks")
+		p.wait("the list again", `document.querySelectorAll('main tbody tr').length > 1`, 10*time.Second)
+		p.eval(`document.activeElement && document.activeElement.blur(); true`, nil)
 		p.run(5*time.Second, chromedp.KeyEvent("j"))
 		p.wait("the first row focused", `document.activeElement.classList.contains('row-link')`, 5*time.Second)
 		p.run(5*time.Second, chromedp.KeyEvent("\r"))

@@ -176,6 +176,9 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return col + ` LIKE ` + arg(likePrefix(p)) + ` ESCAPE '!'`
 	},
+	Contains: func(col, s string, arg func(any) string) string {
+		return `LOCATE(LOWER(` + arg(s) + `), LOWER(` + col + `)) > 0`
+	},
 	// The label's JSON path, its key quoted: a key holds no '"'. A task
 	// made before labels existed has NULL: no label. The value compares
 	// byte for byte (utf8mb4_bin): values are case-sensitive, and hold no

@@ -24,6 +24,10 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return `starts_with(` + col + `, ` + arg(p) + `)`
 	},
+	// lower() of the C collation folds A-Z only, as SQLite's does.
+	Contains: func(col, s string, arg func(any) string) string {
+		return `strpos(lower(` + col + ` COLLATE "C"), lower(` + arg(s) + ` COLLATE "C")) > 0`
+	},
 	Label: func(col, key string, arg func(any) string) string {
 		return `(` + col + `::jsonb ->> ` + arg(key) + `::text)`
 	},

@@ -167,6 +167,9 @@ var queries = sqlstore.NewQueries(sqlstore.Dialect{
 	HasPrefix: func(col, p string, arg func(any) string) string {
 		return `substr(` + col + `, 1, length(` + arg(p) + `)) = ` + arg(p)
 	},
+	Contains: func(col, s string, arg func(any) string) string {
+		return `instr(lower(` + col + `), lower(` + arg(s) + `)) > 0`
+	},
 	// The label's JSON path, its key quoted: a key holds no '"'.
 	Label: func(col, key string, arg func(any) string) string {
 		return `json_extract(` + col + `, ` + arg(`$."`+key+`"`) + `)`

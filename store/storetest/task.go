@@ -318,6 +318,10 @@ func testTaskList(t *testing.T, open Opener) {
 			{"prefix is literal", sundial.TaskListParams{NamePrefix: "50%"}, []int64{pct.ID}},
 			{"underscore is literal", sundial.TaskListParams{NamePrefix: "50x_"}, []int64{like.ID}},
 			{"no match", sundial.TaskListParams{NamePrefix: "zzz"}, nil},
+			{"contains", sundial.TaskListParams{NameContains: "ob-"}, []int64{jobA.ID, jobB.ID}},
+			{"contains in either case", sundial.TaskListParams{NameContains: "OB"}, []int64{jobA.ID, jobB.ID, jobs.ID}},
+			{"contains is literal", sundial.TaskListParams{NameContains: "%_"}, []int64{pct.ID}},
+			{"contains and status", sundial.TaskListParams{NameContains: "_OFF", Status: []sundial.TaskStatus{sundial.TaskEnabled}}, []int64{pct.ID, like.ID}},
 			{"after", sundial.TaskListParams{AfterID: jobs.ID}, []int64{pct.ID, like.ID}},
 		} {
 			ts, err := f.s.TaskList(f.ctx, tc.f)

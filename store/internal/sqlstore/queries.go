@@ -129,6 +129,9 @@ func (q *Queries) TaskList(f sundial.TaskListParams) (string, []any) {
 	if f.NamePrefix != "" {
 		where = append(where, q.d.HasPrefix("name", f.NamePrefix, arg))
 	}
+	if f.NameContains != "" {
+		where = append(where, q.d.Contains("name", f.NameContains, arg))
+	}
 	if f.HasParents {
 		// The few tasks with parents: a range of tasks_children.
 		where = append(where, `join_mode IN ('all', 'any')`)

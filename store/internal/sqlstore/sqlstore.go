@@ -99,6 +99,10 @@ type Dialect struct {
 	// HasPrefix returns the condition that the text column col starts
 	// with p, case-sensitive and with no wildcard, p bound with arg.
 	HasPrefix func(col, p string, arg func(any) string) string
+	// Contains returns the condition that the text column col holds s,
+	// letters A-Z matching in either case and no wildcard, s bound with
+	// arg.
+	Contains func(col, s string, arg func(any) string) string
 	// Label returns the expression of the value of the label key (its
 	// JSON path bound with arg) in the task row's labels_json column (col,
 	// which may be qualified): the value as text, NULL when the task has

@@ -1,15 +1,16 @@
 // A run: its status and timings, every attempt with its HTTP status,
-// body and error, the request Sundial sends (secrets masked, as the API
-// shows them), "copy as curl", the state of an ASYNC run, cancel and
-// rerun.
+// body and error, the request Sundial sends (GET /runs/{id}/request:
+// rendered, secrets masked) with "copy as curl", the state of an ASYNC
+// run, cancel and rerun.
 import { h, clear, api, can, timeEl, ms, badge, onEvent, debounce, toast, table, duration, FINAL } from '../lib.js';
 
 export async function render(main, id) {
-  let r, t;
+  let r, t, req;
 
   async function load() {
     r = await api('GET', '/runs/' + id);
     try { t = await api('GET', '/tasks/' + r.task_id); } catch { t = null; }
+    req = t ? await api('GET', '/runs/' + id + '/request').catch(() => null) : null;
     draw();
   }
 
@@ -20,7 +21,6 @@ export async function render(main, id) {
       if (!FINAL.includes(r.status)) actions.push(h('button', { type: 'button', class: 'danger', onclick: cancel }, 'Cancel run'));
       if (t) actions.push(h('button', { type: 'button', onclick: rerun }, 'Rerun'));
     }
-    const curl = t ? curlOf(t, r) : '';
     clear(main,
       h('p', { class: 'crumbs' }, h('a', { href: '#/runs' }, 'Runs'), ' / ',
         t ? [h('a', { href: '#/tasks/' + t.id }, t.name), ' / '] : 'deleted task / ', '#' + r.id),
@@ -60,10 +60,10 @@ export async function render(main, id) {
           h('td', {}, timeEl(a.started_at, zone)),
           h('td', {}, timeEl(a.finished_at, zone)),
           h('td', {}, a.node_id || '—')))) : h('p', { class: 'empty' }, 'No delivery has ended yet.'),
-      t ? [h('h2', {}, 'Request'),
-        h('p', { class: 'muted' }, 'What Sundial sends for this run: the task\'s headers as the API shows them (secrets as ***) and Sundial\'s own. The body is the task\'s template, rendered for each delivery.'),
-        h('pre', { class: 'curl', tabindex: '0', 'aria-label': 'The request as a curl command' }, curl),
-        h('button', { type: 'button', onclick: () => copy(curl) }, 'Copy as curl')] : null);
+      req ? [h('h2', {}, 'Request'),
+        h('p', { class: 'muted' }, 'What delivery ' + req.delivery + ' sends, made from the task as it is now: every header, Sundial\'s included, and the rendered body; secrets as ***.'),
+        h('pre', { class: 'curl', tabindex: '0', 'aria-label': 'The request as a curl command' }, req.curl),
+        h('button', { type: 'button', onclick: () => copy(req.curl) }, 'Copy as curl')] : null);
   }
 
   async function cancel() {
@@ -86,22 +86,6 @@ export async function render(main, id) {
   const off = onEvent(ev => { if (ev.run && ev.run.id === Number(id)) refresh(); });
   await load();
   return off;
-}
-
-function sh(s) { return "'" + String(s).replace(/'/g, "'\\''") + "'"; }
-
-function curlOf(t, r) {
-  const headers = Object.assign({}, t.headers || {}, {
-    'Idempotency-Key': r.idempotency_key,
-    'X-Sundial-Run-Id': String(r.id),
-    'X-Sundial-Task-Id': String(t.id),
-    'X-Sundial-Scheduled-Time': r.scheduled_time,
-    'X-Sundial-Trigger': r.trigger,
-  });
-  const lines = ['curl -X ' + t.http_method + ' ' + sh(t.target_url)];
-  for (const [k, v] of Object.entries(headers)) lines.push('  -H ' + sh(k + ': ' + v));
-  if (t.body_template && t.http_method !== 'GET') lines.push('  --data ' + sh(t.body_template));
-  return lines.join(' \\\n');
 }
 
 async function copy(text) {

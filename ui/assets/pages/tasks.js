@@ -11,7 +11,7 @@ export async function render(main, _id, params) {
     cursors: [''], page: 0, items: [], next: '', selected: new Set(),
   };
 
-  const search = h('input', { type: 'search', name: 'q', value: state.q, placeholder: 'Name starts with…', 'aria-keyshortcuts': '/' });
+  const search = h('input', { type: 'search', name: 'q', value: state.q, placeholder: 'Name contains…', 'aria-keyshortcuts': '/' });
   const selector = h('input', { type: 'text', name: 'selector', value: state.selector, placeholder: 'team=payments,env!=prod' });
   const status = h('select', { name: 'status' },
     ['', 'ENABLED', 'DISABLED', 'COMPLETED', 'FAILED'].map(s => h('option', { value: s, selected: s === state.status }, s || 'Any status')));
@@ -43,7 +43,7 @@ export async function render(main, _id, params) {
     }
     let res;
     try {
-      res = await api('GET', '/tasks' + qs({ limit: PAGE, recent: 20, name_prefix: state.q, selector: state.selector,
+      res = await api('GET', '/tasks' + qs({ limit: PAGE, recent: 20, name_contains: state.q, selector: state.selector,
         status: state.status, cursor: state.cursors[state.page] }));
     } catch (e) {
       clear(filterErr, errorBox(e));
