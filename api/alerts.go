@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -421,10 +422,26 @@ func (s *Server) handleRuleList(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	var watched *sundial.Task
+	if v := r.URL.Query().Get("task_id"); v != "" {
+		id, err := positiveQuery("task_id", v)
+		if err == nil {
+			if watched, err = s.store.TaskGet(r.Context(), id); sundial.ErrorCode(err) == sundial.ENotFound {
+				err = sundial.Errorf(sundial.ENotFound, "task_id", "no task %d", id)
+			}
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
 	rules, err := as.AlertRuleList(r.Context())
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	if watched != nil {
+		rules = slices.DeleteFunc(rules, func(rule *sundial.AlertRule) bool { return !rule.Watches(watched) })
 	}
 	if rules == nil {
 		rules = []*sundial.AlertRule{}
@@ -531,14 +548,10 @@ func (s *Server) handleIncidentList(w http.ResponseWriter, r *http.Request) {
 		dst  *int64
 	}{{"task_id", &f.TaskID}, {"rule_id", &f.RuleID}} {
 		if v := q.Get(p.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 1 {
-				e := sundial.Errorf(sundial.EInvalid, p.name, "%s must be a positive integer", p.name)
-				e.Token = v
-				s.writeError(w, r, e)
+			if *p.dst, err = positiveQuery(p.name, v); err != nil {
+				s.writeError(w, r, err)
 				return
 			}
-			*p.dst = n
 		}
 	}
 	if c := q.Get("cursor"); c != "" {
@@ -614,4 +627,16 @@ func (s *Server) handleIncidentAck(w http.ResponseWriter, r *http.Request) {
 	}
 	s.audit(r, "incident.ack", "incident/"+strconv.FormatInt(id, 10), inc.TaskID, nil, map[string]string{"note": req.Note})
 	writeJSON(w, http.StatusOK, inc)
+}
+
+// positiveQuery reads v, the value of query parameter name, as a positive
+// integer: an id.
+func positiveQuery(name, v string) (int64, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 1 {
+		e := sundial.Errorf(sundial.EInvalid, name, "%s must be a positive integer", name)
+		e.Token = v
+		return 0, e
+	}
+	return n, nil
 }

@@ -96,6 +96,20 @@ func (f *contractFixture) alertStory(t *testing.T, nightly *sundial.Task) {
 		f.do(t, k)
 	}
 	f.do(t, call{method: "GET", path: "/api/v1/alert-rules", token: f.secrets[sundial.RoleViewer], status: 200})
+	// The rules that watch one task: by its id, or by a selector its
+	// labels match.
+	var watching struct{ Items []sundial.AlertRule }
+	into(t, f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/alert-rules?task_id=%d", nightly.ID), status: 200}), &watching)
+	var names []string
+	for _, r := range watching.Items {
+		names = append(names, r.Name)
+	}
+	wantNames := []string{"nightly-3", "nightly-rate", "team-late", "team-skips"} // its labels hold team=reports
+	if strings.Join(names, ",") != strings.Join(wantNames, ",") {
+		t.Errorf("rules watching task %d (labels %v): %v, want %v", nightly.ID, nightly.Labels, names, wantNames)
+	}
+	f.do(t, call{method: "GET", path: "/api/v1/alert-rules?task_id=987654", status: 404, code: "not_found", field: "task_id"})
+	f.do(t, invalid("GET", "/api/v1/alert-rules?task_id=x", "", "task_id"))
 	f.do(t, call{method: "GET", path: fmt.Sprintf("/api/v1/alert-rules/%d", consecutive.ID), status: 200})
 	rput := fmt.Sprintf(`{"name":"nightly-3","task":"nightly-report","condition":{"kind":"consecutive_failures","count":5},
 		"channels":["ops-hook"],"version":%d}`, consecutive.Version)

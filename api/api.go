@@ -263,7 +263,7 @@ func NewServer(cfg Config) *Server {
 	s.route("DELETE /api/v1/alert-channels/{id}", sundial.RoleEditor, s.handleChannelDelete)
 	s.route("POST /api/v1/alert-channels/{id}/test", sundial.RoleOperator, s.handleChannelTest)
 	s.route("POST /api/v1/alert-rules", sundial.RoleEditor, s.handleRuleCreate)
-	s.route("GET /api/v1/alert-rules", sundial.RoleViewer, s.handleRuleList)
+	s.route("GET /api/v1/alert-rules", sundial.RoleViewer, s.handleRuleList, "task_id")
 	s.route("GET /api/v1/alert-rules/{id}", sundial.RoleViewer, s.handleRuleGet)
 	s.route("PUT /api/v1/alert-rules/{id}", sundial.RoleEditor, s.handleRuleReplace)
 	s.route("DELETE /api/v1/alert-rules/{id}", sundial.RoleEditor, s.handleRuleDelete)

@@ -295,6 +295,14 @@ func TestCLIAlerts(t *testing.T) {
 	if out := mustCLI(t, env, "alert", "rule", "ls"); !strings.Contains(out, "fragile-1") || !strings.Contains(out, "run_failed") {
 		t.Fatalf("rule ls:\n%s", out)
 	}
+	writeText(t, filepath.Join(dir, "other.yaml"), "name: other\ncron_expr: \"0 0 0 1 1 * 2099\"\ntarget_url: "+target.srv.URL+"/o\n")
+	mustCLI(t, env, "task", "create", "-f", filepath.Join(dir, "other.yaml"))
+	if out := mustCLI(t, env, "alert", "rule", "ls", "--task", "fragile"); !strings.Contains(out, "fragile-1") {
+		t.Errorf("rule ls --task fragile:\n%s", out)
+	}
+	if out := mustCLI(t, env, "alert", "rule", "ls", "--task", "other"); strings.Contains(out, "fragile-1") {
+		t.Errorf("rule ls --task other:\n%s", out)
+	}
 	if out := mustCLI(t, env, "alert", "channel", "test", "ops-mail"); !strings.Contains(out, "test message sent") {
 		t.Fatalf("channel test: %s", out)
 	}

@@ -94,7 +94,7 @@ nightly.yaml:
 }
 
 func (c *cli) alertLsCommand(what, path string) *cobra.Command {
-	var out string
+	var out, task string
 	cmd := &cobra.Command{
 		Use:     "ls",
 		Aliases: []string{"list"},
@@ -108,10 +108,18 @@ func (c *cli) alertLsCommand(what, path string) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			var q url.Values
+			if task != "" {
+				tk, err := resolveTask(cmd.Context(), a, task)
+				if err != nil {
+					return err
+				}
+				q = url.Values{"task_id": {strconv.FormatInt(tk.t.ID, 10)}}
+			}
 			var page struct {
 				Items []json.RawMessage `json:"items"`
 			}
-			if err := a.do(cmd.Context(), http.MethodGet, path, nil, nil, &page); err != nil {
+			if err := a.do(cmd.Context(), http.MethodGet, path, q, nil, &page); err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
@@ -149,6 +157,11 @@ func (c *cli) alertLsCommand(what, path string) *cobra.Command {
 		},
 	}
 	addOutputFlag(cmd, &out, "table", "table", "json", "yaml")
+	if what == "rule" {
+		cmd.Use = "ls [--task NAME|ID]"
+		cmd.Flags().StringVar(&task, "task", "", "only the rules that watch this task: by its id, or by a selector its labels match")
+		_ = cmd.RegisterFlagCompletionFunc("task", c.completeTasks)
+	}
 	return cmd
 }
 

@@ -424,6 +424,19 @@ func TestConsole(t *testing.T) {
 		failedRun, failingTask = r.ID, tk.ID
 		p.goTo(fmt.Sprintf("#/runs/%d", r.ID))
 		p.wait("the failed attempt", `[...document.querySelectorAll('tr.attempt')].some(a => a.innerText.includes('500') && a.innerText.includes('FAILED'))`, 15*time.Second)
+		// The task's page names the rules that watch it, by id or selector.
+		apiCall(t, n, "POST", "/api/v1/alert-channels", `{"name":"console-hook","kind":"webhook","url":"https://alerts.example.com/hook"}`, 201, nil)
+		apiCall(t, n, "POST", "/api/v1/alert-rules", fmt.Sprintf(`{"name":"console-failing-3","task_id":%d,
+			"condition":{"kind":"consecutive_failures","count":3},"channels":["console-hook"]}`, tk.ID), 201, nil)
+		apiCall(t, n, "POST", "/api/v1/alert-rules", `{"name":"console-other","selector":"team=nobody",
+			"condition":{"kind":"run_failed"},"channels":["console-hook"]}`, 201, nil)
+		p.goTo(fmt.Sprintf("#/tasks/%d", tk.ID))
+		p.wait("its alert rules", `(d => !!d && d.textContent.includes('console-failing-3 (consecutive_failures → console-hook)'))(document.querySelector('dd.rules'))`, 10*time.Second)
+		if got := p.text(`document.querySelector('dd.rules').textContent`); strings.Contains(got, "console-other") {
+			t.Errorf("the task's alert rules: %q, a rule that does not watch it among them", got)
+		}
+		p.goTo(fmt.Sprintf("#/runs/%d", r.ID))
+		p.wait("the run again", `!!document.querySelector('pre.curl')`, 10*time.Second)
 		curl := p.text(`document.querySelector('pre.curl').textContent`)
 		if !strings.Contains(curl, "curl -X POST '"+failing.URL+"/x'") || !strings.Contains(curl, "Idempotency-Key: sundial-") ||
 			!strings.Contains(curl, fmt.Sprintf(`--data-binary '{"run": %d}'`, r.ID)) {

@@ -1,5 +1,5 @@
-// A task: its definition, next fires, recent runs and lag, and its
-// actions (trigger with params, disable with a reason, enable, edit,
+// A task: its definition, next fires, recent runs and lag, its parents,
+// children, alert rules and open incidents, and its actions (trigger with params, disable with a reason, enable, edit,
 // delete, backfill with a dry run first).
 import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, statusClass, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
 
@@ -98,17 +98,21 @@ export async function render(main, id) {
   }
 
   async function loadLinks() {
-    const [deps, inc] = await Promise.all([
+    const [deps, inc, rules] = await Promise.all([
       api('GET', '/tasks/' + id + '/deps').catch(() => null),
       api('GET', '/incidents' + qs({ task_id: id, status: 'OPEN', limit: 20 })).catch(() => ({ items: [] })),
+      api('GET', '/alert-rules' + qs({ task_id: id })).catch(() => ({ items: [] })),
     ]);
     const byName = n => h('a', { href: '#/tasks' + qs({ q: n }) }, n);
-    clear(linksBox, h('h2', { id: 'links-h' }, 'Dependencies and incidents'),
+    clear(linksBox, h('h2', { id: 'links-h' }, 'Dependencies, alert rules and incidents'),
       h('dl', { class: 'def' },
         h('dt', {}, 'Parents'), h('dd', {}, deps && deps.parents.length
           ? [deps.parents.map((d, i) => [i ? ', ' : '', byName(d.task), d.on ? ' (on ' + d.on + ')' : '']), deps.join ? ' — join ' + deps.join : '']
           : 'none'),
         h('dt', {}, 'Children'), h('dd', {}, deps && deps.children.length ? deps.children.map((c, i) => [i ? ', ' : '', byName(c)]) : 'none'),
+        h('dt', {}, 'Alert rules'), h('dd', { class: 'rules' }, rules.items.length
+          ? rules.items.map((r, i) => [i ? ', ' : '', h('a', { href: '#/incidents' }, r.name), ' (' + r.condition.kind + (r.selector ? ', by selector ' + r.selector : '') + ' → ' + r.channels.join(', ') + ')'])
+          : 'none'),
         h('dt', {}, 'Open incidents'), h('dd', {}, inc.items.length
           ? inc.items.map((x, i) => [i ? ', ' : '', h('a', { href: '#/incidents' }, x.rule + ': ' + x.reason)]) : 'none')));
   }
