@@ -499,8 +499,8 @@ type TaskListParams struct {
 	// NameContains picks names holding this, letters A-Z in either case;
 	// empty: any.
 	NameContains string
-	RequestID  string       // exactly this request_id; empty: any
-	BizID      string       // exactly this biz_id; empty: any
+	RequestID    string // exactly this request_id; empty: any
+	BizID        string // exactly this biz_id; empty: any
 	// Selector picks tasks by their labels; empty: any.
 	Selector label.Selector
 	// HasParents picks the tasks that have parents (Task.DependsOn).
