@@ -252,20 +252,21 @@ export async function render(main, id) {
   // showError shows an error where it belongs: a YAML syntax error at its
   // line in the YAML view; one naming a field at the form's control of
   // it, else at the YAML view, at the field's line; any other under the
-  // form.
-  async function showError(e) {
+  // form. saving says whether a save was refused (else a switch of tabs).
+  async function showError(e, saving) {
     clearErrors();
+    const not = saving ? 'Not saved: ' : 'Not switched: ';
     if (e.yaml) {
       if (!onYAML()) select('yaml');
       markYAML(e.line, e.column, 'line ' + e.line + ', column ' + e.column + ': ' + e.message);
-      clear(formErr, h('p', { class: 'error' }, 'Not saved: the YAML does not read at line ' + e.line + ', column ' + e.column + '.'));
+      clear(formErr, h('p', { class: 'error' }, not + 'the YAML does not read at line ' + e.line + ', column ' + e.column + '.'));
       return;
     }
     const at = e.field && (e.status === undefined || e.status === 400 || e.status === 422);
     if (at && controls[e.field.split(/[.[]/)[0]]) {
       if (onYAML()) select('form');
       showFieldError(form, e);
-      clear(formErr, h('p', { class: 'error' }, 'Not saved: ' + e.field + ': ' + e.message));
+      clear(formErr, h('p', { class: 'error' }, not + e.field + ': ' + e.message));
       return;
     }
     if (at) {
@@ -277,7 +278,7 @@ export async function render(main, id) {
       const key = e.field.split(/[.[]/)[0];
       const line = yamlArea.value.split('\n').findIndex(l => l.startsWith(key + ':') || l.startsWith('"' + key + '":')) + 1;
       markYAML(line, 1, line ? text + ' (line ' + line + ')' : text);
-      clear(formErr, h('p', { class: 'error' }, 'Not saved: ' + text));
+      clear(formErr, h('p', { class: 'error' }, not + text));
       return;
     }
     clear(formErr, errorBox(e));
@@ -305,7 +306,7 @@ export async function render(main, id) {
         yamlText = null; // to be written anew when shown
       }
     } catch (e) {
-      showError(e);
+      showError(e, true);
       return;
     }
     try {
@@ -324,7 +325,7 @@ export async function render(main, id) {
       toast((orig ? 'Saved ' : 'Created ') + t.name);
       location.hash = '#/tasks/' + t.id;
     } catch (e) {
-      showError(e);
+      showError(e, true);
     }
   }
 }
