@@ -11,6 +11,11 @@
 // the modules' relative imports stay within it. The page itself (/ui/,
 // and every path under /ui/ that is not an asset, for the browser's
 // history) is revalidated by its ETag on every load.
+//
+// vendor/ holds third-party modules, as their packages ship them, each
+// with its licence: they are assets like the others (in the digest,
+// under the same policy), loaded by a dynamic import() from the one
+// page that needs them, so they are no part of the first load.
 package ui
 
 import (
@@ -23,6 +28,8 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -61,7 +68,7 @@ func New() *Console {
 		name := strings.TrimPrefix(p, "assets/")
 		all.Write([]byte(name))
 		all.Write(b)
-		c.files[name] = newAsset(b, mime.TypeByExtension(path.Ext(name)))
+		c.files[name] = newAsset(b, contentType(name))
 		return nil
 	})
 	if err != nil {
@@ -76,6 +83,17 @@ func New() *Console {
 
 // base is the URL path of this version's assets, with a trailing slash.
 func (c *Console) base() string { return Prefix + "v/" + c.version + "/" }
+
+// contentType is the media type an asset is served with: a module is
+// JavaScript whatever the system's MIME table says of .mjs.
+func contentType(name string) string {
+	switch ext := path.Ext(name); ext {
+	case ".js", ".mjs":
+		return "text/javascript; charset=utf-8"
+	default:
+		return mime.TypeByExtension(ext)
+	}
+}
 
 func newAsset(b []byte, ctype string) *asset {
 	var z bytes.Buffer
@@ -171,12 +189,54 @@ func acceptsGzip(ae string) bool {
 }
 
 // FirstLoadBytes is what a browser downloads, gzipped, on its first load
-// of the console: the page and every asset it loads at start (all of
-// them: the console has no lazy routes).
+// of the console: the page and every asset it loads at start (FirstLoad).
 func (c *Console) FirstLoadBytes() int {
 	n := len(c.index.gzipped)
-	for _, a := range c.files {
-		n += len(a.gzipped)
+	for _, name := range c.FirstLoad() {
+		n += len(c.files[name].gzipped)
 	}
 	return n
+}
+
+var (
+	// pageRef is an asset the page names (a script, a style sheet, a
+	// preloaded module, an icon).
+	pageRef = regexp.MustCompile(`(?:href|src)="\{\{base\}\}([^"]+)"`)
+	// staticImport is a module's static import or re-export; a dynamic
+	// import() is not one: it loads when the code that makes it runs.
+	staticImport = regexp.MustCompile(`(?m)^\s*(?:import|export)\s(?:[^'";]*?\sfrom\s*)?['"]([^'"]+)['"]`)
+)
+
+// FirstLoad names, sorted, the assets a first load of the console
+// fetches: those the page names and, from the modules among them, every
+// module they import statically, and so on. A module only imported
+// dynamically (vendor/js-yaml.mjs, by the editor) is not among them.
+func (c *Console) FirstLoad() []string {
+	seen := map[string]bool{}
+	var visit func(name string)
+	visit = func(name string) {
+		a := c.files[name]
+		if a == nil || seen[name] {
+			return
+		}
+		seen[name] = true
+		if !strings.HasPrefix(a.ctype, "text/javascript") {
+			return
+		}
+		for _, m := range staticImport.FindAllSubmatch(a.body, -1) {
+			if spec := string(m[1]); strings.HasPrefix(spec, ".") {
+				visit(path.Join(path.Dir(name), spec))
+			}
+		}
+	}
+	page, _ := assets.ReadFile("assets/index.html")
+	for _, m := range pageRef.FindAllSubmatch(page, -1) {
+		visit(string(m[1]))
+	}
+	names := make([]string, 0, len(seen))
+	for name := range seen {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -239,7 +239,9 @@ type consoleTask struct {
 // error while the expression is half typed, an error the API names shown
 // at its field); watch it fire in the list and on its page without a
 // reload; trigger it with params; disable it with a reason; edit it; dry
-// run a backfill; open a failed run's attempts; disable tasks in bulk by
+// run a backfill; create and edit a task through the editor's YAML view
+// (fields the form has not, a syntax error at its line, an API error at
+// the YAML view, edits carried between the views); open a failed run's attempts; disable tasks in bulk by
 // a selector; and scan every page with axe in both themes. With
 // SUNDIAL_UPDATE_SCREENSHOTS=1 it also writes docs/console/*.png.
 func TestConsole(t *testing.T) {
@@ -371,7 +373,13 @@ func TestConsole(t *testing.T) {
 		p.click("main .actions", "Edit")
 		p.wait("the editor", `document.querySelector('#f-name') && document.querySelector('#f-name').value === 'console-e2e'`, 10*time.Second)
 		p.click("form.editor [role=tablist]", "YAML")
-		p.wait("the YAML", `document.querySelector('pre.yaml').textContent.includes('cron_expr: "*/2 * * * * *"')`, 5*time.Second)
+		// The YAML view starts from the task as exported: its fields, the
+		// form's and the others (its status), none the server sets.
+		p.wait("the YAML", `document.querySelector('#f-yaml').value.includes('cron_expr: "*/2 * * * * *"')`, 5*time.Second)
+		if y := p.text(`document.querySelector('#f-yaml').value`); !strings.Contains(y, "status: DISABLED\n") || !strings.Contains(y, "disabled_reason: maintenance window\n") ||
+			strings.Contains(y, "version:") || strings.Contains(y, "next_fire_time:") || strings.Contains(y, "state:") {
+			t.Errorf("the YAML view of the task:\n%s", y)
+		}
 		p.click("form.editor [role=tablist]", "Form")
 		p.typeInto("#f-description", "edited in the console")
 		p.click("form.editor", "Save")
@@ -408,6 +416,88 @@ func TestConsole(t *testing.T) {
 		apiCall(t, n, "GET", fmt.Sprintf("/api/v1/runs?task_id=%d&trigger=BACKFILL", id), "", 200, &runs)
 		if len(runs.Items) != 0 {
 			t.Errorf("a dry run made %d runs", len(runs.Items))
+		}
+	})
+
+	step(t, "the YAML view", func(t *testing.T) {
+		p.t = t
+		apiCall(t, n, "POST", "/api/v1/calendars", `{"name":"console-holidays","entries":["2099-12-25"]}`, 201, nil)
+		p.goTo("#/tasks/new")
+		p.wait("the editor", `!!document.querySelector('#f-cron_expr')`, 10*time.Second)
+		p.setValue("#f-name", "console-yaml")
+		p.setValue("#f-target_url", target.srv.URL+"/yaml")
+		p.click("form.editor [role=tablist]", "YAML")
+		p.wait("the form's fields in the YAML", `!document.querySelector('#panel-yaml').hidden && document.querySelector('#f-yaml').value.includes('name: console-yaml\n')`, 10*time.Second)
+		yaml := p.text(`document.querySelector('#f-yaml').value`)
+		none := func() {
+			t.Helper()
+			var list struct{ Items []json.RawMessage }
+			apiCall(t, n, "GET", "/api/v1/tasks?name=console-yaml", "", 200, &list)
+			if len(list.Items) != 0 {
+				t.Fatalf("a task was saved: %s", list.Items[0])
+			}
+		}
+
+		// A syntax error is shown at its line, and nothing is sent.
+		p.setValue("#f-yaml", yaml+"labels: [a\npriority: 7\n")
+		p.click("form.editor", "Create")
+		line := strings.Count(yaml, "\n") + 2
+		p.wait("the error at its line", fmt.Sprintf(`document.querySelector('#f-yaml').getAttribute('aria-invalid') === 'true' && document.querySelector('#f-yaml-err').textContent.startsWith('line %d, column ') && document.activeElement.id === 'f-yaml'`, line), 10*time.Second)
+		none()
+		axeScan(p, "the YAML view, an error shown")
+
+		// Fields the form has no control for (priority, max_runs) and a
+		// calendar, written in YAML; read into the form when it is shown,
+		// an edit there carried back, the others kept.
+		p.setValue("#f-yaml", strings.Replace(yaml, "name: console-yaml\n", "name: console-yaml\ndescription: written in YAML\n", 1)+
+			"calendars:\n  - console-holidays\npriority: 7\nmax_runs: 1000\n")
+		p.click("form.editor [role=tablist]", "Form")
+		p.wait("the YAML's edits in the form", `!document.querySelector('#panel-form').hidden && document.querySelector('#f-description').value === 'written in YAML' && document.querySelector('#f-calendars').value === 'console-holidays'`, 10*time.Second)
+		p.setValue("#f-jitter_seconds", "1")
+		p.click("form.editor [role=tablist]", "YAML")
+		p.wait("the form's edit in the YAML, the YAML's kept", `(v => v.includes('jitter_seconds: 1\n') && v.includes('priority: 7\n') && v.includes('max_runs: 1000\n') && v.includes('description: written in YAML\n'))(document.querySelector('#f-yaml').value)`, 10*time.Second)
+		p.click("form.editor", "Create")
+		p.wait("the task page", `/^#\/tasks\/\d+$/.test(location.hash) && !!document.querySelector('h1') && document.querySelector('h1').textContent.startsWith('console-yaml')`, 10*time.Second)
+		type yamlTask struct {
+			consoleTask
+			Priority  int      `json:"priority"`
+			MaxRuns   int      `json:"max_runs"`
+			Jitter    int      `json:"jitter_seconds"`
+			Calendars []string `json:"calendars"`
+		}
+		get := func() yamlTask {
+			t.Helper()
+			var list struct{ Items []yamlTask }
+			apiCall(t, n, "GET", "/api/v1/tasks?name=console-yaml", "", 200, &list)
+			if len(list.Items) != 1 {
+				t.Fatalf("%d tasks named console-yaml", len(list.Items))
+			}
+			return list.Items[0]
+		}
+		made := get()
+		if made.Priority != 7 || made.MaxRuns != 1000 || made.Jitter != 1 || strings.Join(made.Calendars, ",") != "console-holidays" || made.Description != "written in YAML" {
+			t.Fatalf("the task made through the YAML view: %+v", made)
+		}
+
+		// An edit in YAML: an error of a field the form has not is shown at
+		// the YAML view, naming it, and changes nothing; a field removed is
+		// reset to its default.
+		p.click("main .actions", "Edit")
+		p.wait("the editor", `document.querySelector('#f-name') && document.querySelector('#f-name').value === 'console-yaml'`, 10*time.Second)
+		p.click("form.editor [role=tablist]", "YAML")
+		p.wait("the YAML", `document.querySelector('#f-yaml').value.includes('priority: 7\n')`, 10*time.Second)
+		exported := p.text(`document.querySelector('#f-yaml').value`)
+		p.setValue("#f-yaml", strings.Replace(exported, "max_runs: 1000\n", "max_runs: -5\n", 1))
+		p.click("form.editor", "Save")
+		p.wait("the API's error at the YAML view", `/^max_runs: .+ \(line \d+\)$/.test(document.querySelector('#f-yaml-err').textContent) && document.querySelector('#f-yaml').getAttribute('aria-invalid') === 'true'`, 10*time.Second)
+		if got := get(); got.Version != made.Version || got.MaxRuns != 1000 {
+			t.Fatalf("a refused edit changed the task: %+v", got)
+		}
+		p.setValue("#f-yaml", strings.Replace(strings.Replace(exported, "priority: 7\n", "", 1), "max_runs: 1000\n", "max_runs: 500\n", 1))
+		p.click("form.editor", "Save")
+		p.wait("the task page", fmt.Sprintf(`location.hash === '#/tasks/%d' && !!document.querySelector('#runs-h')`, made.ID), 10*time.Second)
+		if got := get(); got.Priority != 0 || got.MaxRuns != 500 || got.Version != made.Version+1 || got.Jitter != 1 || got.Description != "written in YAML" {
+			t.Fatalf("after the YAML edit: %+v (before %+v)", got, made)
 		}
 	})
 
