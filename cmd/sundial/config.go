@@ -39,6 +39,7 @@ type config struct {
 		WriteTimeout   time.Duration `yaml:"write_timeout"`
 		IdleTimeout    time.Duration `yaml:"idle_timeout"`
 		AllowedHosts   []string      `yaml:"allowed_hosts"`
+		Console        bool          `yaml:"console"`
 	} `yaml:"api"`
 
 	Auth struct {
@@ -154,6 +155,7 @@ func defaultConfig() *config {
 	d := scheduler.DefaultConfig()
 	c := &config{Listen: "127.0.0.1:8080", DB: dbConfig{URL: "sqlite:./sundial.db"}, Log: logConfig{Level: "info", Format: "text"}}
 	c.API.MaxConnections = 1024
+	c.API.Console = true
 	c.API.ReadTimeout = time.Minute
 	c.API.WriteTimeout = 2 * time.Minute
 	c.API.IdleTimeout = 2 * time.Minute
@@ -209,6 +211,7 @@ func (c *config) settings() []setting {
 		{"api.read_timeout", "a request, its body included, must be read within this", &c.API.ReadTimeout},
 		{"api.write_timeout", "a request must be answered within this after its header is read", &c.API.WriteTimeout},
 		{"api.idle_timeout", "an idle keep-alive connection is closed after this", &c.API.IdleTimeout},
+		{"api.console", "serve the web console under /ui/ (and redirect / there); false: the API alone, / and /ui/ are 404", &c.API.Console},
 		{"api.allowed_hosts", "Host header values the API answers (name or name:port); default: any, or only localhost, 127.0.0.1 and [::1] with the port when it listens on loopback", &c.API.AllowedHosts},
 		{"auth.required", "require an API token even when the API listens only on loopback (it is always required otherwise)", &c.Auth.Required},
 		{"auth.bootstrap_token", "a secret that is an admin API token while it is set, to create the first tokens (at least 16 characters)", &c.Auth.BootstrapToken},

@@ -197,10 +197,14 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		srv.Handle("GET "+idtoken.JWKSPath, sundial.RoleNone, http.HandlerFunc(issuer.ServeJWKS))
 		srv.Handle("GET "+idtoken.DiscoveryPath, sundial.RoleNone, http.HandlerFunc(issuer.ServeDiscovery))
 	}
-	httpSrv := &http.Server{
+	handler := srv.Handler()
+	if cfg.API.Console {
 		// The console (/ui/, and / redirected to it) is static: it reads
 		// and acts through the API with the user's token.
-		Handler: ui.New().Handler(srv.Handler()),
+		handler = ui.New().Handler(handler)
+	}
+	httpSrv := &http.Server{
+		Handler: handler,
 		// A slow client holds a connection for a bounded time: its header
 		// in 10s at most, its whole request in read_timeout, the answer
 		// in write_timeout; an idle keep-alive is closed after

@@ -721,3 +721,36 @@ func TestStopOnSignals(t *testing.T) {
 		t.Error("a context without a second stop has one")
 	}
 }
+
+// TestServeConsoleSetting: the console is served by default (/ redirects
+// to /ui/); with api.console false, / and /ui/ are 404 and the API
+// answers as before.
+func TestServeConsoleSetting(t *testing.T) {
+	t.Parallel()
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(n *node, path string) int {
+		resp, err := noRedirect.Get(n.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	on := startNode(t, filepath.Join(t.TempDir(), "sundial.db"))
+	off := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--api.console=false")
+	for _, tc := range []struct {
+		n    *node
+		path string
+		want int
+	}{
+		{on, "/", http.StatusFound},
+		{on, "/ui/", http.StatusOK},
+		{off, "/", http.StatusNotFound},
+		{off, "/ui/", http.StatusNotFound},
+		{off, "/api/v1/tasks", http.StatusOK},
+	} {
+		if got := get(tc.n, tc.path); got != tc.want {
+			t.Errorf("GET %s (console %v): %d, want %d", tc.path, tc.n == on, got, tc.want)
+		}
+	}
+}
