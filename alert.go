@@ -807,6 +807,9 @@ const (
 	NotifyPending NotificationStatus = "PENDING" // to be sent at DueAt
 	NotifySent    NotificationStatus = "SENT"
 	NotifyFailed  NotificationStatus = "FAILED" // MaxNotifyAttempts failed
+	// NotifyCanceled is a repeat not sent: its incident was acknowledged
+	// or resolved before it went out (while its channel failed, say).
+	NotifyCanceled NotificationStatus = "CANCELED"
 )
 
 // MaxNotifyAttempts bounds the tries of a notification; MaxNotifyRecorded
@@ -875,6 +878,16 @@ func (n *Notification) Attempted(at time.Time, node string, err error) {
 		a.Error = a.Error[:500]
 	}
 	n.Attempts = append(n.Attempts, a)
+	if len(n.Attempts) > MaxNotifyRecorded {
+		n.Attempts = n.Attempts[len(n.Attempts)-MaxNotifyRecorded:]
+	}
+}
+
+// Cancel records that n was not sent, and will not be, for why: it is
+// CANCELED, why its last attempt's error.
+func (n *Notification) Cancel(at time.Time, node, why string) {
+	n.Status = NotifyCanceled
+	n.Attempts = append(n.Attempts, NotificationAttempt{At: at.UTC(), Node: node, Error: why})
 	if len(n.Attempts) > MaxNotifyRecorded {
 		n.Attempts = n.Attempts[len(n.Attempts)-MaxNotifyRecorded:]
 	}

@@ -142,7 +142,7 @@ func newAlertMetrics(reg prometheus.Registerer) *alertMetrics {
 		}, []string{"condition"}),
 		notified: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sundial_alert_notifications_total",
-			Help: "Notification attempts this node made, by result (sent, retry, failed).",
+			Help: "Notification attempts this node made, by result (sent, retry, failed; canceled: a repeat dropped after an acknowledge or resolve).",
 		}, []string{"result"}),
 	}
 	if reg != nil {
@@ -615,6 +615,16 @@ func (a *alerter) deliver(ctx context.Context) (int, error) {
 				return len(notes), err
 			}
 			incs[n.IncidentID] = inc
+		}
+		if n.Event == sundial.EventRepeat && (inc.AckedAt != nil || inc.Status == sundial.IncidentResolved) {
+			// Queued before the acknowledge or the resolve (its channel
+			// failing meanwhile): a reminder of what is no longer news.
+			n.Cancel(time.Now(), a.node, "not sent: the incident was acknowledged or resolved before it went out")
+			a.m.notified.WithLabelValues("canceled").Inc()
+			if _, err := a.store.NotificationFinish(context.WithoutCancel(ctx), a.node, n); err != nil {
+				return len(notes), err
+			}
+			continue
 		}
 		msg := sundial.MessageOf(inc, n)
 		msg.Event = n.Event

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -220,6 +221,45 @@ func TestAlertAckStopsRepeats(t *testing.T) {
 		}
 		if inc := s.incidents(t)[0]; inc.Status != sundial.IncidentResolved || inc.AckedBy != "alice" {
 			t.Fatalf("the incident: %+v", inc)
+		}
+		s.stop(t)
+	})
+}
+
+// TestAlertAckCancelsQueuedRepeat: a repeat made while its channel fails
+// waits for its retry; acknowledged meanwhile, it is CANCELED, not sent
+// when the channel recovers.
+func TestAlertAckCancelsQueuedRepeat(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
+			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
+			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
+				RepeatEvery: sundial.Duration(time.Minute)})
+		s.failing(true)
+		s.after(1)
+		s.n.mu.Lock()
+		s.n.failing = true
+		s.n.mu.Unlock()
+		s.after(9) // a minute and a sweep after it opened: the repeat, tried and failed
+		incs := s.incidents(t)
+		if len(incs) != 1 || len(incs[0].Notifications) != 2 || incs[0].Notifications[1].Event != sundial.EventRepeat ||
+			incs[0].Notifications[1].Status != sundial.NotifyPending {
+			t.Fatalf("the repeat while its channel fails: %+v", incs)
+		}
+		if ok, err := s.store.IncidentAck(context.Background(), incs[0].ID, time.Now(), "alice", ""); err != nil || !ok {
+			t.Fatalf("IncidentAck: %v, %v", ok, err)
+		}
+		s.n.mu.Lock()
+		s.n.failing = false
+		s.n.mu.Unlock()
+		s.after(12)
+		if got := s.n.events(); len(got) != 1 || got[0] != sundial.EventOpened {
+			t.Fatalf("sent %v, want the opened one alone", got)
+		}
+		n := s.incidents(t)[0].Notifications[1]
+		if n.Status != sundial.NotifyCanceled || n.SentAt != nil || !strings.Contains(n.Attempts[len(n.Attempts)-1].Error, "acknowledged") {
+			t.Fatalf("the repeat after the acknowledge: %+v", n)
 		}
 		s.stop(t)
 	})
