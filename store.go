@@ -455,6 +455,20 @@ type Store interface {
 	// last heartbeat is before before, and reports how many it deleted.
 	// ALIVE nodes are never deleted, however old their heartbeat.
 	NodePrune(ctx context.Context, before time.Time) (int, error)
+
+	// StatsSave writes the per-minute counters of nodes (StatsMinute),
+	// one row per node and minute: a row that exists is replaced whole
+	// with ms's values (a node writes a minute's counters as they stand,
+	// so that writing them again, after a failure, counts nothing twice),
+	// one that does not is inserted. Minutes are whole (truncated here if
+	// not). It writes a few statements whatever the number of rows.
+	StatsSave(ctx context.Context, ms []*StatsMinute) error
+	// StatsList returns the rows of the minutes in [from, to), by minute
+	// then node: a range of the table's primary key.
+	StatsList(ctx context.Context, from, to time.Time) ([]*StatsMinute, error)
+	// StatsPurge deletes the rows of the minutes before before, and
+	// reports how many it deleted.
+	StatsPurge(ctx context.Context, before time.Time) (int, error)
 }
 
 // Node states.

@@ -90,6 +90,7 @@ type Store interface {
 	RunUpcoming(ctx context.Context, taskID int64, limit int) ([]*sundial.Run, error)
 	RunAttempts(ctx context.Context, runID int64) ([]*sundial.Attempt, error)
 	NodeList(ctx context.Context) ([]*sundial.Node, error)
+	StatsList(ctx context.Context, from, to time.Time) ([]*sundial.StatsMinute, error)
 	TokenCreate(ctx context.Context, t *sundial.Token) error
 	TokenByHash(ctx context.Context, hash string) (*sundial.Token, error)
 	TokenList(ctx context.Context) ([]*sundial.Token, error)
@@ -253,6 +254,7 @@ func NewServer(cfg Config) *Server {
 	s.route("DELETE /api/v1/calendars/{name}", sundial.RoleEditor, s.handleCalendarDelete)
 
 	s.route("GET /api/v1/nodes", sundial.RoleViewer, s.handleNodeList)
+	s.route("GET /api/v1/stats", sundial.RoleViewer, s.handleStats, "since", "step")
 	s.route("GET /api/v1/admin/compensation", sundial.RoleViewer, s.handleCompensation)
 	s.route("POST /api/v1/admin/compensation/trigger", sundial.RoleOperator, s.handleCompensationTrigger)
 

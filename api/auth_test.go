@@ -45,6 +45,7 @@ func TestRoleTable(t *testing.T) {
 		{"GET /api/v1/runs", sundial.RoleViewer},
 		{"GET /api/v1/runs/{id}", sundial.RoleViewer},
 		{"GET /api/v1/nodes", sundial.RoleViewer},
+		{"GET /api/v1/stats", sundial.RoleViewer},
 		{"GET /api/v1/events", sundial.RoleViewer},
 		{"GET /api/v1/admin/compensation", sundial.RoleViewer},
 		{"POST /api/v1/tasks/{id}/trigger", sundial.RoleOperator},

@@ -49,7 +49,7 @@ func TestOpenAPIContract(t *testing.T) {
 		"CompensationStatus", "TokenFields", "TokenCreated", "AuditEntry", "CronNext", "Upcoming", "Health", "Error",
 		"ErrorDetail", "BatchError", "BatchItem", "BatchItemError", "TaskBatchResult", "TaskPage", "RunPage", "AuditPage",
 		"BulkItem", "BulkResult", "BulkError", "Backfill", "BackfillItem", "BackfillCancel", "Replay",
-		"TokenList", "NodeList", "Event", "EventTask", "EventRun", "EventReset",
+		"TokenList", "NodeList", "Stats", "StatsCounts", "StatsStep", "StatsNode", "Event", "EventTask", "EventRun", "EventReset",
 		"AlertChannel", "SMTPSettings", "AlertRule", "AlertCondition", "Silence", "Incident", "Notification", "NotificationAttempt"} {
 		for _, p := range c.ownProperties(c.schema(t, name)) {
 			if !c.fields[name+"."+p] {
@@ -625,6 +625,14 @@ func (f *contractFixture) story(t *testing.T) {
 	}
 	f.do(t, call{method: "GET", path: "/api/v1/nodes", token: f.secrets[sundial.RoleViewer], status: 200})
 	f.do(t, call{method: "GET", path: "/api/v1/admin/compensation", token: f.secrets[sundial.RoleViewer], status: 200})
+	minute := &sundial.StatsMinute{NodeID: "node-a", Minute: time.Now().Add(-2 * time.Minute), Fires: 5, ScheduledFires: 4,
+		Succeeded: 3, Failed: 1, Skipped: 1, UpdatedAt: now}
+	minute.AddLag(4 * time.Millisecond)
+	if err := f.store.StatsSave(ctx, []*sundial.StatsMinute{minute}); err != nil {
+		t.Fatal(err)
+	}
+	f.do(t, call{method: "GET", path: "/api/v1/stats?since=2h&step=5m", token: f.secrets[sundial.RoleViewer], status: 200})
+	f.do(t, call{method: "GET", path: "/api/v1/stats?since=abc", status: 400, code: "invalid", field: "since"})
 	f.do(t, call{method: "POST", path: "/api/v1/admin/compensation/trigger", token: f.secrets[sundial.RoleOperator], status: 202})
 
 	// Alerts.

@@ -3,8 +3,8 @@ package scheduler_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"

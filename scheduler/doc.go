@@ -55,6 +55,12 @@
 // writes a row every 300 fires; every outcome of a task that fires less
 // often; and everything it holds on stop.
 //
+// stats (stats.go): counts, per minute and in memory, the fires this node
+// starts (the pool tells it), the outcomes record hands it by class and
+// the lags of its scheduled fires (a histogram), and writes them as one
+// node_stats row per minute, replaced every StatsFlush (10 s) and on
+// stop: GET /api/v1/stats sums them. Never a write per fire.
+//
 // membership (membership.go): registers the node, renews its heartbeat,
 // declares dead the nodes that stopped renewing theirs (their runs are
 // released), delivers again the runs whose delivery was cut off, takes
@@ -67,7 +73,8 @@
 // policy (retryAt, applyRetry) and the end of one-off and bounded tasks (sundial.TaskEndOf).
 //
 // housekeeping (housekeeping.go): purges run history older than the
-// retention, prunes departed nodes, and stops the calls of this node whose
+// retention, the audit log and the nodes' per-minute counts older than
+// theirs, prunes departed nodes, and stops the calls of this node whose
 // cancellation was asked on another node.
 //
 // compensator (compensator.go): seed 000's adaptive safety net for runs
@@ -75,6 +82,7 @@
 //
 // Scheduler.Run stops them in this order: planner, claimer, dispatcher
 // (after sending what it committed) and the other loops; then the pool
-// (drain); then the writer (flush); then health (its last save); then
+// (drain); then the writer (flush); then health and stats (their last
+// saves); then
 // membership hands the node's runs back and leaves the cluster.
 package scheduler

@@ -7,6 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/sundialhq/sundial"
 )
 
 // housekeepingStore is what housekeeping needs of the store.
@@ -15,12 +17,14 @@ type housekeepingStore interface {
 	NodePrune(ctx context.Context, before time.Time) (int, error)
 	RunCancelRequested(ctx context.Context, nodeID string) ([]int64, error)
 	AuditPurge(ctx context.Context, before time.Time, limit int) (int, error)
+	StatsPurge(ctx context.Context, before time.Time) (int, error)
 }
 
 // housekeeping keeps the database small and follows requests made on other
 // nodes: every minute it purges run history older than the retention
-// period and audit entries older than the audit retention, and prunes
-// the nodes gone for longer than the node retention;
+// period, audit entries older than the audit retention and the nodes'
+// counters older than sundial.StatsRetention, and prunes the nodes gone
+// for longer than the node retention;
 // every half second it stops the calls of this node whose cancellation was
 // asked elsewhere.
 type housekeeping struct {
@@ -66,6 +70,7 @@ func (h *housekeeping) purgeLoop(ctx context.Context) error {
 		}
 		h.purgeRuns(ctx)
 		h.purgeAudit(ctx)
+		h.purgeStats(ctx)
 		h.pruneNodes(ctx)
 	}
 }
@@ -77,6 +82,14 @@ func (h *housekeeping) purgeAudit(ctx context.Context) {
 			h.log.Info("purged audit entries", "entries", n, "audit_retention", h.auditRetain)
 		}
 	})
+}
+
+// purgeStats deletes the nodes' per-minute counters older than
+// sundial.StatsRetention.
+func (h *housekeeping) purgeStats(ctx context.Context) {
+	if _, err := h.store.StatsPurge(ctx, time.Now().Add(-sundial.StatsRetention)); err != nil && ctx.Err() == nil {
+		h.log.Error("purge node stats", "err", err)
+	}
 }
 
 // purgeRuns deletes finished runs older than the retention period.

@@ -65,6 +65,9 @@ type pool struct {
 
 	// finish hands an outcome to the writer.
 	finish func(result)
+	// fired counts the first delivery of a run as it starts (stats); nil
+	// for none.
+	fired func(r *sundial.Run, started time.Time)
 	// publish hands on the live event of each delivery as it begins.
 	publish publishFunc
 
@@ -221,6 +224,9 @@ func (p *pool) deliver(j job) {
 		// due (its scheduled time plus its jitter). A backfilled fire, or
 		// a child's fire (scheduled at its parents' time), is late on purpose.
 		p.m.lag.Observe(started.Sub(dueOf(r)).Seconds())
+	}
+	if j.deliveryNo() == 1 && p.fired != nil {
+		p.fired(r, started)
 	}
 	var cbURL, cbToken string
 	if t.ExecType == sundial.ExecAsync {

@@ -57,6 +57,10 @@ type Config struct {
 	// saved at once, and so is every outcome of a task that fires less
 	// often than this (see health.go).
 	StateFlush time.Duration
+	// StatsFlush is how often a node writes its counters of the current
+	// minute (fires, outcomes, lags: one row of node_stats, replaced each
+	// time; see stats.go) [10s]. GET /api/v1/stats is at most this late.
+	StatsFlush time.Duration
 	// Compensator holds the numbers of seed 000's start compensation.
 	Compensator CompensatorConfig
 	// StartIntervals spaces the starts of deliveries to a host (as written
@@ -156,6 +160,7 @@ func DefaultConfig() Config {
 		ClaimBatch:        250,
 		MaxDeliveries:     3,
 		StateFlush:        5 * time.Minute,
+		StatsFlush:        10 * time.Second,
 		Compensator: CompensatorConfig{
 			Base:      10 * time.Second,
 			Increment: 10 * time.Second,
@@ -187,7 +192,7 @@ func (c *Config) setDefaults() {
 		{&c.DrainTimeout, &d.DrainTimeout}, {&c.DrainReport, &d.DrainReport},
 		{&c.CallbackTimeout, &d.CallbackTimeout}, {&c.CallbackSweep, &d.CallbackSweep},
 		{&c.PlanHorizon, &d.PlanHorizon},
-		{&c.StateFlush, &d.StateFlush}, {&c.AlertSweep, &d.AlertSweep},
+		{&c.StateFlush, &d.StateFlush}, {&c.StatsFlush, &d.StatsFlush}, {&c.AlertSweep, &d.AlertSweep},
 	} {
 		positive(f.v, *f.def)
 	}
@@ -235,6 +240,7 @@ type Scheduler struct {
 	pool         *pool
 	writer       *writer
 	health       *health
+	stats        *stats
 	pauser       *pauser
 	alerter      *alerter // nil: alerts off (no Config.Notify)
 	joiner       *joiner
@@ -278,6 +284,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.pool = newPool(cfg, d, log, m, s.endDrain)
 	s.writer = newWriter(store, log, m, cfg.Node.ID)
 	s.health = newHealth(cfg, store, log)
+	s.stats = newStats(cfg, store, log)
 	s.pauser = newPauser(cfg, store, log)
 	if cfg.Notify != nil {
 		s.alerter = newAlerter(cfg, store, log, reg)
@@ -301,7 +308,7 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 
 	s.disp.submit, s.disp.finish, s.disp.record, s.disp.cancel = s.pool.submit, s.writer.finish, record, s.pool.cancel
 
-	s.pool.finish = s.writer.finish
+	s.pool.finish, s.pool.fired = s.writer.finish, s.stats.fired
 	if cfg.QuietGC {
 		gc := newQuietGC()
 		s.disp.idle = func(now time.Time, wait time.Duration) {
@@ -314,12 +321,14 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 	s.writer.written, s.writer.slotFreed = s.pool.written, s.disp.slotFreed
 	s.writer.observe = func(o outcome) {
 		s.health.observe(o)
+		s.stats.observe(o)
 		s.pauser.observe(o)
 		s.joiner.observe(o)
 	}
 	if a := s.alerter; a != nil {
 		s.writer.observe = func(o outcome) {
 			s.health.observe(o)
+			s.stats.observe(o)
 			s.pauser.observe(o)
 			s.joiner.observe(o)
 			a.observe(o)
@@ -365,7 +374,8 @@ func New(cfg Config, store sundial.Store, d Deliverer, log *slog.Logger, reg pro
 // gives those in flight up to the drain timeout (or until EndDrain),
 // logging what is still in flight every DrainReport, and cuts off the rest
 // (recorded INTERRUPTED); then the writer, once it has written every
-// outcome; then health, once it has saved the tasks' states. Last the
+// outcome; then health and stats, once they have saved the tasks' states
+// and this node's counters of the minute (stats.go). Last the
 // node hands its planned fires back and leaves the cluster.
 //
 // A component that fails stops the others as ctx would; Run returns its
@@ -391,6 +401,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 	defer stopHealth()
 	var pool, writer, health errgroup.Group
 	health.Go(func() error { return s.health.Run(healthCtx) })
+	health.Go(func() error { return s.stats.Run(healthCtx) })
 	writer.Go(func() error { return s.writer.Run(writerCtx) })
 	pool.Go(func() error { return s.pool.Run(poolCtx) })
 

@@ -1040,3 +1040,49 @@ func TestCLIBounds(t *testing.T) {
 		t.Errorf("diff of task get -o yaml: %q", out)
 	}
 }
+
+// TestCLIStats: sundial stats shows the counts the node writes every
+// scheduler.stats_flush: its fires, per step, in total and by node, with
+// the lag as an upper estimate; -o json is the API's answer; a bad
+// --since is refused naming it.
+func TestCLIStats(t *testing.T) {
+	t.Parallel()
+	target := newHook(t)
+	n := startNode(t, filepath.Join(t.TempDir(), "sundial.db"), "--scheduler.stats_flush", "1s")
+	env := clientEnv(t, n.url)
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	writeText(t, file, "name: every-second\ncron_expr: \"* * * * * *\"\ntarget_url: "+target.srv.URL+"/s\n")
+	mustCLI(t, env, "task", "create", "-f", file)
+	var st struct {
+		Totals struct {
+			Fires    int64    `json:"fires"`
+			LagP99MS *float64 `json:"lag_p99_ms"`
+		} `json:"totals"`
+		Steps []json.RawMessage `json:"steps"`
+		Nodes []struct {
+			NodeID string  `json:"node_id"`
+			Share  float64 `json:"share"`
+		} `json:"nodes"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for st.Totals.Fires < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no fires counted in 20 s: %+v", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if err := json.Unmarshal([]byte(mustCLI(t, env, "stats", "-o", "json", "--since", "10m")), &st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(st.Steps) != 2 || st.Totals.LagP99MS == nil || len(st.Nodes) != 1 || st.Nodes[0].Share != 1 {
+		t.Errorf("stats -o json --since 10m (5-minute steps): %+v", st)
+	}
+	out := mustCLI(t, env, "stats", "--since", "3m", "--step", "1m")
+	if !regexp.MustCompile(`^STEP \(UTC\) +FIRES +SUCCEEDED +FAILED +SKIPPED +CANCELED +LAG P50 +LAG P95 +LAG P99\n` +
+		`(\d{4}-\d\d-\d\d \d\d:\d\d +\d+ +\d+ +0 +0 +0 +(-|≤\S+) +(-|≤\S+) +(-|≤\S+) *\n){3}` +
+		`total +[1-9]\d* +\d+ +0 +0 +0 +≤\S+ +≤\S+ +≤\S+\n\n` +
+		`NODE +SHARE +FIRES .*\n\S+ +100% +[1-9]\d* `).MatchString(out) {
+		t.Errorf("stats:\n%s", out)
+	}
+	failCLI(t, env, 1, []string{"(field since"}, "stats", "--since", "abc")
+}

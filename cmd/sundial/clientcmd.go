@@ -19,7 +19,7 @@ import (
 // its REST API, and config, which says which one.
 func (c *cli) clientCommands() []*cobra.Command {
 	cmds := []*cobra.Command{c.taskCommand(), c.runCommand(), c.applyCommand(), c.diffCommand(),
-		c.nodeCommand(), c.calendarCommand(), c.tokenCommand(), c.auditCommand(), c.alertCommand(), c.incidentCommand()}
+		c.nodeCommand(), c.statsCommand(), c.calendarCommand(), c.tokenCommand(), c.auditCommand(), c.alertCommand(), c.incidentCommand()}
 	for _, cmd := range cmds {
 		c.clientFlags(cmd)
 	}

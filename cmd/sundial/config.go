@@ -65,6 +65,7 @@ type config struct {
 		ClaimInterval     time.Duration `yaml:"claim_interval"`
 		MaxDeliveries     int           `yaml:"max_deliveries"`
 		StateFlush        time.Duration `yaml:"state_flush"`
+		StatsFlush        time.Duration `yaml:"stats_flush"`
 		AlertSweep        time.Duration `yaml:"alert_sweep"`
 		DependencyRefresh time.Duration `yaml:"dependency_refresh"`
 	} `yaml:"scheduler"`
@@ -173,6 +174,7 @@ func defaultConfig() *config {
 	c.Scheduler.ClaimInterval = d.ClaimInterval
 	c.Scheduler.MaxDeliveries = d.MaxDeliveries
 	c.Scheduler.StateFlush = d.StateFlush
+	c.Scheduler.StatsFlush = d.StatsFlush
 	c.Scheduler.AlertSweep = d.AlertSweep
 	c.Scheduler.DependencyRefresh = d.DependencyRefresh
 	c.Compensator.BaseInterval = d.Compensator.Base
@@ -229,6 +231,7 @@ func (c *config) settings() []setting {
 		{"scheduler.claim_interval", "how often this node claims its share of the runs coming due", &c.Scheduler.ClaimInterval},
 		{"scheduler.max_deliveries", "deliveries of one fire when nodes die or stop during its call", &c.Scheduler.MaxDeliveries},
 		{"scheduler.state_flush", "a task whose runs succeed has its health (lags, last success) saved at most this often; a failure is saved at once", &c.Scheduler.StateFlush},
+		{"scheduler.stats_flush", "how often a node writes its counts of the current minute (fires, outcomes, lags) for GET /api/v1/stats", &c.Scheduler.StatsFlush},
 		{"scheduler.alert_sweep", "how often each node reloads the alert rules, resolves incidents whose condition cleared and sends repeats", &c.Scheduler.AlertSweep},
 		{"scheduler.dependency_refresh", "how often a node reads the tasks that have parents (a new child counts on every node within it) and skips the joins past their deadline", &c.Scheduler.DependencyRefresh},
 		{"compensator.base_interval", "first interval of the start compensator, and after a round that found work", &c.Compensator.BaseInterval},
@@ -614,6 +617,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("scheduler.max_deliveries: %d: want from 1 to 100", sc.MaxDeliveries)
 	case sc.StateFlush < time.Second || sc.StateFlush > 24*time.Hour:
 		return fmt.Errorf("scheduler.state_flush: %s: want from 1s to 24h", sc.StateFlush)
+	case sc.StatsFlush < time.Second || sc.StatsFlush > time.Minute:
+		return fmt.Errorf("scheduler.stats_flush: %s: want from 1s to 1m", sc.StatsFlush)
 	case sc.AlertSweep < 100*time.Millisecond || sc.AlertSweep > time.Hour:
 		return fmt.Errorf("scheduler.alert_sweep: %s: want from 100ms to 1h", sc.AlertSweep)
 	case sc.DependencyRefresh < 100*time.Millisecond || sc.DependencyRefresh > time.Hour:

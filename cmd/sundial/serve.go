@@ -162,6 +162,7 @@ func runServe(ctx context.Context, args []string, getenv func(string) string, st
 		ClaimInterval:     cfg.Scheduler.ClaimInterval,
 		MaxDeliveries:     cfg.Scheduler.MaxDeliveries,
 		StateFlush:        cfg.Scheduler.StateFlush,
+		StatsFlush:        cfg.Scheduler.StatsFlush,
 		AlertSweep:        cfg.Scheduler.AlertSweep,
 		Notify:            notifier.Send,
 		DependencyRefresh: cfg.Scheduler.DependencyRefresh,

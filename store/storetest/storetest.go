@@ -151,6 +151,7 @@ func Run(t *testing.T, b Backend) {
 		{"AlertChannelSecretsSwap", testAlertChannelSecretsSwap},
 		{"RunLongRunning", testRunLongRunning},
 		{"Dependencies", testDependencies},
+		{"Stats", testStats},
 	} {
 		t.Run(g.name, func(t *testing.T) {
 			t.Parallel()
