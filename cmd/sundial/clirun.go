@@ -283,24 +283,9 @@ func (c *cli) runGetCommand() *cobra.Command {
 			if err := checkOutput(out, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			id, err := runArg(cmd, args[0])
-			if err != nil {
+			a, raw, done, err := c.readRun(cmd, args[0], "", out)
+			if done || err != nil {
 				return err
-			}
-			a, err := c.client()
-			if err != nil {
-				return err
-			}
-			var raw json.RawMessage
-			if err := a.do(cmd.Context(), http.MethodGet, fmt.Sprintf("/api/v1/runs/%d", id), nil, nil, &raw); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			switch out {
-			case "json":
-				return writeJSON(w, raw)
-			case "yaml":
-				return writeYAML(w, raw)
 			}
 			var r cliRun
 			if err := json.Unmarshal(raw, &r); err != nil {
@@ -311,6 +296,29 @@ func (c *cli) runGetCommand() *cobra.Command {
 	}
 	addOutputFlag(cmd, &out, "table", "table", "json", "yaml")
 	return cmd
+}
+
+// readRun reads GET /api/v1/runs/{arg}{rest} and, with -o json or yaml,
+// prints it as it came (done); otherwise it returns it for the caller to
+// print.
+func (c *cli) readRun(cmd *cobra.Command, arg, rest, out string) (a *apiClient, raw json.RawMessage, done bool, err error) {
+	id, err := runArg(cmd, arg)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if a, err = c.client(); err != nil {
+		return nil, nil, false, err
+	}
+	if err := a.do(cmd.Context(), http.MethodGet, fmt.Sprintf("/api/v1/runs/%d%s", id, rest), nil, nil, &raw); err != nil {
+		return nil, nil, false, err
+	}
+	switch out {
+	case "json":
+		return a, raw, true, writeJSON(cmd.OutOrStdout(), raw)
+	case "yaml":
+		return a, raw, true, writeYAML(cmd.OutOrStdout(), raw)
+	}
+	return a, raw, false, nil
 }
 
 func (c *cli) runRequestCommand() *cobra.Command {
@@ -327,25 +335,11 @@ the signature, the OIDC token). -o curl prints it as a curl command to reproduce
 			if err := checkOutput(out, "http", "curl", "json", "yaml"); err != nil {
 				return err
 			}
-			id, err := runArg(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			a, err := c.client()
-			if err != nil {
-				return err
-			}
-			var raw json.RawMessage
-			if err := a.do(cmd.Context(), http.MethodGet, fmt.Sprintf("/api/v1/runs/%d/request", id), nil, nil, &raw); err != nil {
+			_, raw, done, err := c.readRun(cmd, args[0], "/request", out)
+			if done || err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			switch out {
-			case "json":
-				return writeJSON(w, raw)
-			case "yaml":
-				return writeYAML(w, raw)
-			}
 			var req struct {
 				Method, URL, Body, Curl string
 				Headers                 []struct{ Name, Value string }
