@@ -71,18 +71,22 @@ function upTo(v) {
 function chart(stats) {
   const steps = stats.steps;
   const top = Math.max(1, ...steps.map(s => Math.max(s.fires, s.failed)));
-  const W = 600, H = 120;
-  const bw = W / steps.length;
+  const W = 900, H = 110, L = 44, T = 8;
+  const bw = (W - L) / steps.length;
   const busiest = Math.max(0, ...steps.map(s => s.fires));
   const label = stats.totals.fires + ' fires in the last hour, ' + stats.totals.failed + ' runs failed; busiest minute ' + busiest + ' fires';
-  return svg('svg', { viewBox: `0 0 ${W} ${H}`, class: 'chart fires-chart', role: 'img', 'aria-label': label },
+  const y = v => T + (H - T) * (1 - v / top);
+  return svg('svg', { viewBox: `0 0 ${W} ${H + 16}`, class: 'chart fires-chart', role: 'img', 'aria-label': label },
     svg('title', {}, label),
+    svg('text', { x: L - 6, y: T + 4, 'text-anchor': 'end', class: 'axis' }, String(top)),
+    svg('text', { x: L - 6, y: H, 'text-anchor': 'end', class: 'axis' }, '0'),
+    svg('text', { x: L, y: H + 14, class: 'axis' }, '−60 min'),
+    svg('text', { x: W, y: H + 14, 'text-anchor': 'end', class: 'axis' }, 'now'),
     steps.map((s, i) => {
-      const hFires = H * s.fires / top, hBad = H * s.failed / top;
       const at = new Date(s.start).toISOString().slice(11, 16) + ' UTC';
-      return [svg('rect', { x: i * bw + 1, y: H - hFires, width: bw - 2, height: hFires, class: 'bar-ok' },
-        svg('title', {}, at + ': ' + s.fires + ' fires')),
-      s.failed ? svg('rect', { x: i * bw + bw / 4, y: H - hBad, width: bw / 2, height: hBad, class: 'bar-bad' },
+      return [s.fires ? svg('rect', { x: L + i * bw + 1, y: y(s.fires), width: Math.max(1, bw - 2), height: H - y(s.fires), class: 'bar-ok' },
+        svg('title', {}, at + ': ' + s.fires + ' fires')) : null,
+      s.failed ? svg('rect', { x: L + i * bw + bw / 4, y: y(s.failed), width: Math.max(1, bw / 2), height: H - y(s.failed), class: 'bar-bad' },
         svg('title', {}, at + ': ' + s.failed + ' failed')) : null];
     }));
 }
