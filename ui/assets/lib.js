@@ -293,13 +293,15 @@ export function dialog(title, body, buttons) {
           onclick: async () => {
             const err = form.querySelector('.err');
             err.textContent = '';
+            showFieldError(form, {});
             try {
               const v = b.onclick ? await b.onclick() : b.value;
               if (v === false) return;
               d.close();
               resolve(v === undefined ? b.value : v);
             } catch (e) {
-              err.textContent = e.message;
+              // At the control the API names, if the dialog has it.
+              if (!showFieldError(form, e)) err.textContent = e.message;
             }
           } }, b.label)),
         h('button', { type: 'button', onclick: () => { d.close(); resolve(null); } }, 'Cancel')));
