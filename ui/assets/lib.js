@@ -278,8 +278,8 @@ export function debounce(fn, wait) {
 // ---- dialogs and messages
 
 // dialog opens a modal with body and buttons; it resolves with the value
-// of the button chosen (its onclick may return false to keep it open),
-// or null when closed.
+// of the button chosen: what its onclick answered (it may return false to
+// keep the dialog open), else its value, else true; null when closed.
 export function dialog(title, body, buttons) {
   return new Promise(resolve => {
     const id = 'dlg-' + Math.random().toString(36).slice(2);
@@ -298,7 +298,9 @@ export function dialog(title, body, buttons) {
               const v = b.onclick ? await b.onclick() : b.value;
               if (v === false) return;
               d.close();
-              resolve(v === undefined ? b.value : v);
+              // An action whose answer is empty (a 204: DELETE) still
+              // resolves as chosen, not as closed.
+              resolve(v != null ? v : b.value !== undefined ? b.value : true);
             } catch (e) {
               // At the control the API names, if the dialog has it.
               if (!showFieldError(form, e)) err.textContent = e.message;
