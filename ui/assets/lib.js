@@ -266,6 +266,23 @@ function dispatch(ev) {
   for (const fn of live.handlers) fn(ev);
 }
 
+// keepFocus runs redraw (a live update of root) and gives the focus back
+// to the control that had it, found again by its tag, link and name: a
+// redraw must not throw a keyboard user's place away on every event.
+export async function keepFocus(root, redraw) {
+  const had = document.activeElement;
+  const key = had && had !== document.body && root.contains(had) ? focusKey(had) : null;
+  await redraw();
+  if (!key || document.activeElement === had) return;
+  const again = [...root.querySelectorAll(had.tagName)].find(el => focusKey(el) === key);
+  if (again) again.focus({ preventScroll: true });
+}
+
+function focusKey(el) {
+  return el.tagName + '|' + (el.getAttribute('href') || '') + '|' + (el.getAttribute('name') || '') + '|' +
+    (el.getAttribute('aria-label') || el.textContent);
+}
+
 // debounce calls fn at most once per wait ms, after the last call.
 export function debounce(fn, wait) {
   let t = null;

@@ -1,6 +1,6 @@
 // Runs: every task's, newest first, filtered by status, trigger, task,
 // selector and time range, with a live tail.
-import { h, clear, api, qs, timeEl, badge, onEvent, debounce, errorBox, field, showFieldError, table, ms, duration } from '../lib.js';
+import { h, clear, api, qs, timeEl, badge, onEvent, debounce, keepFocus, errorBox, field, showFieldError, table, ms, duration } from '../lib.js';
 
 const STATUSES = ['', 'SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED', 'RUNNING', 'WAITING_CALLBACK', 'QUEUED', 'SCHEDULED', 'INTERRUPTED'];
 const TRIGGERS = ['', 'SCHEDULE', 'MANUAL', 'CATCH_UP', 'BACKFILL', 'DEPENDENCY'];
@@ -64,7 +64,7 @@ export async function render(main, _id, params) {
       h('button', { type: 'button', disabled: !next, onclick: () => { cursors[page + 1] = next; page++; reload(); } }, 'Next page'));
   }
 
-  const refresh = debounce(() => reload(), 300);
+  const refresh = debounce(() => keepFocus(main, reload), 300);
   const off = onEvent(ev => { if (ev.run && tail.checked && page === 0) refresh(); });
   await reload();
   return off;

@@ -1,7 +1,7 @@
 // A task: its definition, next fires, recent runs and lag, its parents,
 // children, alert rules and open incidents, and its actions (trigger with params, disable with a reason, enable, edit,
 // delete, backfill with a dry run first).
-import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, statusClass, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
+import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, statusClass, onEvent, debounce, keepFocus, dialog, toast, errorBox, field, table, duration } from '../lib.js';
 
 export async function render(main, id) {
   let t;
@@ -180,7 +180,7 @@ export async function render(main, id) {
     if (done) { toast('Backfill: ' + done.created + ' runs made'); loadRuns(); }
   }
 
-  const refresh = debounce(() => load().catch(() => {}), 300);
+  const refresh = debounce(() => keepFocus(main, load).catch(() => {}), 300);
   const off = onEvent(ev => { if (ev.task && ev.task.id === Number(id)) refresh(); });
   await load();
   return off;
