@@ -418,6 +418,8 @@ func TestTokenRoutes(t *testing.T) {
 		{`{"name":"ANONYMOUS","role":"viewer"}`, "name"},
 		{`{"name":"x","role":"root"}`, "role"},
 		{`{"name":"x","role":"viewer","expires_at":"2020-01-01T00:00:00Z"}`, "expires_at"},
+		{`{"name":"x","role":"viewer","expires_at":"soon"}`, "expires_at"}, // not a 500
+		{`{"name":"x","role":"viewer","expires_at":"2027-01-01"}`, "expires_at"},
 		{`{"name":"x","role":"viewer","secret":"mine"}`, "secret"},
 	} {
 		rec := b.req(t, "POST", "/api/v1/tokens", testBootstrap, c.body)

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/sundialhq/sundial"
 )
@@ -220,6 +221,9 @@ func decodeStrict(raw []byte, dst any) error {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields() // checkKeys has refused them already
 	if err := dec.Decode(dst); err != nil {
+		if e, ok := errors.AsType[*time.ParseError](err); ok {
+			return timeError(raw, e)
+		}
 		return decodeError(err, dst)
 	}
 	var extra json.RawMessage
@@ -231,6 +235,24 @@ func decodeStrict(raw []byte, dst any) error {
 	default:
 		return sundial.Errorf(sundial.EInvalid, "", "request body has data after the JSON object: %v", err)
 	}
+}
+
+// timeError is the client error of a date-time field whose string is not
+// RFC 3339 (encoding/json names no field for it): the field is the
+// top-level key holding that string, if one does.
+func timeError(raw []byte, e *time.ParseError) error {
+	out := &sundial.Error{Code: sundial.EInvalid, Token: e.Value, Message: "not an RFC 3339 time (for example 2026-01-01T00:00:00Z)"}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil {
+		for k, v := range obj {
+			var str string
+			if json.Unmarshal(v, &str) == nil && str == e.Value {
+				out.Field = k
+				break
+			}
+		}
+	}
+	return out
 }
 
 // decodeError turns an error of json.Decoder.Decode into dst into a

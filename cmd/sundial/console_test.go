@@ -242,7 +242,7 @@ type consoleTask struct {
 // run a backfill; create and edit a task through the editor's YAML view
 // (fields the form has not, a syntax error at its line, an API error at
 // the YAML view, edits carried between the views); open a failed run's attempts; disable tasks in bulk by
-// a selector; and scan every page with axe in both themes. With
+// a selector; delete one from its page; and scan every page with axe in both themes. With
 // SUNDIAL_UPDATE_SCREENSHOTS=1 it also writes docs/console/*.png.
 func TestConsole(t *testing.T) {
 	if testing.Short() {
@@ -637,6 +637,19 @@ func TestConsole(t *testing.T) {
 				t.Errorf("task %d is %s after the bulk disable", tk.ID, tk.Status)
 			}
 		}
+		if len(list.Items) == 0 {
+			return
+		}
+
+		// Delete answers 204: the dialog still counts as confirmed, and
+		// the page goes back to the list.
+		gone := list.Items[0].ID
+		p.goTo(fmt.Sprintf("#/tasks/%d", gone))
+		p.wait("the task page", `!!document.querySelector('#def-h')`, 10*time.Second)
+		p.click("main .actions", "Delete")
+		p.click("dialog[open]", "Delete")
+		p.wait("the tasks list", `location.hash === '#/tasks' && document.getElementById('toast').textContent.startsWith('Deleted ')`, 10*time.Second)
+		apiCall(t, n, "GET", fmt.Sprintf("/api/v1/tasks/%d", gone), "", 404, nil)
 	})
 
 	step(t, "accessibility", func(t *testing.T) {

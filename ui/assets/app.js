@@ -83,13 +83,17 @@ async function signIn() {
   const who = document.getElementById('who');
   who.textContent = session.who.auth_required ? session.who.actor + ' (' + session.who.role + ')' : '';
   document.getElementById('signout').hidden = !session.who.auth_required;
+  document.getElementById('live').hidden = false;
   startStream();
   route();
 }
 
 function showSignIn(message) {
   stopStream();
-  drawNav('');
+  // Signed out, no page can be shown and no event comes: neither the
+  // navigation nor the live control is offered.
+  clear(document.getElementById('nav'));
+  document.getElementById('live').hidden = true;
   const input = h('input', { type: 'password', name: 'token', autocomplete: 'off', required: true });
   const form = h('form', { class: 'signin', onsubmit: async e => {
     e.preventDefault();

@@ -266,6 +266,23 @@ function dispatch(ev) {
   for (const fn of live.handlers) fn(ev);
 }
 
+// keepFocus runs redraw (a live update of root) and gives the focus back
+// to the control that had it, found again by its tag, link and name: a
+// redraw must not throw a keyboard user's place away on every event.
+export async function keepFocus(root, redraw) {
+  const had = document.activeElement;
+  const key = had && had !== document.body && root.contains(had) ? focusKey(had) : null;
+  await redraw();
+  if (!key || document.activeElement === had) return;
+  const again = [...root.querySelectorAll(had.tagName)].find(el => focusKey(el) === key);
+  if (again) again.focus({ preventScroll: true });
+}
+
+function focusKey(el) {
+  return el.tagName + '|' + (el.getAttribute('href') || '') + '|' + (el.getAttribute('name') || '') + '|' +
+    (el.getAttribute('aria-label') || el.textContent);
+}
+
 // debounce calls fn at most once per wait ms, after the last call.
 export function debounce(fn, wait) {
   let t = null;
@@ -278,8 +295,8 @@ export function debounce(fn, wait) {
 // ---- dialogs and messages
 
 // dialog opens a modal with body and buttons; it resolves with the value
-// of the button chosen (its onclick may return false to keep it open),
-// or null when closed.
+// of the button chosen: what its onclick answered (it may return false to
+// keep the dialog open), else its value, else true; null when closed.
 export function dialog(title, body, buttons) {
   return new Promise(resolve => {
     const id = 'dlg-' + Math.random().toString(36).slice(2);
@@ -293,13 +310,17 @@ export function dialog(title, body, buttons) {
           onclick: async () => {
             const err = form.querySelector('.err');
             err.textContent = '';
+            showFieldError(form, {});
             try {
               const v = b.onclick ? await b.onclick() : b.value;
               if (v === false) return;
               d.close();
-              resolve(v === undefined ? b.value : v);
+              // An action whose answer is empty (a 204: DELETE) still
+              // resolves as chosen, not as closed.
+              resolve(v != null ? v : b.value !== undefined ? b.value : true);
             } catch (e) {
-              err.textContent = e.message;
+              // At the control the API names, if the dialog has it.
+              if (!showFieldError(form, e)) err.textContent = e.message;
             }
           } }, b.label)),
         h('button', { type: 'button', onclick: () => { d.close(); resolve(null); } }, 'Cancel')));

@@ -1,6 +1,6 @@
 // The cluster's nodes, incidents and alert rules, the audit log and the
 // API tokens (the last two for admins).
-import { h, clear, api, qs, can, timeEl, badge, dialog, toast, errorBox, field, table } from '../lib.js';
+import { h, clear, api, qs, can, timeEl, badge, dialog, toast, errorBox, field, showFieldError, table } from '../lib.js';
 
 export async function nodes(main) {
   const [res, comp] = await Promise.all([api('GET', '/nodes'), api('GET', '/admin/compensation').catch(() => null)]);
@@ -23,14 +23,27 @@ export async function incidents(main, _id, params) {
     ['', 'OPEN', 'RESOLVED'].map(s => h('option', { value: s, selected: s === status }, s || 'Any status')));
   clear(main, h('h1', {}, 'Incidents and alerts'),
     h('form', { class: 'filters' }, field('Status', sel)),
-    inc.items.length ? table(['Incident', 'Task', 'Rule', 'Status', 'Reason', 'Opened', 'Resolved'], inc.items.map(i => h('tr', {},
+    inc.items.length ? table(['Incident', 'Task', 'Rule', 'Status', 'Reason', 'Opened', 'Resolved', 'Acknowledged'], inc.items.map(i => h('tr', {},
       h('td', {}, '#' + i.id), h('td', {}, h('a', { href: '#/tasks/' + i.task_id }, i.task)), h('td', {}, i.rule),
       h('td', {}, badge(i.status)), h('td', {}, i.reason), h('td', {}, timeEl(i.opened_at, 'UTC', true)),
-      h('td', {}, timeEl(i.resolved_at, 'UTC'))))) : h('p', { class: 'empty' }, 'No incident.'),
+      h('td', {}, timeEl(i.resolved_at, 'UTC')),
+      h('td', {}, i.acked_at ? [timeEl(i.acked_at, 'UTC'), ' by ' + i.acked_by, i.ack_note ? ': ' + i.ack_note : '']
+        : i.status === 'OPEN' && can('operator') ? h('button', { type: 'button', onclick: () => ack(i) }, 'Acknowledge') : '—')))) : h('p', { class: 'empty' }, 'No incident.'),
     h('h2', {}, 'Alert rules'),
     rules.items.length ? table(['Rule', 'Applies to', 'Condition', 'Channels'], rules.items.map(r => h('tr', {},
       h('td', {}, r.name), h('td', {}, r.task || r.selector || (r.task_id ? 'task ' + r.task_id : '—')),
       h('td', {}, h('code', {}, JSON.stringify(r.condition))), h('td', {}, (r.channels || []).join(', '))))) : h('p', { class: 'empty' }, 'No alert rule: see docs/alerts.md.'));
+}
+
+// ack acknowledges an open incident, with an optional note: it then
+// sends no repeat notification.
+async function ack(i) {
+  const note = h('input', { type: 'text', name: 'note', maxlength: 1000 });
+  const ok = await dialog('Acknowledge incident #' + i.id, [
+    h('p', {}, i.rule + ' on ' + i.task + ': no more repeat notifications; the resolved one is still sent.'),
+    field('Note (optional: why, or what is being done)', note)],
+  [{ label: 'Acknowledge', primary: true, onclick: () => api('POST', '/incidents/' + i.id + '/ack', note.value.trim() ? { note: note.value.trim() } : undefined) }]);
+  if (ok) { toast('Acknowledged incident #' + i.id); window.dispatchEvent(new HashChangeEvent('hashchange')); }
 }
 
 export async function audit(main, _id, params) {
@@ -84,7 +97,10 @@ export async function tokens(main) {
       clear(made, h('p', { class: 'banner' }, 'Token ', h('strong', {}, t.name), ' made. Its secret is shown this once: ', h('code', { class: 'secret' }, t.secret)));
       name.value = '';
       load();
-    } catch (err) { clear(made, errorBox(err)); }
+    } catch (err) {
+      if (showFieldError(form, err)) clear(made);
+      else clear(made, errorBox(err));
+    }
   } }, field('Name', name), field('Role', role), field('Expires at', expires), h('button', { type: 'submit', class: 'primary' }, 'Create token'));
   clear(main, h('h1', {}, 'API tokens'), out, h('h2', {}, 'New token'), form, made);
   await load();

@@ -8,7 +8,7 @@
 // shown at that field, or at the YAML view when the form has none. An
 // edit sends only what changed, as a merge patch on the version it was
 // read at (a field removed is null: reset to its default).
-import { h, clear, api, qs, fmtTime, debounce, errorBox, field, showFieldError, toast, dialog } from '../lib.js';
+import { h, clear, api, qs, can, session, fmtTime, debounce, errorBox, field, showFieldError, toast, dialog } from '../lib.js';
 
 // js-yaml (vendor/, MIT), fetched when the editor opens: no other page
 // loads it.
@@ -114,11 +114,15 @@ export async function render(main, id) {
   }
   docToForm();
   form.append(h('div', { role: 'tablist', 'aria-label': 'View', class: 'tabs' }, tabForm, tabYaml), panelForm, panelYaml, formErr,
-    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, orig ? 'Save' : 'Create'),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary', disabled: !can('editor') }, orig ? 'Save' : 'Create'),
       h('a', { class: 'button', href: orig ? '#/tasks/' + orig.id : '#/tasks' }, 'Cancel')));
   clear(main,
     h('p', { class: 'crumbs' }, h('a', { href: '#/tasks' }, 'Tasks'), ' / ', orig ? [h('a', { href: '#/tasks/' + orig.id }, orig.name), ' / edit'] : 'new'),
-    h('h1', {}, orig ? 'Edit ' + orig.name : 'New task'), form);
+    h('h1', {}, orig ? 'Edit ' + orig.name : 'New task'),
+    // Saving needs the editor role: say so before the edits, not at the 403.
+    can('editor') ? null : h('p', { class: 'banner', role: 'note' }, 'Your role (' + session.who.role + ') ' +
+      (orig ? 'can read this task but not save it' : 'cannot create a task') + ': that needs the editor role.'),
+    form);
 
   const onYAML = () => tabYaml.getAttribute('aria-selected') === 'true';
 

@@ -2,7 +2,7 @@
 // body and error, the request Sundial sends (GET /runs/{id}/request:
 // rendered, secrets masked) with "copy as curl", the state of an ASYNC
 // run, cancel and rerun.
-import { h, clear, api, can, timeEl, ms, badge, onEvent, debounce, toast, table, duration, FINAL } from '../lib.js';
+import { h, clear, api, can, timeEl, ms, badge, onEvent, debounce, keepFocus, toast, table, duration, FINAL } from '../lib.js';
 
 export async function render(main, id) {
   let r, t, req;
@@ -82,7 +82,7 @@ export async function render(main, id) {
     } catch (e) { toast(e.message, true); }
   }
 
-  const refresh = debounce(() => load().catch(() => {}), 200);
+  const refresh = debounce(() => keepFocus(main, load).catch(() => {}), 200);
   const off = onEvent(ev => { if (ev.run && ev.run.id === Number(id)) refresh(); });
   await load();
   return off;

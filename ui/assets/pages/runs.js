@@ -1,6 +1,6 @@
 // Runs: every task's, newest first, filtered by status, trigger, task,
 // selector and time range, with a live tail.
-import { h, clear, api, qs, timeEl, badge, onEvent, debounce, errorBox, field, table, ms, duration } from '../lib.js';
+import { h, clear, api, qs, timeEl, badge, onEvent, debounce, keepFocus, errorBox, field, showFieldError, table, ms, duration } from '../lib.js';
 
 const STATUSES = ['', 'SUCCESS', 'FAILED', 'TIMEOUT', 'FAILED_TIMEOUT', 'CANCELED', 'SKIPPED', 'RUNNING', 'WAITING_CALLBACK', 'QUEUED', 'SCHEDULED', 'INTERRUPTED'];
 const TRIGGERS = ['', 'SCHEDULE', 'MANUAL', 'CATCH_UP', 'BACKFILL', 'DEPENDENCY'];
@@ -20,13 +20,12 @@ export async function render(main, _id, params) {
   const pager = h('div', { class: 'pager' });
   let cursors = [''], page = 0, next = '';
 
-  clear(main, h('h1', {}, 'Runs'),
-    h('form', { class: 'filters', onsubmit: e => { e.preventDefault(); reload(true); } },
-      field('Status', status), field('Trigger', trigger), field('Task id', task), field('Label selector', selector),
-      field('From', from), field('To', to),
-      h('div', { class: 'field check' }, tail, h('label', { for: 'tail' }, 'Live tail')),
-      h('button', { type: 'submit' }, 'Apply')),
-    err, body, pager);
+  const form = h('form', { class: 'filters', role: 'search', onsubmit: e => { e.preventDefault(); reload(true); } },
+    field('Status', status), field('Trigger', trigger), field('Task id', task), field('Label selector', selector),
+    field('From', from), field('To', to),
+    h('div', { class: 'field check' }, tail, h('label', { for: 'tail' }, 'Live tail')),
+    h('button', { type: 'submit' }, 'Apply'));
+  clear(main, h('h1', {}, 'Runs'), form, err, body, pager);
   for (const el of [status, trigger]) el.addEventListener('change', () => reload(true));
 
   function filters() {
@@ -41,9 +40,12 @@ export async function render(main, _id, params) {
     try {
       res = await api('GET', '/runs' + qs(Object.assign({ limit: 50, cursor: cursors[page] }, filters())));
     } catch (e) {
-      clear(err, errorBox(e));
+      // At the filter the API names (from or to, say), else above the list.
+      if (showFieldError(form, e)) clear(err);
+      else clear(err, errorBox(e));
       return;
     }
+    showFieldError(form, {});
     clear(err);
     next = res.next_cursor;
     const names = await taskNames(res.items.map(r => r.task_id));
@@ -62,7 +64,7 @@ export async function render(main, _id, params) {
       h('button', { type: 'button', disabled: !next, onclick: () => { cursors[page + 1] = next; page++; reload(); } }, 'Next page'));
   }
 
-  const refresh = debounce(() => reload(), 300);
+  const refresh = debounce(() => keepFocus(main, reload), 300);
   const off = onEvent(ev => { if (ev.run && tail.checked && page === 0) refresh(); });
   await reload();
   return off;

@@ -1,7 +1,7 @@
 // A task: its definition, next fires, recent runs and lag, its parents,
 // children, alert rules and open incidents, and its actions (trigger with params, disable with a reason, enable, edit,
 // delete, backfill with a dry run first).
-import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, statusClass, onEvent, debounce, dialog, toast, errorBox, field, table, duration } from '../lib.js';
+import { h, svg, clear, api, qs, can, timeEl, fmtTime, ms, badge, strip, statusClass, onEvent, debounce, keepFocus, dialog, toast, errorBox, field, table, duration } from '../lib.js';
 
 export async function render(main, id) {
   let t;
@@ -122,7 +122,12 @@ export async function render(main, id) {
     const run = await dialog('Trigger ' + t.name, [
       h('p', {}, 'Runs the task now, under its concurrency policy.'),
       field('Params (JSON, optional: replaces the task\'s for this run)', params)], [{ label: 'Trigger', primary: true, onclick: async () => {
-      const body = params.value.trim() ? { params: JSON.parse(params.value) } : undefined;
+      let body;
+      if (params.value.trim()) {
+        try { body = { params: JSON.parse(params.value) }; } catch (e) {
+          throw Object.assign(new Error('not valid JSON: ' + e.message), { field: 'params' });
+        }
+      }
       return api('POST', '/tasks/' + t.id + '/trigger', body);
     } }]);
     if (run) {
@@ -164,7 +169,7 @@ export async function render(main, id) {
       field('From', from), field('To', to), out);
     const preview = async () => {
       const r = await api('POST', '/tasks/' + t.id + '/backfill', Object.assign(body(), { dry_run: true }));
-      clear(out, h('p', { class: 'dry-run' }, r.count + ' fire times would run (' + r.existing + ' backfilled before)'),
+      clear(out, h('p', { class: 'dry-run' }, r.count + (r.count === 1 ? ' fire time would run (' : ' fire times would run (') + r.existing + ' backfilled before)'),
         h('ol', { class: 'times' }, r.items.slice(0, 20).map(i => h('li', {}, fmtTime(i.scheduled_time, t.timezone), i.run_id ? ' (run #' + i.run_id + ')' : ''))),
         r.items.length > 20 ? h('p', { class: 'muted' }, '… and ' + (r.items.length - 20) + ' more') : null);
       return false;
@@ -175,7 +180,7 @@ export async function render(main, id) {
     if (done) { toast('Backfill: ' + done.created + ' runs made'); loadRuns(); }
   }
 
-  const refresh = debounce(() => load().catch(() => {}), 300);
+  const refresh = debounce(() => keepFocus(main, load).catch(() => {}), 300);
   const off = onEvent(ev => { if (ev.task && ev.task.id === Number(id)) refresh(); });
   await load();
   return off;
@@ -185,16 +190,26 @@ function definition(t) {
   const rows = [
     ['Schedule', t.cron_expr ? h('code', {}, t.cron_expr) : t.run_at ? 'once' : '—'],
     ['Time zone', t.timezone], ['Daylight saving', t.dst],
+    t.calendars && t.calendars.length ? ['Calendars', 'skips the days of ' + t.calendars.join(', ')] : null,
+    t.jitter_seconds ? ['Jitter', 'up to ' + t.jitter_seconds + ' s'] : null,
+    t.start_at || t.end_at ? ['Active', [t.start_at ? ['from ', timeEl(t.start_at, t.timezone)] : '', t.start_at && t.end_at ? ' ' : '',
+      t.end_at ? ['until ', timeEl(t.end_at, t.timezone)] : '']] : null,
+    t.max_runs ? ['Runs', t.fire_count + ' of at most ' + t.max_runs] : null,
     ['Target', h('code', {}, t.http_method + ' ' + t.target_url)],
-    ['Execution', t.exec_type + (t.timeout_seconds ? ', timeout ' + t.timeout_seconds + ' s' : '')],
+    ['Execution', t.exec_type + (t.timeout_seconds ? ', timeout ' + t.timeout_seconds + ' s' : '') +
+      (t.exec_type === 'ASYNC' ? ', callback within ' + (t.callback_timeout_sec ? t.callback_timeout_sec + ' s' : 'the server\'s default') : '')],
+    t.signing_secret ? ['Signing secret', 'set (Standard Webhooks signature on every delivery)'] : null,
+    t.oidc ? ['OIDC ID token', 'audience ' + (t.oidc.audience || 'the target URL')] : null,
     ['Headers', Object.keys(t.headers || {}).length ? h('pre', {}, Object.entries(t.headers).map(([k, v]) => k + ': ' + v).join('\n')) : '—'],
     ['Body template', t.body_template ? h('pre', {}, t.body_template) : '—'],
     ['Params', t.params ? h('pre', {}, JSON.stringify(t.params, null, 2)) : '—'],
     ['Policies', 'overlap ' + t.overlap_action + ', failure ' + t.failure_action + ', concurrency ' + t.concurrency_policy +
       (t.max_concurrency ? ' (max ' + t.max_concurrency + ')' : '') + ', catch-up ' + t.catch_up_mode],
     ['Retry policy', h('pre', {}, JSON.stringify(t.retry_policy))],
+    t.pause_after_failures ? ['Auto-disable', 'after ' + t.pause_after_failures + ' failures in a row'] : null,
+    t.priority ? ['Priority', String(t.priority)] : null,
     ['Version', String(t.version)],
-  ];
+  ].filter(Boolean);
   return h('section', { 'aria-labelledby': 'def-h' }, h('h2', { id: 'def-h' }, 'Definition'),
     h('dl', { class: 'def' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
 }
@@ -249,7 +264,7 @@ function timeline(runs, zone) {
   const W = 900, H = 44, pad = 10, span = Math.max(1, last - first);
   const counts = {};
   for (const r of runs) counts[statusClass(r.status)] = (counts[statusClass(r.status)] || 0) + 1;
-  const label = runs.length + ' runs from ' + fmtTime(new Date(first).toISOString(), zone) + ' to ' + fmtTime(new Date(last).toISOString(), zone) + ': ' +
+  const label = runs.length + (runs.length === 1 ? ' run from ' : ' runs from ') + fmtTime(new Date(first).toISOString(), zone) + ' to ' + fmtTime(new Date(last).toISOString(), zone) + ': ' +
     KINDS.filter(([k]) => counts[k]).map(([k, word]) => counts[k] + ' ' + word).join(', ');
   return [
     svg('svg', { viewBox: `0 0 ${W} ${H + 18}`, class: 'timeline', role: 'group', 'aria-labelledby': 'timeline-title' },

@@ -1,7 +1,7 @@
 // The tasks list: one row per task with its schedule and meaning, next
 // fire, last outcomes, lag and status; search, selector and status
 // filters; keyset pages; bulk actions on the rows chosen or a selector.
-import { h, clear, api, qs, can, explain, timeEl, ms, badge, strip, onEvent, debounce, dialog, toast, errorBox, field, table } from '../lib.js';
+import { h, clear, api, qs, can, explain, timeEl, ms, badge, strip, onEvent, debounce, keepFocus, dialog, toast, errorBox, field, table } from '../lib.js';
 
 const PAGE = 50;
 
@@ -128,7 +128,7 @@ export async function render(main, _id, params) {
     reload();
   }
 
-  const refresh = debounce(() => reload(), 300);
+  const refresh = debounce(() => keepFocus(main, reload), 300);
   const off = onEvent(ev => {
     if (!ev.task) return;
     if (state.items.some(t => t.id === ev.task.id) || (ev.kind === 'task.created' && state.page === 0)) refresh();
