@@ -56,6 +56,7 @@ func TestRoleTable(t *testing.T) {
 		{"POST /api/v1/tasks/{id}/disable", sundial.RoleOperator},
 		{"POST /api/v1/runs/{id}/cancel", sundial.RoleOperator},
 		{"POST /api/v1/runs/{id}/rerun", sundial.RoleOperator},
+		{"GET /api/v1/runs/{id}/request", sundial.RoleViewer},
 		{"POST /api/v1/tasks:bulk", sundial.RoleOperator},
 		{"POST /api/v1/admin/compensation/trigger", sundial.RoleOperator},
 		{"POST /api/v1/tasks", sundial.RoleEditor},

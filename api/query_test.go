@@ -34,7 +34,7 @@ func TestQueryUnknownParameter(t *testing.T) {
 		{"POST", "/api/v1/tasks", task("b", nil), none},
 		{"POST", "/api/v1/tasks:batch", map[string]any{"tasks": []any{task("c", nil)}}, none},
 		{"POST", "/api/v1/tasks:bulk", map[string]any{"action": "disable", "ids": []int64{tk.ID}}, none},
-		{"GET", "/api/v1/tasks", nil, " accepts status, name, name_prefix, request_id, biz_id, selector, limit, cursor, format, recent"},
+		{"GET", "/api/v1/tasks", nil, " accepts status, name, name_prefix, name_contains, request_id, biz_id, selector, limit, cursor, format, recent"},
 		{"GET", taskPath(tk.ID), nil, none},
 		{"PUT", taskPath(tk.ID), task("a", map[string]any{"version": 1, "description": "changed"}), none},
 		{"DELETE", taskPath(tk.ID), nil, none},
