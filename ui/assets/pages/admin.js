@@ -1,16 +1,24 @@
 // The cluster's nodes, incidents and alert rules, the audit log and the
 // API tokens (the last two for admins).
-import { h, clear, api, qs, can, timeEl, badge, dialog, toast, errorBox, field, showFieldError, table } from '../lib.js';
+import { h, clear, api, qs, can, timeEl, badge, dialog, toast, errorBox, field, showFieldError, table, live } from '../lib.js';
 
+// nodes lists the cluster's nodes, read again every 5 seconds while
+// shown and live updates are on (heartbeats have no event of their own),
+// and this node's start compensator.
 export async function nodes(main) {
-  const [res, comp] = await Promise.all([api('GET', '/nodes'), api('GET', '/admin/compensation').catch(() => null)]);
-  clear(main, h('h1', {}, 'Nodes'),
-    table(['Node', 'State', 'Address', 'Started', 'Heartbeat'], res.items.map(n => h('tr', {},
-      h('td', {}, h('code', {}, n.id)), h('td', {}, n.state), h('td', {}, n.address || '—'),
-      h('td', {}, timeEl(n.started_at, 'UTC', true)), h('td', {}, timeEl(n.heartbeat_at, 'UTC', true))))),
-    comp ? [h('h2', {}, 'This node\'s start compensator'), h('dl', { class: 'def' },
-      [['Interval', comp.interval_ms + ' ms'], ['Rounds', String(comp.rounds)], ['Compensated runs', String(comp.compensated_runs)]]
-        .map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))] : null);
+  async function load() {
+    const [res, comp] = await Promise.all([api('GET', '/nodes'), api('GET', '/admin/compensation').catch(() => null)]);
+    clear(main, h('h1', {}, 'Nodes'),
+      table(['Node', 'State', 'Address', 'Started', 'Heartbeat'], res.items.map(n => h('tr', {},
+        h('td', {}, h('code', {}, n.id)), h('td', {}, h('span', { class: 'badge ' + (n.state === 'ALIVE' ? 'ok' : 'off') }, n.state)),
+        h('td', {}, n.address || '—'), h('td', {}, timeEl(n.started_at, 'UTC', true)), h('td', {}, timeEl(n.heartbeat_at, 'UTC', true))))),
+      comp ? [h('h2', {}, 'This node\'s start compensator'), h('dl', { class: 'def' },
+        [['Interval', comp.interval_ms + ' ms'], ['Rounds', String(comp.rounds)], ['Compensated runs', String(comp.compensated_runs)]]
+          .map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]))] : null);
+  }
+  await load();
+  const timer = setInterval(() => { if (!document.hidden && !live.paused) load().catch(() => {}); }, 5000);
+  return () => clearInterval(timer);
 }
 
 export async function incidents(main, _id, params) {
@@ -94,7 +102,12 @@ export async function tokens(main) {
       const body = { name: name.value.trim(), role: role.value };
       if (expires.value.trim()) body.expires_at = expires.value.trim();
       const t = await api('POST', '/tokens', body);
-      clear(made, h('p', { class: 'banner' }, 'Token ', h('strong', {}, t.name), ' made. Its secret is shown this once: ', h('code', { class: 'secret' }, t.secret)));
+      const copy = () => navigator.clipboard.writeText(t.secret).then(() => toast('Copied the secret'), () => {
+        getSelection().selectAllChildren(made.querySelector('code.secret'));
+        toast('Selected the secret: copy it with Ctrl+C');
+      });
+      clear(made, h('p', { class: 'banner' }, 'Token ', h('strong', {}, t.name), ' made. Its secret is shown this once: ', h('code', { class: 'secret' }, t.secret),
+        ' ', h('button', { type: 'button', onclick: copy }, 'Copy')));
       name.value = '';
       load();
     } catch (err) {

@@ -56,7 +56,7 @@ export async function render(main, id) {
 
   async function loadRuns() {
     const all = await api('GET', '/tasks/' + id + '/runs' + qs({ limit: 100 }));
-    clear(lagBox, h('h2', { id: 'lag-h' }, 'Lag of its last scheduled fires'), lagHistogram(all.items));
+    clear(lagBox, h('h2', { id: 'lag-h' }, 'Lag of its last fires'), lagHistogram(all.items));
     clear(timelineBox, h('h2', { id: 'timeline-h' }, 'Timeline of its last runs'), timeline(all.items, t.timezone));
     const res = { items: all.items.slice(0, 20) };
     t.state = t.state || {};
@@ -71,7 +71,7 @@ export async function render(main, id) {
           h('td', {}, badge(r.status), r.skip_reason ? h('span', { class: 'muted small' }, ' ' + r.skip_reason) : null),
           h('td', {}, r.trigger),
           h('td', { class: 'num' }, r.http_status || '—'),
-          h('td', { class: 'num' }, r.trigger === 'SCHEDULE' ? ms(duration(r.scheduled_time, r.started_at)) : '—'),
+          h('td', { class: 'num' }, lagCounts(r) ? ms(duration(r.scheduled_time, r.started_at)) : '—'),
           h('td', { class: 'num' }, ms(duration(r.started_at, r.finished_at)))))) : h('p', { class: 'empty' }, 'No run yet.'));
   }
 
@@ -214,11 +214,16 @@ function definition(t) {
     h('dl', { class: 'def' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
 }
 
+// lagCounts tells whether run r's lag is one the task's lag p50/p95
+// count, as the server does: a backfilled fire, or a child's (scheduled at
+// its parents' time), is late on purpose.
+function lagCounts(r) { return r.trigger !== 'BACKFILL' && r.trigger !== 'DEPENDENCY'; }
+
 // lagHistogram draws how late the task's scheduled fires started, in
 // buckets by order of magnitude.
 function lagHistogram(runs) {
-  const lags = runs.filter(r => r.trigger === 'SCHEDULE' && r.started_at).map(r => duration(r.scheduled_time, r.started_at));
-  if (!lags.length) return h('p', { class: 'empty' }, 'No scheduled fire has started yet.');
+  const lags = runs.filter(r => lagCounts(r) && r.started_at).map(r => duration(r.scheduled_time, r.started_at));
+  if (!lags.length) return h('p', { class: 'empty' }, 'No fire has started yet.');
   const buckets = [['< 10 ms', 10], ['< 100 ms', 100], ['< 1 s', 1000], ['< 10 s', 10000], ['≥ 10 s', Infinity]];
   const counts = buckets.map(() => 0);
   for (const l of lags) counts[buckets.findIndex(([, max]) => l < max)]++;
