@@ -537,6 +537,14 @@ func TestConsole(t *testing.T) {
 		}
 	})
 
+	step(t, "runs filtered by a task's name", func(t *testing.T) {
+		p.t = t
+		p.goTo("#/runs?task=console-failing")
+		p.wait("its run alone", fmt.Sprintf(`(r => r.length === 1 && r[0].innerText.includes('#%d'))(document.querySelectorAll('main tbody tr'))`, failedRun), 10*time.Second)
+		p.goTo("#/runs?task=no-such-task")
+		p.wait("the error at the task field", `document.querySelector('[name=task]').getAttribute('aria-invalid') === 'true'`, 10*time.Second)
+	})
+
 	step(t, "the overview's numbers, from GET /api/v1/stats; a task's timeline", func(t *testing.T) {
 		p.t = t
 		// The overview's numbers are the server's sums of the nodes'

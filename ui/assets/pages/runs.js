@@ -10,7 +10,8 @@ export async function render(main, _id, params) {
   const mk = (name, el) => { f[name] = el; el.value = params.get(name) || ''; return el; };
   const status = mk('status', h('select', { name: 'status' }, STATUSES.map(s => h('option', { value: s }, s || 'Any status'))));
   const trigger = mk('trigger', h('select', { name: 'trigger' }, TRIGGERS.map(s => h('option', { value: s }, s || 'Any trigger'))));
-  const task = mk('task_id', h('input', { type: 'number', name: 'task_id', min: 1, placeholder: 'id' }));
+  const task = mk('task', h('input', { type: 'text', name: 'task', placeholder: 'name or id', spellcheck: 'false', autocomplete: 'off' }));
+  if (!task.value && params.get('task_id')) task.value = params.get('task_id');
   const selector = mk('selector', h('input', { type: 'text', name: 'selector', placeholder: 'team=payments' }));
   const from = mk('from', h('input', { type: 'text', name: 'from', placeholder: '2026-01-01T00:00:00Z' }));
   const to = mk('to', h('input', { type: 'text', name: 'to', placeholder: 'RFC 3339' }));
@@ -21,7 +22,7 @@ export async function render(main, _id, params) {
   let cursors = [''], page = 0, next = '';
 
   const form = h('form', { class: 'filters', role: 'search', onsubmit: e => { e.preventDefault(); reload(true); } },
-    field('Status', status), field('Trigger', trigger), field('Task id', task), field('Label selector', selector),
+    field('Status', status), field('Trigger', trigger), field('Task', task), field('Label selector', selector),
     field('From', from), field('To', to),
     h('div', { class: 'field check' }, tail, h('label', { for: 'tail' }, 'Live tail')),
     h('button', { type: 'submit' }, 'Apply'));
@@ -34,11 +35,27 @@ export async function render(main, _id, params) {
     return o;
   }
 
+  // query is the filters as GET /runs takes them: a task given by name
+  // is looked up (a live task's) for its id.
+  async function query() {
+    const o = filters();
+    if (o.task) {
+      if (/^\d+$/.test(o.task)) o.task_id = o.task;
+      else {
+        const found = await api('GET', '/tasks' + qs({ name: o.task, limit: 1 }));
+        if (!found.items.length) throw Object.assign(new Error('no live task is named "' + o.task + '" (give the id of a deleted one)'), { field: 'task' });
+        o.task_id = String(found.items[0].id);
+      }
+      delete o.task;
+    }
+    return o;
+  }
+
   async function reload(fromStart) {
     if (fromStart) { cursors = ['']; page = 0; history.replaceState(null, '', '#/runs' + qs(filters())); }
     let res;
     try {
-      res = await api('GET', '/runs' + qs(Object.assign({ limit: 50, cursor: cursors[page] }, filters())));
+      res = await api('GET', '/runs' + qs(Object.assign({ limit: 50, cursor: cursors[page] }, await query())));
     } catch (e) {
       // At the filter the API names (from or to, say), else above the list.
       if (showFieldError(form, e)) clear(err);
