@@ -1,10 +1,8 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/sundialhq/sundial"
@@ -50,8 +48,7 @@ func (s *Server) handleRunRequest(w http.ResponseWriter, r *http.Request) {
 	}
 	t, err := s.store.TaskGet(r.Context(), run.TaskID)
 	if sundial.ErrorCode(err) == sundial.ENotFound {
-		s.writeError(w, r, &sundial.Error{Code: sundial.EConflict, Field: "task_id", Token: strconv.FormatInt(run.TaskID, 10),
-			Message: fmt.Sprintf("run %d is of task %d, which has been deleted: its request is made from the task", run.ID, run.TaskID)})
+		s.writeError(w, r, taskDeleted(run, "its request is made from the task"))
 		return
 	} else if err != nil {
 		s.writeError(w, r, err)

@@ -205,8 +205,7 @@ func (s *Server) handleRunRerun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if _, err := s.store.TaskGet(r.Context(), of.TaskID); sundial.ErrorCode(err) == sundial.ENotFound {
-		s.writeError(w, r, &sundial.Error{Code: sundial.EConflict, Field: "task_id", Token: strconv.FormatInt(of.TaskID, 10),
-			Message: fmt.Sprintf("run %d is of task %d, which has been deleted: a rerun needs a live task", of.ID, of.TaskID)})
+		s.writeError(w, r, taskDeleted(of, "a rerun needs a live task"))
 		return
 	} else if err != nil {
 		s.writeError(w, r, err)
@@ -216,8 +215,7 @@ func (s *Server) handleRunRerun(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if sundial.ErrorCode(err) == sundial.ENotFound {
 			// Deleted since it was read.
-			err = &sundial.Error{Code: sundial.EConflict, Field: "task_id", Token: strconv.FormatInt(of.TaskID, 10),
-				Message: fmt.Sprintf("run %d is of task %d, which has been deleted: a rerun needs a live task", of.ID, of.TaskID)}
+			err = taskDeleted(of, "a rerun needs a live task")
 		}
 		s.writeError(w, r, err)
 		return
@@ -225,6 +223,13 @@ func (s *Server) handleRunRerun(w http.ResponseWriter, r *http.Request) {
 	s.logChange(r, "run rerun", append(runAttrs(run), slog.Int64("rerun_of", of.ID))...)
 	s.audit(r, "run.rerun", "run/"+strconv.FormatInt(of.ID, 10), run.TaskID, nil, newRunChange(run))
 	writeJSON(w, http.StatusAccepted, utcRun(run))
+}
+
+// taskDeleted is the conflict of an action on run that needs its task,
+// which has been deleted; why says what needs it.
+func taskDeleted(run *sundial.Run, why string) error {
+	return &sundial.Error{Code: sundial.EConflict, Field: "task_id", Token: strconv.FormatInt(run.TaskID, 10),
+		Message: fmt.Sprintf("run %d is of task %d, which has been deleted: %s", run.ID, run.TaskID, why)}
 }
 
 // runTarget is the audit target of run id.

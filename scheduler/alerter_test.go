@@ -192,15 +192,22 @@ func TestAlertRetryAndRepeat(t *testing.T) {
 	})
 }
 
+// slowPolls is the node of the tests of repeats: it polls every 10 s.
+var slowPolls = scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
+	HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second}
+
+// repeatEveryMinute is a rule of each failed run that notifies again
+// every minute while its incident is open.
+func repeatEveryMinute() *sundial.AlertRule {
+	return &sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed}, RepeatEvery: sundial.Duration(time.Minute)}
+}
+
 // TestAlertAckStopsRepeats: an acknowledged incident sends no repeat
 // while it stays open, and still sends its resolve.
 func TestAlertAckStopsRepeats(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
-			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
-			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
-				RepeatEvery: sundial.Duration(time.Minute)})
+		s := newAlertSetupConfig(t, slowPolls, repeatEveryMinute())
 		s.failing(true)
 		s.after(1)
 		incs := s.incidents(t)
@@ -232,10 +239,7 @@ func TestAlertAckStopsRepeats(t *testing.T) {
 func TestAlertAckCancelsQueuedRepeat(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
-			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
-			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
-				RepeatEvery: sundial.Duration(time.Minute)})
+		s := newAlertSetupConfig(t, slowPolls, repeatEveryMinute())
 		s.failing(true)
 		s.after(1)
 		s.n.mu.Lock()
@@ -272,10 +276,7 @@ func TestAlertAckCancelsQueuedRepeat(t *testing.T) {
 func TestAlertRepeatWaitsForChannel(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
-		s := newAlertSetupConfig(t, scheduler.Config{PollInterval: 10 * time.Second, Lookahead: 20 * time.Second,
-			HeartbeatInterval: 5 * time.Second, DeadAfter: 15 * time.Second, CancelPoll: 10 * time.Second},
-			&sundial.AlertRule{Condition: sundial.AlertCondition{Kind: sundial.CondRunFailed},
-				RepeatEvery: sundial.Duration(time.Minute)})
+		s := newAlertSetupConfig(t, slowPolls, repeatEveryMinute())
 		s.n.mu.Lock()
 		s.n.failing = true
 		s.n.mu.Unlock()

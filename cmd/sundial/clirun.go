@@ -298,18 +298,23 @@ func (c *cli) runGetCommand() *cobra.Command {
 	return cmd
 }
 
-// readRun reads GET /api/v1/runs/{arg}{rest} and, with -o json or yaml,
-// prints it as it came (done); otherwise it returns it for the caller to
-// print.
+// readRun reads GET /api/v1/runs/{arg}{rest} as readAnswer does.
 func (c *cli) readRun(cmd *cobra.Command, arg, rest, out string) (a *apiClient, raw json.RawMessage, done bool, err error) {
 	id, err := runArg(cmd, arg)
 	if err != nil {
 		return nil, nil, false, err
 	}
+	return c.readAnswer(cmd, http.MethodGet, fmt.Sprintf("/api/v1/runs/%d%s", id, rest), nil, out)
+}
+
+// readAnswer sends method path with the query q and, with -o json or
+// yaml, prints the answer as it came (done); otherwise it returns it for
+// the caller to print.
+func (c *cli) readAnswer(cmd *cobra.Command, method, path string, q url.Values, out string) (a *apiClient, raw json.RawMessage, done bool, err error) {
 	if a, err = c.client(); err != nil {
 		return nil, nil, false, err
 	}
-	if err := a.do(cmd.Context(), http.MethodGet, fmt.Sprintf("/api/v1/runs/%d%s", id, rest), nil, nil, &raw); err != nil {
+	if err := a.do(cmd.Context(), method, path, q, nil, &raw); err != nil {
 		return nil, nil, false, err
 	}
 	switch out {
@@ -673,21 +678,11 @@ func (c *cli) tokenWhoamiCommand() *cobra.Command {
 			if err := checkOutput(out, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			a, err := c.client()
-			if err != nil {
-				return err
-			}
-			var raw json.RawMessage
-			if err := a.do(cmd.Context(), http.MethodGet, "/api/v1/whoami", nil, nil, &raw); err != nil {
+			_, raw, done, err := c.readAnswer(cmd, http.MethodGet, "/api/v1/whoami", nil, out)
+			if done || err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			switch out {
-			case "json":
-				return writeJSON(w, raw)
-			case "yaml":
-				return writeYAML(w, raw)
-			}
 			var who struct {
 				Actor        string `json:"actor"`
 				Role         string `json:"role"`

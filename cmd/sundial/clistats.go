@@ -78,22 +78,11 @@ scheduler.stats_flush (10s).`,
 			if err := checkOutput(out, "table", "json", "yaml"); err != nil {
 				return err
 			}
-			a, err := c.client()
-			if err != nil {
-				return err
-			}
-			var raw json.RawMessage
-			q := url.Values{"since": {since}, "step": {step}}
-			if err := a.do(cmd.Context(), http.MethodGet, "/api/v1/stats", q, nil, &raw); err != nil {
+			_, raw, done, err := c.readAnswer(cmd, http.MethodGet, "/api/v1/stats", url.Values{"since": {since}, "step": {step}}, out)
+			if done || err != nil {
 				return err
 			}
 			w := cmd.OutOrStdout()
-			switch out {
-			case "json":
-				return writeJSON(w, raw)
-			case "yaml":
-				return writeYAML(w, raw)
-			}
 			var st cliStats
 			if err := json.Unmarshal(raw, &st); err != nil {
 				return err
