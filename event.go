@@ -284,4 +284,31 @@ type EventSink struct {
 	// Ready says that the relay listens: every event published from then
 	// on is delivered. Called once.
 	Ready func()
+	// Interest takes the interests announced through an
+	// EventDemandRelay (Announce), every node's, this one's included, in
+	// the order they come; nil: they are dropped.
+	Interest func(EventInterest)
+}
+
+// EventDemandRelay is an EventRelay whose sending costs every node
+// (PostgreSQL's NOTIFY, which every node hears and decodes): its nodes
+// send their events to the cluster only while some node has a stream of
+// them open, which it announces. A node that has none keeps its events,
+// and sends those a new interest asks for when it hears it. See
+// docs/design.md, "Live events".
+type EventDemandRelay interface {
+	EventRelay
+	// Announce tells every node, this one included (EventSink.Interest),
+	// that in.Node has streams of the events open.
+	Announce(ctx context.Context, in EventInterest) error
+}
+
+// EventInterest is a node's announce that it has streams of the live
+// events open.
+type EventInterest struct {
+	Node string `json:"node"`
+	// Since is when the node's streams opened, by its clock: it wants
+	// every node's events from then on (and the nodes' clocks may differ:
+	// see event.Slack).
+	Since time.Time `json:"since"`
 }

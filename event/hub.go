@@ -3,7 +3,9 @@
 // sundial.EventRelay, and the events of every node come back through it;
 // the hub keeps the latest of them in order, so that a client that
 // reconnects resumes after the last one it had, and wakes the streams of
-// GET /api/v1/events that read them. See docs/design.md, "Live events".
+// GET /api/v1/events that read them. On a relay whose sending costs
+// (sundial.EventDemandRelay), the nodes send only while a stream is open
+// somewhere (demand.go). See docs/design.md, "Live events".
 package event
 
 import (
@@ -59,6 +61,10 @@ type Options struct {
 	// Now is the hub's clock, for Retention and the start of what it
 	// holds [time.Now].
 	Now func() time.Time
+	// DemandTTL is how long the hub sends its events to the cluster
+	// after it last heard that a node has a stream open, with a
+	// sundial.EventDemandRelay [DefaultDemandTTL].
+	DemandTTL time.Duration
 }
 
 // Entry is one event the hub holds, or a reset: a point past which events
@@ -100,8 +106,9 @@ type Reset struct {
 // Reasons of a Reset.
 const (
 	// ResetExpired: the events after the client's ID or time are no
-	// longer held (see Options.Capacity and Retention); the stream goes
-	// on from the oldest held.
+	// longer held (see Options.Capacity and Retention), or were never all
+	// held (with a demand relay, no stream wanted them: demand.go); the
+	// stream goes on from the oldest held.
 	ResetExpired = "expired"
 	// ResetBehind: the stream read too slowly; the events it had not
 	// read were dropped, and it goes on from the oldest held.
@@ -130,19 +137,29 @@ type Hub struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 	m         hubMetrics
+	demand    *demand       // with a sundial.EventDemandRelay (demand.go), touched by Run alone
+	nudge     chan struct{} // wakes Run to tend the demand
 
 	mu       sync.Mutex
 	ring     []*Entry // circular: the oldest at ring[head]
 	head, n  int
 	next     uint64            // the position of the next entry
 	byID     map[string]uint64 // the position of each event held
-	complete time.Time         // every event made since is held, or was (evicted)
+	complete time.Time         // every event made since is held, or was (evicted), while holding
 	wake     chan struct{}     // closed, and replaced, when an entry is added
+
+	// The demand (demand.go).
+	heardUntil time.Time // the hub holds the cluster's events until then: it heard an interest lately
+	holdFrom   uint64    // the position from which it has held them, since it last heard an interest after none
+	graceUntil time.Time // it sends its events until then though it heard no interest (it started, or was deaf)
+	interests  []sundial.EventInterest
+	streams    int       // streams open on this node
+	openAt     time.Time // when they opened (the count went from 0 to 1)
 }
 
 type hubMetrics struct {
 	published, received, lost prometheus.Counter
-	streams                   prometheus.Gauge
+	streams, sending          prometheus.Gauge
 }
 
 // NewHub returns a hub; with a relay, Run must run for events to flow.
@@ -168,18 +185,31 @@ func NewHub(o Options) *Hub {
 	} else {
 		h.out = make(chan sundial.Event, queueLen)
 	}
+	if dr, ok := h.relay.(sundial.EventDemandRelay); ok {
+		if o.DemandTTL <= 0 {
+			o.DemandTTL = DefaultDemandTTL
+		}
+		h.demand = &demand{relay: dr, ttl: o.DemandTTL, sending: true, capacity: o.Capacity, retention: o.Retention}
+		h.nudge = make(chan struct{}, 1)
+		h.graceUntil = h.complete.Add(o.DemandTTL)
+	}
 	h.m = hubMetrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "sundial_events_published_total",
 			Help: "Live events this node made (changes of runs and tasks it made)."}),
 		received: prometheus.NewCounter(prometheus.CounterOpts{Name: "sundial_events_received_total",
 			Help: "Live events this node holds for its streams, every node's."}),
 		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "sundial_events_lost_total",
-			Help: "Live events this node made and could not send to the cluster (its queue full, or the database unreachable)."}),
+			Help: "Live events this node made and could not send to the cluster (its queue full, the database unreachable, or kept too long while no stream was open)."}),
 		streams: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sundial_event_streams",
 			Help: "Clients reading GET /api/v1/events on this node."}),
+		sending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "sundial_events_sending",
+			Help: "1 while this node sends its live events to the cluster, 0 while it keeps them (on PostgreSQL, no stream open on any node lately)."}),
+	}
+	if h.relay != nil {
+		h.m.sending.Set(1)
 	}
 	if o.Registry != nil {
-		o.Registry.MustRegister(h.m.published, h.m.received, h.m.lost, h.m.streams)
+		o.Registry.MustRegister(h.m.published, h.m.received, h.m.lost, h.m.streams, h.m.sending)
 	}
 	return h
 }
@@ -197,7 +227,8 @@ func mark(node string) string {
 
 // Publish hands the hub events this node made: each gets its ID and this
 // node's ID (if it has none) and goes to every node's streams, this one's
-// included. It never
+// included (with a demand relay, while a stream is open on some node:
+// until then Run keeps it, see demand.go). It never
 // blocks: should the events come faster than they can be sent, those in
 // excess are dropped, counted, and the streams told (a reset).
 func (h *Hub) Publish(evs ...sundial.Event) {
@@ -234,7 +265,9 @@ func (h *Hub) Ready() <-chan struct{} { return h.ready }
 
 // Run sends this node's events out through the relay and takes in every
 // node's, until ctx is done; then it sends those published before, for a
-// few seconds at most, and returns. Without a relay it only waits for ctx.
+// few seconds at most, and returns. With a demand relay it also keeps the
+// events while no stream wants them and announces this node's streams
+// (demand.go). Without a relay it only waits for ctx.
 func (h *Hub) Run(ctx context.Context) error {
 	if h.relay == nil {
 		<-ctx.Done()
@@ -249,10 +282,21 @@ func (h *Hub) Run(ctx context.Context) error {
 			Lost: func(reason string) {
 				h.log.Warn("live events may have been lost", "reason", reason)
 				h.addReset(ResetLost, "events may have been lost: "+reason)
+				h.blind()
 			},
-			Ready: func() { h.readyOnce.Do(func() { close(h.ready) }) },
+			Ready:    func() { h.readyOnce.Do(func() { close(h.ready) }) },
+			Interest: h.heard,
 		})
 	}()
+	// due wakes Run when the demand is due to be tended (demand.go).
+	due := time.NewTimer(time.Hour)
+	defer due.Stop()
+	tend := func() {
+		if h.demand != nil {
+			due.Reset(h.tend(ctx))
+		}
+	}
+	tend()
 	batch := make([]sundial.Event, 0, publishBatch)
 	for {
 		select {
@@ -261,7 +305,12 @@ func (h *Hub) Run(ctx context.Context) error {
 			for len(batch) < publishBatch && len(h.out) > 0 {
 				batch = append(batch, <-h.out)
 			}
-			h.send(ctx, batch)
+			tend() // first the events an interest heard asks for, then these
+			h.dispatch(ctx, batch)
+		case <-h.nudge:
+			tend()
+		case <-due.C:
+			tend()
 		case err := <-listened:
 			if err != nil && ctx.Err() == nil {
 				h.log.Error("live events: cannot listen for the cluster's events", "err", err)
@@ -275,7 +324,7 @@ func (h *Hub) Run(ctx context.Context) error {
 				for len(batch) < publishBatch && len(h.out) > 0 {
 					batch = append(batch, <-h.out)
 				}
-				h.send(flush, batch)
+				h.dispatch(flush, batch)
 			}
 			stopListen()
 			if listened != nil {
@@ -286,6 +335,16 @@ func (h *Hub) Run(ctx context.Context) error {
 			return nil
 		}
 	}
+}
+
+// dispatch sends a batch of this node's events to the cluster, or keeps
+// it while no stream wants them (demand.go).
+func (h *Hub) dispatch(ctx context.Context, batch []sundial.Event) {
+	if h.demand != nil && !h.demand.sending {
+		h.demand.keep(batch, h.now())
+		return
+	}
+	h.send(ctx, batch)
 }
 
 // send publishes a batch through the relay, trying a few times while the
@@ -400,7 +459,9 @@ func (h *Hub) Head() uint64 {
 }
 
 // After is the position to read from for a client that had the event id:
-// right after it when the hub holds it. Otherwise, when the hub holds
+// right after it when the hub holds it, and every event after it (with a
+// demand relay: it holds the cluster's events, and has since before the
+// event came). Otherwise, when the hub holds
 // every event since the ID's time, the first event held made from Slack
 // before it on: the hub may hold that event under another ID, or not at
 // all, and a client may then get again an event it had. Otherwise the
@@ -413,7 +474,7 @@ func (h *Hub) After(id string) (uint64, *Reset, error) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if pos, ok := h.byID[id]; ok {
+	if pos, ok := h.byID[id]; ok && pos >= h.holdFrom && h.holding(h.now()) {
 		return pos + 1, nil, nil
 	}
 	return h.since(t, Slack)
@@ -432,6 +493,12 @@ func (h *Hub) Since(t time.Time) (uint64, *Reset) {
 // since is Since(t - slack), saying what a reset names. Called with h.mu
 // held.
 func (h *Hub) since(t time.Time, slack time.Duration) (uint64, *Reset, error) {
+	if now := h.now(); !h.holding(now) && t.Before(now) {
+		return h.first(), &Reset{Reason: ResetExpired, Message: fmt.Sprintf(
+			"the events from %s on are not all held: no client of the cluster read them lately, and the nodes kept theirs; "+
+				"read what you need again (GET /api/v1/tasks, /api/v1/runs); the oldest held follow",
+			t.UTC().Format(time.RFC3339Nano))}, nil
+	}
 	if t.Before(h.complete) {
 		return h.first(), &Reset{Reason: ResetExpired, Message: fmt.Sprintf(
 			"the events from %s on are no longer all held (this node holds events from %s on); "+
@@ -479,8 +546,26 @@ func (h *Hub) Wait(pos uint64) <-chan struct{} {
 }
 
 // Stream counts a stream open until the function it returns is called.
+// With a demand relay, the first stream open makes the node announce its
+// interest to the cluster (demand.go).
 func (h *Hub) Stream() (done func()) {
 	h.m.streams.Inc()
+	h.mu.Lock()
+	h.streams++
+	if h.streams == 1 {
+		h.openAt = h.now()
+	}
+	h.mu.Unlock()
+	if h.demand != nil {
+		h.poke()
+	}
 	var once sync.Once
-	return func() { once.Do(h.m.streams.Dec) }
+	return func() {
+		once.Do(func() {
+			h.m.streams.Dec()
+			h.mu.Lock()
+			h.streams--
+			h.mu.Unlock()
+		})
+	}
 }

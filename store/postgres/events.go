@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,6 +22,12 @@ import (
 // delivers the notifications to every listener in the order their
 // transactions committed, so every node holds the cluster's events in one
 // order, and a client resumes after an event on any node exactly.
+//
+// Every node hears and decodes every notification: the relay is a
+// sundial.EventDemandRelay, and the nodes send their events only while a
+// node has a stream open, which it announces on the same channel (see
+// package event, demand.go). An announce's payload is a JSON object
+// ({"interest": ...}), an events' a JSON array.
 
 // Bounds of the relay.
 const (
@@ -40,7 +47,10 @@ const (
 // LISTEN on a connection of its own, opened with the store's settings or
 // Options.ListenDSN's (a pooler in transaction mode, which LISTEN needs a
 // session of, will not do).
+// The relay is a sundial.EventDemandRelay.
 func (s *Store) EventRelay() sundial.EventRelay { return &relay{s: s} }
+
+var _ sundial.EventDemandRelay = (*relay)(nil)
 
 type relay struct {
 	s *Store
@@ -184,6 +194,30 @@ func (r *relay) Publish(ctx context.Context, evs []sundial.Event) (err error) {
 	return nil
 }
 
+// control is the payload of a notification that carries no events: an
+// interest (Announce).
+type control struct {
+	Interest *sundial.EventInterest `json:"interest,omitempty"`
+}
+
+// Announce tells every node that in.Node has streams of the events open:
+// one NOTIFY, which Listen delivers to sink.Interest.
+func (r *relay) Announce(ctx context.Context, in sundial.EventInterest) (err error) {
+	defer r.s.classify(&err)
+	channel, err := r.channelName(ctx)
+	if err != nil {
+		return err
+	}
+	text, err := json.Marshal(control{Interest: &in})
+	if err != nil {
+		return fmt.Errorf("encode an interest: %w", err)
+	}
+	if _, err := r.s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(text)); err != nil {
+		return fmt.Errorf("notify an interest: %w", err)
+	}
+	return nil
+}
+
 // Listen listens on the channel until ctx is done, delivering each
 // notification's events. When its connection is lost it says so
 // (sink.Lost: what was sent meanwhile is not delivered) and listens again
@@ -251,6 +285,17 @@ func (r *relay) listen(ctx context.Context, sink sundial.EventSink, ready func()
 			continue
 		case err != nil:
 			return true, err
+		}
+		if strings.HasPrefix(n.Payload, "{") {
+			var c control
+			if err := json.Unmarshal([]byte(n.Payload), &c); err != nil || c.Interest == nil {
+				r.s.log.Error("live events: a notification that is not understood", "component", "events", "err", err)
+				continue
+			}
+			if sink.Interest != nil {
+				sink.Interest(*c.Interest)
+			}
+			continue
 		}
 		evs, ok := r.heard(n.Payload)
 		if !ok {
