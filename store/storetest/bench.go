@@ -207,11 +207,12 @@ func BenchTaskStates(b *testing.B, s sundial.Store) {
 }
 
 // BenchTaskStateSave saves the states of 1,000 tasks in one TaskStateSave
-// call per operation, each change a success and its lag, as a node saves
-// the outcomes of a burst: in "new" the tasks' first states (1,000 tasks
-// created per operation, outside the timer), in "saved" the next states
-// of 1,000 tasks that have one. The adapters' BenchmarkTaskStateSave call
-// it.
+// call per operation: in "new" their first states, each a success and its
+// lag, as a node saves the outcomes of a burst of one-off tasks (1,000
+// tasks created per operation, outside the timer); in "saved" the next
+// states of 1,000 tasks that have one, each a success and the lags of 100
+// fires, as a node saves a healthy task firing every second every
+// scheduler.state_flush. The adapters' BenchmarkTaskStateSave call it.
 func BenchTaskStateSave(b *testing.B, s sundial.Store) {
 	ctx := context.Background()
 	const n = 1000
@@ -233,14 +234,16 @@ func BenchTaskStateSave(b *testing.B, s sundial.Store) {
 		return ts
 	}
 	step := 0
-	save := func(ts []*sundial.Task) {
+	save := func(ts []*sundial.Task, lags int) {
 		step++
-		at := t0.Add(time.Duration(step) * time.Second)
+		at := t0.Add(time.Duration(step*lags) * time.Second)
 		changes := make([]*sundial.TaskState, len(ts))
 		for i, tk := range ts {
 			changes[i] = &sundial.TaskState{TaskID: tk.ID}
 			changes[i].Record(sundial.RunSuccess, at)
-			changes[i].AddLag(at, 3*time.Millisecond)
+			for j := range lags {
+				changes[i].AddLag(at.Add(time.Duration(j-lags)*time.Second), time.Duration(j%7)*time.Millisecond)
+			}
 		}
 		if err := s.TaskStateSave(ctx, changes, at); err != nil {
 			b.Fatalf("TaskStateSave: %v", err)
@@ -251,15 +254,15 @@ func BenchTaskStateSave(b *testing.B, s sundial.Store) {
 			b.StopTimer()
 			ts := create()
 			b.StartTimer()
-			save(ts)
+			save(ts, 1)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
 	})
 	b.Run("saved", func(b *testing.B) {
 		ts := create()
-		save(ts)
+		save(ts, sundial.MaxLagSamples)
 		for b.Loop() {
-			save(ts)
+			save(ts, sundial.MaxLagSamples)
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
 	})
