@@ -81,14 +81,16 @@ type Store interface {
 
 	// TaskStateSave merges each change (what a node recorded of a task's
 	// outcomes since it last saved them: see TaskState) into its task's
-	// saved state, in one transaction: the task's row of task_state is
-	// made (empty) if it has none and locked, the latest successful run
-	// of each task SuccessesToRead names is read, SaveStates merges (the
-	// changes of one task in order), and the row is written back with
-	// UpdatedAt now. Rows are locked in task order. A change of a
-	// deleted task, or of an ID no task has, is ignored. Concurrent calls
-	// about the same tasks (other nodes) wait for each other, so every
-	// change is merged.
+	// saved state, in one transaction: a task with no row of task_state
+	// gets one, with its first state (FirstStates: what SaveStates would
+	// write over an empty row); the rows of the other tasks are locked,
+	// the latest successful run of each task SuccessesToRead names is
+	// read, SaveStates merges (the changes of one task in order), and the
+	// rows are written back with UpdatedAt now. Rows are made and locked
+	// in task order. A change of a deleted task, or of an ID no task has,
+	// is ignored. Concurrent calls about the same tasks (other nodes) wait
+	// for each other, so every change is merged: one whose task's row
+	// another makes meanwhile merges into that row.
 	TaskStateSave(ctx context.Context, changes []*TaskState, now time.Time) error
 	// TaskStates returns what the state blocks of the tasks ids are made
 	// of (Task.Health): their saved states, by task ID (none for a task

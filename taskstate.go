@@ -178,6 +178,22 @@ func SaveStates(saved, changes []*TaskState, successes map[int64]time.Time, now 
 	return out
 }
 
+// FirstStates returns what SaveStates writes for the tasks of changes
+// when none has a saved state yet: the changes of each task merged, in
+// order, into an empty state, by task ID, each with UpdatedAt now. An
+// empty state has no failures in a row, so no latest success is needed
+// (SuccessesToRead names none). A store writes them as the rows of the
+// tasks that have none, and merges the changes of the others with
+// SaveStates.
+func FirstStates(changes []*TaskState, now time.Time) []*TaskState {
+	ids := TaskStateIDs(changes)
+	empty := make([]*TaskState, len(ids))
+	for i, id := range ids {
+		empty[i] = &TaskState{TaskID: id}
+	}
+	return SaveStates(empty, changes, nil, now)
+}
+
 // failuresAfter returns how many of s's failures in a row ended after t
 // (all of them when t is nil), and when the first of those ended.
 func (s *TaskState) failuresAfter(t *time.Time) (int, *time.Time) {

@@ -292,3 +292,56 @@ func TestSaveStates(t *testing.T) {
 		t.Errorf("no success read: %+v", out[0])
 	}
 }
+
+// TestFirstStates: the first states of tasks are the changes of each
+// merged in order into an empty state, as SaveStates merges them into
+// empty saved states, and the changes are left as they were (a store
+// that retries a save merges them again).
+func TestFirstStates(t *testing.T) {
+	t.Parallel()
+	rng := rand.New(rand.NewPCG(3, 4))
+	statuses := []RunStatus{RunSuccess, RunFailed, RunTimeout, RunSkipped}
+	for range 200 {
+		var changes []*TaskState
+		for i := range rng.IntN(10) {
+			c := &TaskState{TaskID: int64(1 + rng.IntN(3))}
+			for j := range rng.IntN(4) {
+				c.Record(statuses[rng.IntN(len(statuses))], sec(10*i+j))
+				c.AddLag(sec(10*i+j), time.Duration(rng.IntN(50))*time.Millisecond)
+			}
+			changes = append(changes, c)
+		}
+		before := clone(changes)
+		var empty []*TaskState
+		for _, id := range TaskStateIDs(changes) {
+			empty = append(empty, &TaskState{TaskID: id})
+		}
+		if len(SuccessesToRead(empty, changes)) != 0 {
+			t.Fatalf("%+v: an empty state needs a latest success", changes)
+		}
+		got, want := FirstStates(changes, sec(100)), SaveStates(empty, changes, nil, sec(100))
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("FirstStates\n%+v\nwant\n%+v", got, want)
+		}
+		if !reflect.DeepEqual(changes, before) {
+			t.Fatalf("FirstStates changed its changes: %+v, were %+v", changes, before)
+		}
+	}
+}
+
+// clone copies states deeply.
+func clone(states []*TaskState) []*TaskState {
+	var out []*TaskState
+	for _, s := range states {
+		c := *s
+		c.Lags = append([]LagSample(nil), s.Lags...)
+		for _, p := range []**time.Time{&c.LastSuccessAt, &c.LastFailureAt, &c.FailingSince} {
+			if *p != nil {
+				v := **p
+				*p = &v
+			}
+		}
+		out = append(out, &c)
+	}
+	return out
+}

@@ -620,6 +620,7 @@ func TestQueryPlans(t *testing.T) {
 		{"RunCheckSend", `SELECT id, fence, status, cancel_requested FROM runs WHERE id IN (1, 2, 3)`, nil},
 		{"TaskStates last run", taskLastRunSQL(2), []any{tasks[1], sqlrow.Micros(now), tasks[2], sqlrow.Micros(now)}},
 		{"TaskStates", `SELECT task_id FROM task_state FORCE INDEX (PRIMARY) WHERE task_id IN (1, 2)`, nil},
+		{"TaskStateSave first", taskStateFirstSQL(2), []any{tasks[1], nil, nil, 0, nil, "", 5, tasks[2], nil, nil, 0, nil, "", 5}},
 		{"TaskStateSave lock", taskStateLockSQL(2), []any{tasks[1], tasks[2]}},
 		{"TaskStateSave last success", lastSuccessSQL(2), []any{tasks[1], tasks[2]}},
 	} {
@@ -838,6 +839,12 @@ func TestChunks(t *testing.T) {
 // (storetest.BenchTaskStates).
 func BenchmarkTaskStates(b *testing.B) {
 	storetest.BenchTaskStates(b, open(b))
+}
+
+// BenchmarkTaskStateSave saves the states of 1,000 tasks per operation,
+// their first ones and later ones (storetest.BenchTaskStateSave).
+func BenchmarkTaskStateSave(b *testing.B) {
+	storetest.BenchTaskStateSave(b, open(b))
 }
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
@@ -1478,5 +1485,119 @@ func TestPoolBounds(t *testing.T) {
 	}
 	if st := s.db.Stats(); st.MaxOpenConnections != 3 || st.OpenConnections != 1 || st.Idle != 1 {
 		t.Fatalf("after the releases: %+v; want 3 at most, 1 kept idle", st)
+	}
+}
+
+// TestTaskStateSaveRowMadeMeanwhile: another node makes the row of a task
+// whose first state a save writes, either while the save locks the rows
+// there (it waits, then merges into the row) or after the save went past
+// the task (its first state's insert meets a duplicate key, and the
+// transaction runs again to merge into the row).
+func TestTaskStateSaveRowMadeMeanwhile(t *testing.T) {
+	t.Parallel()
+	for _, after := range []bool{false, true} {
+		t.Run(fmt.Sprintf("after=%v", after), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := open(t)
+			var x, z *sundial.Task
+			for _, p := range []**sundial.Task{&x, &z} {
+				tk := &sundial.Task{Name: fmt.Sprintf("t%p", p), CronExpr: "* * * * * *", TargetURL: "https://example.com"}
+				if err := tk.Normalize(time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
+					t.Fatal(err)
+				}
+				*p = tk
+			}
+			at := func(sec int) time.Time { return time.Unix(int64(sec), 0).UTC() }
+			failure := func(id int64, sec int) *sundial.TaskState {
+				st := &sundial.TaskState{TaskID: id}
+				st.Record(sundial.RunFailed, at(sec))
+				return st
+			}
+			// z (after x in task order) has a row.
+			if err := s.TaskStateSave(ctx, []*sundial.TaskState{failure(z.ID, 5)}, at(6)); err != nil {
+				t.Fatal(err)
+			}
+
+			// The other node: its transaction holds z's row (the save,
+			// which passed x, waits there) or makes x's (the save waits
+			// at x).
+			other, err := s.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Rollback()
+			makeX := func() {
+				first := sundial.FirstStates([]*sundial.TaskState{failure(x.ID, 10)}, at(11))
+				if _, err := other.ExecContext(ctx, taskStateFirstSQL(1), taskStateWriteArgs(first)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if after {
+				if _, err := other.ExecContext(ctx, `SELECT task_id FROM task_state WHERE task_id = ? FOR UPDATE`, z.ID); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				makeX()
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- s.TaskStateSave(ctx, []*sundial.TaskState{failure(x.ID, 20), failure(z.ID, 20)}, at(21))
+			}()
+			// Wait until the server shows the save locking the rows there,
+			// which it cannot end before the other transaction does.
+			// (MariaDB's information_schema.innodb_trx does not list a
+			// transaction that only waits to lock rows.)
+			waiting := func() bool {
+				var n int
+				err := s.db.QueryRowContext(ctx, `SELECT COUNT(*) FROM information_schema.processlist
+					WHERE db = DATABASE() AND info LIKE 'SELECT s.task_id%FOR UPDATE'`).Scan(&n)
+				return err == nil && n > 0
+			}
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			deadline := time.After(20 * time.Second)
+			for !waiting() {
+				select {
+				case err := <-done:
+					t.Fatalf("TaskStateSave returned while another transaction held a row: %v", err)
+				case <-deadline:
+					t.Fatal("TaskStateSave never waited for the other transaction")
+				case <-tick.C:
+				}
+			}
+			if after {
+				makeX()
+			}
+			if err := other.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("TaskStateSave: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("TaskStateSave did not end after the other transaction did")
+			}
+
+			saved, _, err := s.TaskStates(ctx, []int64{x.ID, z.ID}, at(30))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				id    int64
+				since int
+			}{{x.ID, 10}, {z.ID, 5}} {
+				st := saved[tc.id]
+				if st == nil || st.ConsecutiveFailures != 2 || !st.FailingSince.Equal(at(tc.since)) ||
+					!st.LastFailureAt.Equal(at(20)) || !st.UpdatedAt.Equal(at(21)) {
+					t.Errorf("task %d: saved %+v, want 2 failures in a row since %d s, the last at 20 s", tc.id, st, tc.since)
+				}
+			}
+		})
 	}
 }

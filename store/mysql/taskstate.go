@@ -3,6 +3,7 @@ package mysql
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -10,15 +11,6 @@ import (
 	"github.com/sundialhq/sundial"
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
-
-// taskStateMakeSQL makes an empty row of task_state for each live task of
-// n IDs that has none, in task order. A row another transaction is making
-// meanwhile is waited for, then left alone (the no-op update).
-func taskStateMakeSQL(n int) string {
-	return `INSERT INTO task_state (task_id, lags, updated_at)
-		SELECT id, '', ? FROM tasks FORCE INDEX (PRIMARY) WHERE id IN (` + placeholders(n) + `) AND deleted = 0 ORDER BY id
-		ON DUPLICATE KEY UPDATE task_id = task_state.task_id`
-}
 
 // taskStateLockSQL reads and locks, in task order, the rows of task_state
 // of the live tasks of n IDs.
@@ -52,9 +44,29 @@ func taskStateWriteSQL(n int) string {
 		ON s.task_id = v.id SET ` + strings.Join(set, ", ")
 }
 
+// taskStateFirstSQL makes the rows of task_state of the live tasks of n
+// states, with their first states (sundial.FirstStates): rows of
+// taskStateWriteCols joined to tasks by primary key, made in task order.
+// A row another transaction has made since this one locked the rows there
+// (or is making) fails the statement with a duplicate key, after waiting
+// for it.
+func taskStateFirstSQL(n int) string {
+	cols := make([]string, len(taskStateWriteCols))
+	for i, c := range taskStateWriteCols {
+		cols[i] = "v." + c
+	}
+	return `INSERT INTO task_state (` + sqlrow.TaskStateCols + `)
+		SELECT ` + strings.Join(cols, ", ") + ` FROM (` + valuesTable(taskStateWriteCols, n) + `) AS v
+		STRAIGHT_JOIN tasks AS t FORCE INDEX (PRIMARY) ON t.id = v.id AND t.deleted = 0
+		ORDER BY v.id`
+}
+
 // TaskStateSave (see sundial.Store.TaskStateSave, sundial.SaveStates): one
-// transaction, in chunks of batchIDs tasks: the missing rows made, the
-// rows locked, merged and written back.
+// transaction, in chunks of batchIDs tasks or batchRows rows: the rows of
+// the tasks locked and read; the first state of each task that has none
+// written as its row; the changes of the others merged into theirs and
+// written back. A row another node made meanwhile (a duplicate key) runs
+// the transaction again, to merge into it.
 func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState, now time.Time) (err error) {
 	defer s.classify(&err)
 	if len(changes) == 0 {
@@ -65,10 +77,6 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 	err = s.write(ctx, func(tx *sql.Tx) error {
 		var saved []*sundial.TaskState
 		for part := range slices.Chunk(ids, batchIDs) {
-			args := append([]any{sqlrow.Micros(now)}, int64Args(part)...)
-			if _, err := tx.ExecContext(ctx, taskStateMakeSQL(len(part)), args...); err != nil {
-				return err
-			}
 			rows, err := tx.QueryContext(ctx, taskStateLockSQL(len(part)), int64Args(part)...)
 			got, err := scanStates(rows, err)
 			if err != nil {
@@ -76,23 +84,49 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 			}
 			saved = append(saved, got...)
 		}
-		successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, changes))
+		has := make(map[int64]bool, len(saved))
+		for _, st := range saved {
+			has[st.TaskID] = true
+		}
+		var news, merges []*sundial.TaskState
+		for _, c := range changes {
+			if has[c.TaskID] {
+				merges = append(merges, c)
+			} else {
+				news = append(news, c)
+			}
+		}
+		for part := range slices.Chunk(sundial.FirstStates(news, now), batchRows) {
+			if _, err := tx.ExecContext(ctx, taskStateFirstSQL(len(part)), taskStateWriteArgs(part)...); err != nil {
+				if isDup(err) {
+					return fmt.Errorf("insert task states: %v: %w", err, errRetry)
+				}
+				return err
+			}
+		}
+		successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, merges))
 		if err != nil {
 			return err
 		}
-		write := sundial.SaveStates(saved, changes, successes, now)
+		write := sundial.SaveStates(saved, merges, successes, now)
 		for part := range slices.Chunk(write, batchRows) {
-			var args []any
-			for _, st := range part {
-				args = append(append(args, st.TaskID), sqlrow.TaskStateArgs(st)...)
-			}
-			if _, err := tx.ExecContext(ctx, taskStateWriteSQL(len(part)), args...); err != nil {
+			if _, err := tx.ExecContext(ctx, taskStateWriteSQL(len(part)), taskStateWriteArgs(part)...); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	return sqlrow.Wrap(err, "save task states")
+}
+
+// taskStateWriteArgs are the values of taskStateWriteCols of states, a
+// row each.
+func taskStateWriteArgs(states []*sundial.TaskState) []any {
+	args := make([]any, 0, len(taskStateWriteCols)*len(states))
+	for _, st := range states {
+		args = append(append(args, st.TaskID), sqlrow.TaskStateArgs(st)...)
+	}
+	return args
 }
 
 // lastSuccessSQL reads when the latest successful run (by scheduled time)

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -1085,7 +1086,7 @@ func TestQueryPlans(t *testing.T) {
 		// its range of runs_task_scheduled (the fires planned ahead are
 		// past its start), stopping at the first: a page of 1,000 tasks.
 		{"TaskStates last run", taskLastRunSQL, []any{ids, 150_000}, "runs_task_scheduled", "runs_task_status"},
-		{"TaskStateSave make", taskStateMakeSQL, []any{ids, 0}, "tasks_pkey", ""},
+		{"TaskStateSave first", taskStateFirstSQL, []any{ids, nulls, nulls, ints, nulls, texts, times}, "tasks_pkey", ""},
 		{"TaskStateSave last success", lastSuccessSQL, []any{ids}, "runs_task_status", ""},
 	} {
 		// The sixth execution of a prepared statement may switch to a
@@ -1378,6 +1379,12 @@ func at0(sec int) time.Time { return time.Unix(int64(sec), 0) }
 // (storetest.BenchTaskStates).
 func BenchmarkTaskStates(b *testing.B) {
 	storetest.BenchTaskStates(b, open(b, newSchema(b)))
+}
+
+// BenchmarkTaskStateSave saves the states of 1,000 tasks per operation,
+// their first ones and later ones (storetest.BenchTaskStateSave).
+func BenchmarkTaskStateSave(b *testing.B) {
+	storetest.BenchTaskStateSave(b, open(b, newSchema(b)))
 }
 
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
@@ -1755,4 +1762,110 @@ func TestPooledStatementsHint(t *testing.T) {
 			t.Errorf("%s: %v; want the hint %v and the code kept", code, err, hint)
 		}
 	}
+}
+
+// TestTaskStateSaveWaitsForFirst: a save of a task whose first state
+// another node is writing meanwhile (its transaction made the row and is
+// open) waits for it, then merges its change into the row the other
+// committed, or, when the other rolled back, writes its own first state.
+func TestTaskStateSaveWaitsForFirst(t *testing.T) {
+	t.Parallel()
+	for _, commit := range []bool{true, false} {
+		t.Run(fmt.Sprintf("commit=%v", commit), func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			app := "sundial-test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+			s := open(t, withParam(t, newSchema(t), "application_name", app))
+			x, y := newTask(t, "x", at0(0)), newTask(t, "y", at0(0))
+			for _, tk := range []*sundial.Task{x, y} {
+				if err := storetest.CreateTask(ctx, s, tk, at0(0)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			failure := func(id int64, sec int) *sundial.TaskState {
+				st := &sundial.TaskState{TaskID: id}
+				st.Record(sundial.RunFailed, at0(sec))
+				return st
+			}
+
+			// The other node's save, x's first state, under way.
+			other, err := s.pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer other.Rollback(context.Background())
+			first := sundial.FirstStates([]*sundial.TaskState{failure(x.ID, 10)}, at0(11))
+			if _, err := other.Exec(ctx, taskStateFirstSQL, taskStateArgs(first)...); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() {
+				done <- s.TaskStateSave(ctx, []*sundial.TaskState{failure(x.ID, 20), failure(y.ID, 20)}, at0(21))
+			}()
+
+			// Wait until the server shows the save waiting for the other
+			// transaction (asked outside it: a transaction sees the
+			// server's activity as it was when it first looked).
+			waiting := func() bool {
+				var n int
+				err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+					WHERE l.locktype = 'transactionid' AND NOT l.granted AND a.application_name = $1`, app).Scan(&n)
+				return err == nil && n > 0
+			}
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			deadline := time.After(20 * time.Second)
+			for !waiting() {
+				select {
+				case err := <-done:
+					t.Fatalf("TaskStateSave returned while another transaction was making the row: %v", err)
+				case <-deadline:
+					t.Fatal("TaskStateSave never waited for the other transaction")
+				case <-tick.C:
+				}
+			}
+			end := other.Rollback
+			if commit {
+				end = other.Commit
+			}
+			if err := end(ctx); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("TaskStateSave: %v", err)
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("TaskStateSave did not end after the other transaction did")
+			}
+
+			saved, _, err := s.TaskStates(ctx, []int64{x.ID, y.ID}, at0(30))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sundial.TaskState{TaskID: x.ID, LastFailureAt: utcAt(20), ConsecutiveFailures: 1,
+				FailingSince: utcAt(20), UpdatedAt: at0(21).UTC()}
+			if commit {
+				want.ConsecutiveFailures, want.FailingSince = 2, utcAt(10)
+			}
+			for _, tc := range []struct {
+				got, want *sundial.TaskState
+			}{
+				{saved[x.ID], &want},
+				{saved[y.ID], &sundial.TaskState{TaskID: y.ID, LastFailureAt: utcAt(20), ConsecutiveFailures: 1,
+					FailingSince: utcAt(20), UpdatedAt: at0(21).UTC()}},
+			} {
+				if tc.got == nil || !reflect.DeepEqual(*tc.got, *tc.want) {
+					t.Errorf("task %d: saved %+v, want %+v", tc.want.TaskID, tc.got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// utcAt is at0(sec), in UTC, as a store reads it.
+func utcAt(sec int) *time.Time {
+	t := at0(sec).UTC()
+	return &t
 }

@@ -10,12 +10,19 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// taskStateMakeSQL makes an empty row of task_state for each live task of
-// $1 that has none, in task order. A row another transaction is making
-// meanwhile is waited for, then left alone.
-const taskStateMakeSQL = `INSERT INTO task_state (task_id, updated_at)
-	SELECT id, $2 FROM tasks WHERE id = ANY($1) AND NOT deleted ORDER BY id
-	ON CONFLICT (task_id) DO NOTHING`
+// taskStateFirstSQL makes the row of task_state of each live task of $1
+// that has none, with its first state (sundial.FirstStates): one array
+// per column of sqlrow.TaskStateCols, by task. It returns the tasks whose
+// rows it made. Rows are made in task order; a row another transaction
+// is making meanwhile is waited for, then left alone, as is a row that
+// was there: their tasks' changes are merged into them
+// (taskStateLockSQL, taskStateWriteSQL).
+const taskStateFirstSQL = `INSERT INTO task_state (` + sqlrow.TaskStateCols + `)
+	SELECT v.* FROM unnest($1::bigint[], $2::bigint[], $3::bigint[], $4::integer[], $5::bigint[], $6::text[], $7::bigint[])
+		AS v (task_id, last_success_at, last_failure_at, consecutive_failures, failing_since, lags, updated_at)
+	WHERE v.task_id IN (SELECT id FROM tasks WHERE id = ANY($1) AND NOT deleted)
+	ORDER BY v.task_id
+	ON CONFLICT (task_id) DO NOTHING RETURNING task_id`
 
 // taskStateLockSQL reads and locks, in task order, the rows of task_state
 // of the live tasks of $1.
@@ -33,31 +40,52 @@ const taskStateWriteSQL = `UPDATE task_state AS s SET last_success_at = v.last_s
 	WHERE s.task_id = ANY($1) AND s.task_id = v.task_id`
 
 // TaskStateSave (see sundial.Store.TaskStateSave, sundial.SaveStates) is
-// one transaction and three round trips: BEGIN with the missing rows made
-// and the rows locked, the write, COMMIT.
+// one transaction. Its first round trip (BEGIN, taskStateFirstSQL) writes
+// the first state of each task that has no row: most tasks' first save
+// ends there, with COMMIT. The changes of the tasks whose rows were there
+// are merged into them: their rows locked and read, merged, written back,
+// a round trip each, then COMMIT.
 func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState, now time.Time) (err error) {
 	defer s.classify(&err)
 	if len(changes) == 0 {
 		return nil
 	}
 	now = sqlrow.Norm(now)
-	ids := sundial.TaskStateIDs(changes)
+	first := taskStateArgs(sundial.FirstStates(changes, now))
 	err = retry(ctx, func() error {
-		var saved []*sundial.TaskState
+		made := map[int64]bool{}
 		b := beginBatch()
 		b.Queue(customPlans)
-		b.Queue(taskStateMakeSQL, ids, sqlrow.Micros(now))
-		b.Queue(taskStateLockSQL, ids).Query(func(rows pgx.Rows) error {
-			var err error
-			saved, err = scanStates(rows)
+		b.Queue(taskStateFirstSQL, first...).Query(func(rows pgx.Rows) error {
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			for _, id := range ids {
+				made[id] = true
+			}
 			return err
 		})
 		return s.inTx(ctx, b, func(tx pgx.Tx) error {
-			successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, changes))
+			var rest []*sundial.TaskState
+			for _, c := range changes {
+				if !made[c.TaskID] {
+					rest = append(rest, c)
+				}
+			}
+			if len(rest) == 0 {
+				return nil
+			}
+			rows, err := tx.Query(ctx, taskStateLockSQL, sundial.TaskStateIDs(rest))
 			if err != nil {
 				return err
 			}
-			write := sundial.SaveStates(saved, changes, successes, now)
+			saved, err := scanStates(rows)
+			if err != nil {
+				return err
+			}
+			successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, rest))
+			if err != nil {
+				return err
+			}
+			write := sundial.SaveStates(saved, rest, successes, now)
 			if len(write) == 0 {
 				return nil
 			}
@@ -103,7 +131,8 @@ func lastSuccesses(ctx context.Context, tx pgx.Tx, ids []int64) (map[int64]time.
 	return out, rows.Err()
 }
 
-// taskStateArgs are the arrays of taskStateWriteSQL for states.
+// taskStateArgs are the arrays of taskStateFirstSQL and taskStateWriteSQL
+// for states.
 func taskStateArgs(states []*sundial.TaskState) []any {
 	n := len(states)
 	var (

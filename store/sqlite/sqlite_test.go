@@ -353,6 +353,12 @@ func BenchmarkTaskStates(b *testing.B) {
 	storetest.BenchTaskStates(b, open(b))
 }
 
+// BenchmarkTaskStateSave saves the states of 1,000 tasks per operation,
+// their first ones and later ones (storetest.BenchTaskStateSave).
+func BenchmarkTaskStateSave(b *testing.B) {
+	storetest.BenchTaskStateSave(b, open(b))
+}
+
 // BenchmarkPlanDue plans 1,000 due tasks, one run each, per operation.
 func BenchmarkPlanDue(b *testing.B) {
 	storetest.BenchPlanDue(b, open(b))

@@ -9,11 +9,11 @@ import (
 	"github.com/sundialhq/sundial/store/internal/sqlrow"
 )
 
-// taskStateMakeSQL makes an empty row of task_state for each live task of
-// the JSON array ? that has none.
-const taskStateMakeSQL = `INSERT INTO task_state (task_id, updated_at)
-	SELECT id, ? FROM tasks WHERE id IN (SELECT value FROM json_each(?)) AND deleted = 0
-	ON CONFLICT (task_id) DO NOTHING`
+// taskStateFirstSQL makes the row of task_state of task ?1, with its
+// first state (sundial.FirstStates, the values of
+// sqlrow.TaskStateUpdateCols), if the task is live.
+const taskStateFirstSQL = `INSERT INTO task_state (` + sqlrow.TaskStateCols + `)
+	SELECT id, ?2, ?3, ?4, ?5, ?6, ?7 FROM tasks WHERE id = ?1 AND deleted = 0`
 
 // taskStateLiveSQL reads the rows of task_state of the live tasks of the
 // JSON array ?.
@@ -26,8 +26,10 @@ const taskStateWriteSQL = `UPDATE task_state SET last_success_at = ?, last_failu
 	failing_since = ?, lags = ?, updated_at = ? WHERE task_id = ?`
 
 // TaskStateSave (see sundial.Store.TaskStateSave, sundial.SaveStates): one
-// write transaction, which holds the whole database: the missing rows
-// made, the rows read, merged and written back one statement each.
+// write transaction, which holds the whole database, so no row is made
+// meanwhile: the rows of the tasks read in one statement; the first state
+// of each task that has none written as its row, and the changes of the
+// others merged into theirs and written back, a statement a task.
 func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState, now time.Time) (err error) {
 	defer s.classify(&err)
 	if len(changes) == 0 {
@@ -36,31 +38,56 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 	now = sqlrow.Norm(now)
 	ids := jsonIDs(sundial.TaskStateIDs(changes))
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, taskStateMakeSQL, sqlrow.Micros(now), ids); err != nil {
-			return err
-		}
 		rows, err := tx.QueryContext(ctx, taskStateLiveSQL, ids, ids)
 		saved, err := scanStates(rows, err)
 		if err != nil {
 			return err
 		}
-		successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, changes))
-		if err != nil {
-			return err
+		has := make(map[int64]bool, len(saved))
+		for _, st := range saved {
+			has[st.TaskID] = true
 		}
-		write, err := tx.PrepareContext(ctx, taskStateWriteSQL)
-		if err != nil {
-			return err
-		}
-		defer write.Close()
-		for _, st := range sundial.SaveStates(saved, changes, successes, now) {
-			if _, err := write.ExecContext(ctx, append(sqlrow.TaskStateArgs(st), st.TaskID)...); err != nil {
-				return err
+		var news, merges []*sundial.TaskState
+		for _, c := range changes {
+			if has[c.TaskID] {
+				merges = append(merges, c)
+			} else {
+				news = append(news, c)
 			}
 		}
-		return nil
+		if err := execEach(ctx, tx, taskStateFirstSQL, sundial.FirstStates(news, now), func(st *sundial.TaskState) []any {
+			return append([]any{st.TaskID}, sqlrow.TaskStateArgs(st)...)
+		}); err != nil {
+			return err
+		}
+		successes, err := lastSuccesses(ctx, tx, sundial.SuccessesToRead(saved, merges))
+		if err != nil {
+			return err
+		}
+		return execEach(ctx, tx, taskStateWriteSQL, sundial.SaveStates(saved, merges, successes, now), func(st *sundial.TaskState) []any {
+			return append(sqlrow.TaskStateArgs(st), st.TaskID)
+		})
 	})
 	return sqlrow.Wrap(err, "save task states")
+}
+
+// execEach runs the statement query once for each state, with the
+// arguments args gives: prepared once, when there is a state.
+func execEach(ctx context.Context, tx *sql.Tx, query string, states []*sundial.TaskState, args func(*sundial.TaskState) []any) error {
+	if len(states) == 0 {
+		return nil
+	}
+	stmt, err := tx.PrepareContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer stmt.Close()
+	for _, st := range states {
+		if _, err := stmt.ExecContext(ctx, args(st)...); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // lastSuccessSQL reads when the latest successful run (by scheduled time)

@@ -205,3 +205,65 @@ func BenchTaskStates(b *testing.B, s sundial.Store) {
 		}
 	}
 }
+
+// BenchTaskStateSave saves the states of 1,000 tasks in one TaskStateSave
+// call per operation: in "new" their first states, each a success and its
+// lag, as a node saves the outcomes of a burst of one-off tasks (1,000
+// tasks created per operation, outside the timer); in "saved" the next
+// states of 1,000 tasks that have one, each a success and the lags of 100
+// fires, as a node saves a healthy task firing every second every
+// scheduler.state_flush. The adapters' BenchmarkTaskStateSave call it.
+func BenchTaskStateSave(b *testing.B, s sundial.Store) {
+	ctx := context.Background()
+	const n = 1000
+	t0 := time.Unix(1_900_000_000, 0)
+	batch := 0
+	create := func() []*sundial.Task {
+		ts := make([]*sundial.Task, n)
+		for i := range ts {
+			ts[i] = &sundial.Task{Name: fmt.Sprintf("b%d-t%d", batch, i), CronExpr: "* * * * * *",
+				TargetURL: "https://example.com"}
+			if err := ts[i].Normalize(t0); err != nil {
+				b.Fatal(err)
+			}
+		}
+		batch++
+		if _, err := s.TaskCreateMany(ctx, ts, t0); err != nil {
+			b.Fatalf("TaskCreateMany: %v", err)
+		}
+		return ts
+	}
+	step := 0
+	save := func(ts []*sundial.Task, lags int) {
+		step++
+		at := t0.Add(time.Duration(step*lags) * time.Second)
+		changes := make([]*sundial.TaskState, len(ts))
+		for i, tk := range ts {
+			changes[i] = &sundial.TaskState{TaskID: tk.ID}
+			changes[i].Record(sundial.RunSuccess, at)
+			for j := range lags {
+				changes[i].AddLag(at.Add(time.Duration(j-lags)*time.Second), time.Duration(j%7)*time.Millisecond)
+			}
+		}
+		if err := s.TaskStateSave(ctx, changes, at); err != nil {
+			b.Fatalf("TaskStateSave: %v", err)
+		}
+	}
+	b.Run("new", func(b *testing.B) {
+		for b.Loop() {
+			b.StopTimer()
+			ts := create()
+			b.StartTimer()
+			save(ts, 1)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
+	})
+	b.Run("saved", func(b *testing.B) {
+		ts := create()
+		save(ts, sundial.MaxLagSamples)
+		for b.Loop() {
+			save(ts, sundial.MaxLagSamples)
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/task")
+	})
+}

@@ -138,6 +138,29 @@ func testTaskStateSave(t *testing.T, open Opener) {
 	eqState(t, "a task whose success was not saved", saved[flaky.ID], sundial.TaskState{TaskID: flaky.ID,
 		LastSuccessAt: ptr(at(201)), LastFailureAt: ptr(at(206)), ConsecutiveFailures: 2, FailingSince: ptr(at(205)),
 		UpdatedAt: at(210)})
+
+	// One save of tasks with rows and without: those without get their
+	// first states, the others' changes merge into theirs (flaky's
+	// failures in a row after its latest success); a deleted task without
+	// a row gets none, in a save of new tasks alone too.
+	fresh, other, dropped := f.task("fresh"), f.task("other"), f.task("dropped")
+	if err := f.s.TaskDelete(f.ctx, dropped.ID, at(299)); err != nil {
+		t.Fatal(err)
+	}
+	f.saveStates(at(302), failureAt(fresh.ID, at(300)), failureAt(dropped.ID, at(300)), failureAt(flaky.ID, at(300)),
+		successAt(fresh.ID, at(301)))
+	f.saveStates(at(303), failureAt(dropped.ID, at(303)), failureAt(other.ID, at(303)))
+	saved, _ = f.states(at(310), fresh.ID, other.ID, dropped.ID, flaky.ID)
+	eqState(t, "a new task in a save with a saved one", saved[fresh.ID], sundial.TaskState{TaskID: fresh.ID,
+		LastSuccessAt: ptr(at(301)), LastFailureAt: ptr(at(300)), UpdatedAt: at(302)})
+	eqState(t, "a saved task in a save with a new one", saved[flaky.ID], sundial.TaskState{TaskID: flaky.ID,
+		LastSuccessAt: ptr(at(201)), LastFailureAt: ptr(at(300)), ConsecutiveFailures: 3, FailingSince: ptr(at(205)),
+		UpdatedAt: at(302)})
+	eqState(t, "a new task in a save with a deleted one", saved[other.ID], sundial.TaskState{TaskID: other.ID,
+		LastFailureAt: ptr(at(303)), ConsecutiveFailures: 1, FailingSince: ptr(at(303)), UpdatedAt: at(303)})
+	if saved[dropped.ID] != nil {
+		t.Fatalf("a task deleted before its first save: saved %+v", saved[dropped.ID])
+	}
 }
 
 func testTaskStatesLastRun(t *testing.T, open Opener) {
