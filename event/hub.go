@@ -10,10 +10,10 @@ package event
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -91,7 +91,11 @@ type Entry struct {
 // Data is the event as JSON, encoded once for every stream that sends it.
 func (en *Entry) Data() []byte {
 	en.encode.Do(func() {
-		en.encoded, _ = json.Marshal(&en.event) // an Event always encodes
+		// An Event always encodes; most fit in buf.
+		var buf [512]byte
+		if b, err := en.event.AppendJSON(buf[:0]); err == nil {
+			en.encoded = slices.Clone(b)
+		}
 	})
 	return en.encoded
 }

@@ -244,3 +244,20 @@ func TestHubRelay(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkEntryData: an event encoded for the streams.
+func BenchmarkEntryData(b *testing.B) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 123456789, time.UTC)
+	started, finished := at.Add(time.Millisecond), at.Add(4*time.Millisecond)
+	e := sundial.Event{ID: sundial.NewEventID(finished, "a1b2c3.42"), Kind: sundial.EventRunFinished, At: finished,
+		NodeID: "node-7f3a", Task: sundial.EventTask{ID: 100042, Name: "burst-000042"},
+		Run: &sundial.EventRun{ID: 200042, Status: sundial.RunSuccess, Trigger: sundial.TriggerSchedule, ScheduledTime: at,
+			Attempt: 1, Delivery: 1, StartedAt: &started, FinishedAt: &finished, HTTPStatus: 200}}
+	b.ReportAllocs()
+	for b.Loop() {
+		en := Entry{event: e}
+		if len(en.Data()) == 0 {
+			b.Fatal("no data")
+		}
+	}
+}

@@ -141,14 +141,17 @@ func scanRunsTasks(rows pgx.Rows) ([]*sundial.Run, map[int64]*sundial.Task, erro
 	defer rows.Close()
 	var runs []*sundial.Run
 	tasks := map[int64]*sundial.Task{}
+	dest := make([]any, 0, nRunCols+nTaskCols) // a row's destinations, reused
+	skip := make([]any, nTaskCols)             // nil skips a column
 	for rows.Next() {
 		withTask := rows.RawValues()[nRunCols] != nil
 		r, err := scanRun(rowFunc(func(runDest ...any) error {
+			dest = append(dest[:0], runDest...)
 			if !withTask {
-				return rows.Scan(append(runDest, make([]any, nTaskCols)...)...) // nil skips a column
+				return rows.Scan(append(dest, skip...)...)
 			}
 			t, err := sqlrow.ScanTask(rowFunc(func(taskDest ...any) error {
-				return rows.Scan(append(runDest, taskDest...)...)
+				return rows.Scan(append(dest, taskDest...)...)
 			}))
 			if err == nil {
 				tasks[t.ID] = t

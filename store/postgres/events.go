@@ -109,25 +109,31 @@ type payload struct {
 
 // payloads encodes evs as JSON arrays of at most maxPayload bytes each, in
 // order. An event that alone is larger (none is: its texts are bounded)
-// is left out.
+// is left out, as is one that does not encode (a time past year 9999).
 func payloads(evs []sundial.Event) []payload {
-	var out []payload
-	cur := []byte{'['}
-	var in []sundial.Event
+	var (
+		out  []payload
+		cur  = append(make([]byte, 0, maxPayload), '[')
+		ev   []byte                               // one event's JSON
+		held = make([]sundial.Event, 0, len(evs)) // the copies of every payload's events
+		from int                                  // where the current payload's are in held
+	)
 	flush := func() {
-		out = append(out, payload{text: string(append(cur[:len(cur)-1], ']')), evs: in})
-		cur, in = []byte{'['}, nil
+		cur[len(cur)-1] = ']'
+		out = append(out, payload{text: string(cur), evs: held[from:len(held):len(held)]})
+		cur, from = cur[:1], len(held)
 	}
 	for i := range evs {
-		b, err := json.Marshal(&evs[i])
-		if err != nil || len(b)+2 > maxPayload {
+		var err error
+		ev, err = evs[i].AppendJSON(ev[:0])
+		if err != nil || len(ev)+2 > maxPayload {
 			continue
 		}
-		if len(cur)+len(b)+1 > maxPayload {
+		if len(cur)+len(ev)+1 > maxPayload {
 			flush()
 		}
-		cur = append(append(cur, b...), ',')
-		in = append(in, evs[i])
+		cur = append(append(cur, ev...), ',')
+		held = append(held, evs[i])
 	}
 	if len(cur) > 1 {
 		flush()

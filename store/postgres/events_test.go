@@ -280,3 +280,38 @@ func sameEvents(a, b []sundial.Event) bool {
 	}
 	return true
 }
+
+// burstEvents are n events as a burst of one-off fires makes them: each
+// fire's run.started, then its run.finished.
+func burstEvents(n int) []sundial.Event {
+	evs := make([]sundial.Event, 0, n)
+	at := time.Date(2026, 1, 1, 12, 0, 0, 123456789, time.UTC)
+	for i := 0; len(evs) < n; i++ {
+		task := sundial.EventTask{ID: int64(100000 + i), Name: fmt.Sprintf("burst-%06d", i)}
+		run := sundial.Run{ID: int64(200000 + i), TaskID: task.ID, Status: sundial.RunRunning,
+			Trigger: sundial.TriggerSchedule, ScheduledTime: at, Attempt: 1, Deliveries: 1}
+		started := at.Add(time.Duration(i) * time.Microsecond)
+		finished := started.Add(3 * time.Millisecond)
+		evs = append(evs, sundial.Event{ID: sundial.NewEventID(started, fmt.Sprintf("a1b2c3.%d", 2*i+1)),
+			Kind: sundial.EventRunStarted, At: started, NodeID: "node-7f3a", Task: task,
+			Run: &sundial.EventRun{ID: run.ID, Status: sundial.RunRunning, Trigger: run.Trigger,
+				ScheduledTime: at, Attempt: 1, Delivery: 1, StartedAt: &started}})
+		evs = append(evs, sundial.Event{ID: sundial.NewEventID(finished, fmt.Sprintf("a1b2c3.%d", 2*i+2)),
+			Kind: sundial.EventRunFinished, At: finished, NodeID: "node-7f3a", Task: task,
+			Run: &sundial.EventRun{ID: run.ID, Status: sundial.RunSuccess, Trigger: run.Trigger,
+				ScheduledTime: at, Attempt: 1, Delivery: 1, StartedAt: &started, FinishedAt: &finished,
+				HTTPStatus: 200}})
+	}
+	return evs
+}
+
+// BenchmarkPayloads: encoding a batch of the hub's (500 events) for NOTIFY.
+func BenchmarkPayloads(b *testing.B) {
+	evs := burstEvents(500)
+	b.ReportAllocs()
+	for b.Loop() {
+		if len(payloads(evs)) == 0 {
+			b.Fatal("no payload")
+		}
+	}
+}

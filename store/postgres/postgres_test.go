@@ -24,6 +24,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/goleak"
 
@@ -1868,4 +1869,95 @@ func TestTaskStateSaveWaitsForFirst(t *testing.T) {
 func utcAt(sec int) *time.Time {
 	t := at0(sec).UTC()
 	return &t
+}
+
+// BenchmarkScanRunsTasks decodes 250 runs of one-off tasks with their
+// tasks (scanRunsTasks), as a claim of a burst returns them, per
+// operation: the rows are read from the database once, then replayed as
+// pgx's rows would give them, so that the network and the server are
+// not timed.
+func BenchmarkScanRunsTasks(b *testing.B) {
+	ctx := context.Background()
+	s := open(b, newSchema(b))
+	const n = 250
+	var runIDs []int64
+	for i := range n {
+		name := fmt.Sprintf("oneoff-%03d", i)
+		runAt := time.Now().Add(time.Hour)
+		tk := &sundial.Task{Name: name, RunAt: &runAt, TargetURL: "https://example.com/hook", HTTPMethod: "POST",
+			RequestID: name}
+		if err := tk.Normalize(time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		if err := storetest.CreateTask(ctx, s, tk, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		runIDs = append(runIDs, planUnowned(b, s, []int64{tk.ID}, 1, 0, time.Unix(1_000_000, 0))[0].ID)
+	}
+	// Started, as the claim of a burst returns them.
+	if _, err := s.pool.Exec(ctx, `UPDATE runs SET status = 'RUNNING', started_at = due_at, deliveries = 1,
+		attempt = 1, trace_id = md5(id::text), node_id = 'node' WHERE id = ANY($1)`, runIDs); err != nil {
+		b.Fatal(err)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT `+qualified("c", sqlrow.RunCols)+`, `+qualified("t", sqlrow.TaskCols)+`
+		FROM runs AS c JOIN tasks AS t ON t.id = c.task_id WHERE c.id = ANY($1)`, runIDs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	replay := &replayRows{m: pgtype.NewMap(), fields: slices.Clone(rows.FieldDescriptions())}
+	for rows.Next() {
+		var row [][]byte
+		for _, v := range rows.RawValues() {
+			row = append(row, slices.Clone(v))
+		}
+		replay.rows = append(replay.rows, row)
+	}
+	if rows.Close(); rows.Err() != nil || len(replay.rows) != n {
+		b.Fatalf("%d rows, %v", len(replay.rows), rows.Err())
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		replay.next, replay.plans, replay.types = 0, nil, nil
+		runs, tasks, err := scanRunsTasks(replay)
+		if err != nil || len(runs) != n || len(tasks) != n {
+			b.Fatalf("scanRunsTasks: %d runs, %d tasks, %v", len(runs), len(tasks), err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/row")
+}
+
+// replayRows gives rows read before as pgx's rows do: a plan of each
+// column's scan made on the first row, made again where the destination's
+// type changes.
+type replayRows struct {
+	pgx.Rows // the methods scanRunsTasks does not call
+	m        *pgtype.Map
+	fields   []pgconn.FieldDescription
+	rows     [][][]byte
+	next     int
+	plans    []pgtype.ScanPlan
+	types    []reflect.Type
+}
+
+func (r *replayRows) Next() bool          { r.next++; return r.next <= len(r.rows) }
+func (r *replayRows) RawValues() [][]byte { return r.rows[r.next-1] }
+func (r *replayRows) Err() error          { return nil }
+func (r *replayRows) Close()              {}
+
+func (r *replayRows) Scan(dest ...any) error {
+	if r.plans == nil {
+		r.plans, r.types = make([]pgtype.ScanPlan, len(dest)), make([]reflect.Type, len(dest))
+	}
+	for i, d := range dest {
+		if d == nil {
+			continue
+		}
+		if r.plans[i] == nil || r.types[i] != reflect.TypeOf(d) {
+			r.plans[i], r.types[i] = r.m.PlanScan(r.fields[i].DataTypeOID, r.fields[i].Format, d), reflect.TypeOf(d)
+		}
+		if err := r.plans[i].Scan(r.rows[r.next-1][i], d); err != nil {
+			return fmt.Errorf("column %s: %w", r.fields[i].Name, err)
+		}
+	}
+	return nil
 }

@@ -44,8 +44,10 @@ func NullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id 
 // (booleans stored as integers, a body stored as text or bytes) are read
 // through flag and text, which take either form.
 func ScanRun(sc Scanner) (*sundial.Run, error) {
-	var (
-		r                       sundial.Run
+	r := new(sundial.Run)
+	// The columns read into other types than the run's: one struct, one
+	// allocation (each variable whose address Scan takes would be one).
+	var v struct {
 		trigger, status, reason string
 		scheduled, created, upd int64
 		started, finished       sql.NullInt64
@@ -56,31 +58,31 @@ func ScanRun(sc Scanner) (*sundial.Run, error) {
 		result, progress, chk   sql.NullString
 		params                  sql.NullString
 		rerunOf                 sql.NullInt64
-	)
-	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &trigger, &scheduled, &status, &reason, &r.MissedCount,
-		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &started, &finished, &r.HTTPStatus,
-		&body, &r.Error, &r.TraceID, &r.IdempotencyKey, &cancelRequested, &created, &upd,
-		&due, &result, &progress, &chk, &r.Priority, &ahead, &params, &r.Message, &onRun, &rerunOf)
+	}
+	err := sc.Scan(&r.ID, &r.TaskID, &r.FireKey, &v.trigger, &v.scheduled, &v.status, &v.reason, &r.MissedCount,
+		&r.Attempt, &r.Deliveries, &r.NodeID, &r.Fence, &v.started, &v.finished, &r.HTTPStatus,
+		&v.body, &r.Error, &r.TraceID, &r.IdempotencyKey, &v.cancelRequested, &v.created, &v.upd,
+		&v.due, &v.result, &v.progress, &v.chk, &r.Priority, &v.ahead, &v.params, &r.Message, &v.onRun, &v.rerunOf)
 	if err != nil {
 		return nil, err
 	}
-	r.Trigger = sundial.Trigger(trigger)
-	r.Status = sundial.RunStatus(status)
-	r.SkipReason = sundial.SkipReason(reason)
-	r.ScheduledTime = FromMicros(scheduled)
-	r.StartedAt = TimePtr(started)
-	r.FinishedAt = TimePtr(finished)
-	r.ResponseBody = string(body)
-	r.CancelRequested = bool(cancelRequested)
-	r.StartAhead = bool(ahead)
-	r.AttemptOnRun = bool(onRun)
-	r.CreatedAt = FromMicros(created)
-	r.UpdatedAt = FromMicros(upd)
-	r.DueAt = FromMicros(due)
-	r.Result, r.Progress, r.Checkpoint = JSONOf(result), JSONOf(progress), JSONOf(chk)
-	r.Params = JSONOf(params)
-	r.RerunOf = rerunOf.Int64
-	return &r, nil
+	r.Trigger = sundial.Trigger(v.trigger)
+	r.Status = sundial.RunStatus(v.status)
+	r.SkipReason = sundial.SkipReason(v.reason)
+	r.ScheduledTime = FromMicros(v.scheduled)
+	r.StartedAt = TimePtr(v.started)
+	r.FinishedAt = TimePtr(v.finished)
+	r.ResponseBody = string(v.body)
+	r.CancelRequested = bool(v.cancelRequested)
+	r.StartAhead = bool(v.ahead)
+	r.AttemptOnRun = bool(v.onRun)
+	r.CreatedAt = FromMicros(v.created)
+	r.UpdatedAt = FromMicros(v.upd)
+	r.DueAt = FromMicros(v.due)
+	r.Result, r.Progress, r.Checkpoint = JSONOf(v.result), JSONOf(v.progress), JSONOf(v.chk)
+	r.Params = JSONOf(v.params)
+	r.RerunOf = v.rerunOf.Int64
+	return r, nil
 }
 
 // flag reads a boolean column as each dialect stores it: a boolean

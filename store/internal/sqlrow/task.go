@@ -48,8 +48,10 @@ func TaskPlanArgs(t *sundial.Task, p sundial.Plan, now time.Time) []any {
 
 // ScanTask reads a row of TaskCols.
 func ScanTask(sc Scanner) (*sundial.Task, error) {
-	var (
-		t                       sundial.Task
+	t := new(sundial.Task)
+	// The columns read into other types than the task's: one struct, one
+	// allocation (each variable whose address Scan takes would be one).
+	var v struct {
 		headers, retry          string
 		created, updated        int64
 		next, runAt, disabledAt sql.NullInt64
@@ -62,42 +64,46 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 		labels, calendars       sql.NullString
 		deps                    sql.NullString
 		join                    string
-	)
-	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &execType, &t.HTTPMethod,
-		&t.TargetURL, &headers, &t.BodyTemplate, &t.TimeoutSeconds, &retry, &t.MaxConcurrency,
-		&concPol, &t.MaxQueue, &overlap, &failure, &catch, &t.CatchUpLimit,
+	}
+	err := sc.Scan(&t.ID, &t.Name, &t.Description, &t.CronExpr, &t.Timezone, &v.execType, &t.HTTPMethod,
+		&t.TargetURL, &v.headers, &t.BodyTemplate, &t.TimeoutSeconds, &v.retry, &t.MaxConcurrency,
+		&v.concPol, &t.MaxQueue, &v.overlap, &v.failure, &v.catch, &t.CatchUpLimit,
 		&t.CallbackMethod, &t.CallbackTimeout, &t.StartingDeadline, &t.Priority,
-		&redirects, &t.SigningSecret, &oidc, &status, &t.Version, &created, &updated,
-		&next, &runAt, &t.RequestID, &t.RequestHash, &t.BizID, &labels, &params,
-		&t.DisabledReason, &disabledAt, &t.DisabledBy, &t.PauseAfterFailures, &startAt, &endAt, &t.MaxRuns, &t.JitterSeconds,
-		&t.FireCount, &through, &deps, &join, &t.JoinDeadline, &t.DST, &calendars)
+		&v.redirects, &t.SigningSecret, &v.oidc, &v.status, &t.Version, &v.created, &v.updated,
+		&v.next, &v.runAt, &t.RequestID, &t.RequestHash, &t.BizID, &v.labels, &v.params,
+		&t.DisabledReason, &v.disabledAt, &t.DisabledBy, &t.PauseAfterFailures, &v.startAt, &v.endAt, &t.MaxRuns, &t.JitterSeconds,
+		&t.FireCount, &v.through, &v.deps, &v.join, &t.JoinDeadline, &t.DST, &v.calendars)
 	if err != nil {
 		return nil, err
 	}
-	t.ExecType = sundial.ExecType(execType)
-	t.ConcurrencyPolicy = sundial.ConcurrencyPolicy(concPol)
-	t.OverlapAction = sundial.OverlapAction(overlap)
-	t.FailureAction = sundial.FailureAction(failure)
-	t.CatchUpMode = sundial.CatchUpMode(catch)
-	t.Status = sundial.TaskStatus(status)
-	t.FollowRedirects = sundial.RedirectPolicy(redirects)
-	if oidc.Valid {
+	t.ExecType = sundial.ExecType(v.execType)
+	t.ConcurrencyPolicy = sundial.ConcurrencyPolicy(v.concPol)
+	t.OverlapAction = sundial.OverlapAction(v.overlap)
+	t.FailureAction = sundial.FailureAction(v.failure)
+	t.CatchUpMode = sundial.CatchUpMode(v.catch)
+	t.Status = sundial.TaskStatus(v.status)
+	t.FollowRedirects = sundial.RedirectPolicy(v.redirects)
+	if v.oidc.Valid {
 		t.OIDC = &sundial.OIDCOption{}
-		if err := json.Unmarshal([]byte(oidc.String), t.OIDC); err != nil {
+		if err := json.Unmarshal([]byte(v.oidc.String), t.OIDC); err != nil {
 			return nil, fmt.Errorf("decode oidc of task %d: %w", t.ID, err)
 		}
 	}
+	// Most tasks have no headers, labels or calendars: "{}" and "[]" are
+	// not decoded (they would leave the same).
 	t.Headers = map[string]string{}
-	if err := json.Unmarshal([]byte(headers), &t.Headers); err != nil {
-		return nil, fmt.Errorf("decode headers of task %d: %w", t.ID, err)
-	}
-	if t.Headers == nil {
-		t.Headers = map[string]string{}
+	if v.headers != "{}" {
+		if err := json.Unmarshal([]byte(v.headers), &t.Headers); err != nil {
+			return nil, fmt.Errorf("decode headers of task %d: %w", t.ID, err)
+		}
+		if t.Headers == nil {
+			t.Headers = map[string]string{}
+		}
 	}
 	// NULL on MySQL for the tasks made before labels existed: none.
 	t.Labels = map[string]string{}
-	if labels.Valid && labels.String != "" {
-		if err := json.Unmarshal([]byte(labels.String), &t.Labels); err != nil {
+	if v.labels.Valid && v.labels.String != "" && v.labels.String != "{}" {
+		if err := json.Unmarshal([]byte(v.labels.String), &t.Labels); err != nil {
 			return nil, fmt.Errorf("decode labels of task %d: %w", t.ID, err)
 		}
 		if t.Labels == nil {
@@ -106,31 +112,31 @@ func ScanTask(sc Scanner) (*sundial.Task, error) {
 	}
 	// NULL on MySQL for the tasks made before calendars existed: none.
 	t.Calendars = []string{}
-	if calendars.Valid && calendars.String != "" {
-		if err := json.Unmarshal([]byte(calendars.String), &t.Calendars); err != nil {
+	if v.calendars.Valid && v.calendars.String != "" && v.calendars.String != "[]" {
+		if err := json.Unmarshal([]byte(v.calendars.String), &t.Calendars); err != nil {
 			return nil, fmt.Errorf("decode calendars of task %d: %w", t.ID, err)
 		}
 		if t.Calendars == nil {
 			t.Calendars = []string{}
 		}
 	}
-	t.RetryPolicy = json.RawMessage(retry)
-	t.CreatedAt = FromMicros(created)
-	t.UpdatedAt = FromMicros(updated)
-	t.NextFireTime = TimePtr(next)
-	t.RunAt = TimePtr(runAt)
-	t.DisabledAt = TimePtr(disabledAt)
-	t.StartAt, t.EndAt, t.CountedThrough = TimePtr(startAt), TimePtr(endAt), TimePtr(through)
-	if params.Valid {
-		t.Params = json.RawMessage(params.String)
+	t.RetryPolicy = json.RawMessage(v.retry)
+	t.CreatedAt = FromMicros(v.created)
+	t.UpdatedAt = FromMicros(v.updated)
+	t.NextFireTime = TimePtr(v.next)
+	t.RunAt = TimePtr(v.runAt)
+	t.DisabledAt = TimePtr(v.disabledAt)
+	t.StartAt, t.EndAt, t.CountedThrough = TimePtr(v.startAt), TimePtr(v.endAt), TimePtr(v.through)
+	if v.params.Valid {
+		t.Params = json.RawMessage(v.params.String)
 	}
-	t.Join = sundial.JoinMode(join)
-	if deps.Valid && deps.String != "" {
-		if err := json.Unmarshal([]byte(deps.String), &t.DependsOn); err != nil {
+	t.Join = sundial.JoinMode(v.join)
+	if v.deps.Valid && v.deps.String != "" {
+		if err := json.Unmarshal([]byte(v.deps.String), &t.DependsOn); err != nil {
 			return nil, fmt.Errorf("decode depends_on of task %d: %w", t.ID, err)
 		}
 	}
-	return &t, nil
+	return t, nil
 }
 
 // ScanTasks reads the rows of TaskCols that a query returned, and closes
