@@ -301,6 +301,10 @@ type EventDemandRelay interface {
 	// Announce tells every node, this one included (EventSink.Interest),
 	// that in.Node has streams of the events open.
 	Announce(ctx context.Context, in EventInterest) error
+	// Dropped tells every node, this one included (EventSink.Lost), that
+	// node dropped events it kept, made from on, before a stream asked for
+	// them: the streams miss them.
+	Dropped(ctx context.Context, node string, from time.Time) error
 }
 
 // EventInterest is a node's announce that it has streams of the live

@@ -202,6 +202,24 @@ func (s *Server) streamStart(r *http.Request) (uint64, *event.Reset, error) {
 	return pos, reset, nil
 }
 
+// resumeTime is the time a stream resumes from (Last-Event-ID, or since:
+// a time, or an event's ID and its time), zero for a stream that starts
+// with the next change or a malformed one (streamStart refuses it).
+func resumeTime(r *http.Request) time.Time {
+	since := r.Header.Get("Last-Event-ID")
+	if since == "" {
+		since = r.URL.Query().Get("since")
+	}
+	if since == "" {
+		return time.Time{}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, since); err == nil {
+		return t
+	}
+	t, _ := sundial.EventIDTime(since)
+	return t
+}
+
 // handleEvents serves GET /api/v1/events?task=&kinds=&selector=&since=: the live
 // events as server-sent events, until the client goes away or the server
 // stops (EndStreams).
@@ -231,6 +249,13 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	pass := allOf(filters)
+	if r.Method != http.MethodHead {
+		// Counted open before it finds where to start: the node asks the
+		// cluster for its events (from where it resumes) before it decides
+		// what it holds.
+		done := s.events.Stream(resumeTime(r))
+		defer done()
+	}
 	pos, reset, err := s.streamStart(r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -245,8 +270,6 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodHead {
 		return
 	}
-	done := s.events.Stream()
-	defer done()
 	// The stream outlives the server's read and write timeouts: no read
 	// deadline (one would end it), and each write has one of its own.
 	rc := http.NewResponseController(w)

@@ -177,19 +177,30 @@ func (h *Hub) holding(now time.Time) bool {
 // tend brings the demand up to date, in Run: it sends the kept events the
 // interests heard since ask for, says whether to send, and announces this
 // node's interest when due. It returns how long until it is due again.
+// The interests and how long the hub sends are read together: a batch is
+// never sent ahead of the kept events an interest heard asks for.
 func (h *Hub) tend(ctx context.Context) time.Duration {
+	if ctx.Err() != nil {
+		return time.Hour // Run is stopping
+	}
 	d := h.demand
 	h.mu.Lock()
 	interests := h.interests
 	h.interests = nil
-	streams, openAt := h.streams, h.openAt
+	streams, openAt, closed := h.streams, h.openAt, h.closed
+	h.closed = false
+	until := h.heardUntil
+	if h.graceUntil.After(until) {
+		until = h.graceUntil
+	}
 	h.mu.Unlock()
 	for _, in := range interests {
 		from := in.Since.Add(-Slack)
 		if d.droppedN > 0 && !d.droppedAt.Before(from) {
 			h.m.lost.Add(float64(d.droppedN))
 			h.log.Error("live events kept too long to be sent when a stream asked for them",
-				"events", d.droppedN, "node", in.Node, "since", in.Since)
+				"events", d.droppedN, "node_id", in.Node, "since", in.Since)
+			h.dropped(ctx, from)
 		}
 		d.droppedN, d.droppedAt = 0, time.Time{}
 		evs := d.take(from)
@@ -202,19 +213,18 @@ func (h *Hub) tend(ctx context.Context) time.Duration {
 
 	now := h.now()
 	next := time.Hour // a poke comes first
-	if streams > 0 {
+	switch {
+	case streams > 0:
 		if !now.Before(d.nextAnnounce) || !openAt.Equal(d.announced) && !d.announceFailing {
 			h.announce(ctx, openAt, now)
 		}
 		next = d.nextAnnounce.Sub(now)
+	case closed && !d.announced.IsZero():
+		// The last stream closed: once more, so that every node sends for
+		// DemandTTL from now on, for a client that reconnects.
+		h.announce(ctx, d.announced, now)
+		d.announced = time.Time{}
 	}
-	h.mu.Lock()
-	until := h.heardUntil
-	if h.graceUntil.After(until) {
-		until = h.graceUntil
-	}
-	h.mu.Unlock()
-	now = h.now()
 	d.sending = now.Before(until)
 	if d.sending {
 		h.m.sending.Set(1)
@@ -223,6 +233,20 @@ func (h *Hub) tend(ctx context.Context) time.Duration {
 		h.m.sending.Set(0)
 	}
 	return max(next, 0)
+}
+
+// dropped tells every node's streams, through the relay, that this node
+// dropped events it kept that a stream asked for (from on): each stream
+// gets the reset lost. Should the relay not take it, this node's streams
+// get it at least.
+func (h *Hub) dropped(ctx context.Context, from time.Time) {
+	actx, cancel := context.WithTimeout(ctx, announceTimeout)
+	err := h.demand.relay.Dropped(actx, h.node, from)
+	cancel()
+	if err != nil {
+		h.log.Error("live events: cannot tell the cluster of the events this node dropped", "err", err)
+		h.addReset(ResetLost, "events this node kept while no stream was open were dropped before a stream asked for them")
+	}
 }
 
 // announce tells the cluster that this node has streams open since.

@@ -17,6 +17,7 @@ type demandLoop struct {
 	mu        sync.Mutex
 	published []string // the IDs of the events published, in order
 	announced []sundial.EventInterest
+	dropped   []string // the nodes that said they dropped kept events
 	in        chan func(sundial.EventSink)
 }
 
@@ -36,6 +37,14 @@ func (l *demandLoop) Announce(_ context.Context, in sundial.EventInterest) error
 	l.announced = append(l.announced, in)
 	l.mu.Unlock()
 	l.in <- func(s sundial.EventSink) { s.Interest(in) }
+	return nil
+}
+
+func (l *demandLoop) Dropped(_ context.Context, node string, from time.Time) error {
+	l.mu.Lock()
+	l.dropped = append(l.dropped, node)
+	l.mu.Unlock()
+	l.in <- func(s sundial.EventSink) { s.Lost("node " + node + " dropped events") }
 	return nil
 }
 
@@ -152,8 +161,9 @@ func TestHubDemand(t *testing.T) {
 
 // TestHubDemandStreams: a hub with a stream open announces it at once,
 // and every DemandTTL/3 while the stream is open, with the time it
-// opened; its own announce makes it send what it kept from then on. A
-// lost listening connection makes it send for DemandTTL.
+// opened, and once more when it closes; its own announce makes it send
+// what it kept from then on. A lost listening connection makes it send
+// for DemandTTL.
 func TestHubDemandStreams(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -176,7 +186,7 @@ func TestHubDemandStreams(t *testing.T) {
 
 		pos := h.Head()
 		opened := time.Now()
-		end := h.Stream()
+		end := h.Stream(time.Time{})
 		synctest.Wait()
 		p, a := relay.take()
 		if !slices.Equal(p, ids(near)) || len(a) != 1 || a[0].Node != "node-a" || !a[0].Since.Equal(opened) {
@@ -197,6 +207,10 @@ func TestHubDemandStreams(t *testing.T) {
 		equal(t, "the stream reads", read(h, pos), ids(live))
 
 		end()
+		synctest.Wait()
+		if _, a := relay.take(); len(a) != 1 || !a[0].Since.Equal(opened) {
+			t.Fatalf("the last stream closed: announced %+v, want one more since %v", a, opened)
+		}
 		time.Sleep(DefaultDemandTTL)
 		synctest.Wait()
 		if _, a := relay.take(); len(a) != 0 {
@@ -236,4 +250,56 @@ type sinkSpy struct {
 func (s *sinkSpy) Listen(ctx context.Context, sink sundial.EventSink) error {
 	s.got(sink)
 	return s.demandLoop.Listen(ctx, sink)
+}
+
+// TestHubDemandResumeAndDropped: a stream that resumes from an earlier
+// time announces that time, so the nodes send what they kept from then
+// on; a node that dropped kept events (past its retention) that an
+// interest asks for says so to the cluster, whose streams get the reset
+// lost.
+func TestHubDemandResumeAndDropped(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		relay := newDemandLoop()
+		const retention = 30 * time.Second
+		h := NewHub(Options{Node: "node-a", Relay: relay, Retention: retention})
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		done := make(chan error, 1)
+		go func() { done <- h.Run(ctx) }()
+		<-h.Ready()
+		time.Sleep(DefaultDemandTTL)
+		synctest.Wait()
+		relay.take()
+
+		from := time.Now()
+		time.Sleep(5 * Slack)
+		h.Publish(ev(time.Now(), sundial.EventRunStarted), ev(time.Now(), sundial.EventRunFinished))
+		synctest.Wait()
+		time.Sleep(retention + time.Second) // those two are dropped when the next are kept
+		kept := []sundial.Event{ev(time.Now(), sundial.EventRunStarted), ev(time.Now(), sundial.EventRunFinished)}
+		h.Publish(kept...)
+		synctest.Wait()
+		if p, _ := relay.take(); len(p) != 0 {
+			t.Fatalf("no stream open: published %v", p)
+		}
+		pos := h.Head()
+		end := h.Stream(from) // resumes from before all four
+		synctest.Wait()
+		p, a := relay.take()
+		if len(a) != 1 || !a[0].Since.Equal(from) {
+			t.Fatalf("a stream resuming from %v: announced %+v", from, a)
+		}
+		equal(t, "published", p, ids(kept))
+		relay.mu.Lock()
+		dropped := slices.Clone(relay.dropped)
+		relay.mu.Unlock()
+		equal(t, "said it dropped events", dropped, []string{"node-a"})
+		equal(t, "the stream reads", read(h, pos), append([]string{"reset:" + ResetLost}, ids(kept)...))
+		end()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
 }

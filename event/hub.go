@@ -158,7 +158,8 @@ type Hub struct {
 	graceUntil time.Time // it sends its events until then though it heard no interest (it started, or was deaf)
 	interests  []sundial.EventInterest
 	streams    int       // streams open on this node
-	openAt     time.Time // when they opened (the count went from 0 to 1)
+	openAt     time.Time // when they opened (the count went from 0 to 1), or the earliest time one resumed from
+	closed     bool      // the last of them closed since Run last tended the demand: it announces once more
 }
 
 type hubMetrics struct {
@@ -280,18 +281,19 @@ func (h *Hub) Run(ctx context.Context) error {
 	listenCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopListen()
 	listened := make(chan error, 1)
-	go func() {
-		listened <- h.relay.Listen(listenCtx, sundial.EventSink{
-			Deliver: h.add,
-			Lost: func(reason string) {
-				h.log.Warn("live events may have been lost", "reason", reason)
-				h.addReset(ResetLost, "events may have been lost: "+reason)
-				h.blind()
-			},
-			Ready:    func() { h.readyOnce.Do(func() { close(h.ready) }) },
-			Interest: h.heard,
-		})
-	}()
+	sink := sundial.EventSink{
+		Deliver: h.add,
+		Lost: func(reason string) {
+			h.log.Warn("live events may have been lost", "reason", reason)
+			h.addReset(ResetLost, "events may have been lost: "+reason)
+			h.blind()
+		},
+		Ready: func() { h.readyOnce.Do(func() { close(h.ready) }) },
+	}
+	if h.demand != nil {
+		sink.Interest = h.heard
+	}
+	go func() { listened <- h.relay.Listen(listenCtx, sink) }()
 	// due wakes Run when the demand is due to be tended (demand.go).
 	due := time.NewTimer(time.Hour)
 	defer due.Stop()
@@ -551,13 +553,21 @@ func (h *Hub) Wait(pos uint64) <-chan struct{} {
 
 // Stream counts a stream open until the function it returns is called.
 // With a demand relay, the first stream open makes the node announce its
-// interest to the cluster (demand.go).
-func (h *Hub) Stream() (done func()) {
+// interest to the cluster (demand.go), from now, or from the time from
+// when it is earlier (a stream that resumes from it: the nodes send the
+// events they kept from then on), and so does the last one to close,
+// once more, so that every node goes on sending for DemandTTL after it:
+// a client that reconnects within it resumes in full.
+func (h *Hub) Stream(from time.Time) (done func()) {
 	h.m.streams.Inc()
 	h.mu.Lock()
 	h.streams++
+	now := h.now()
 	if h.streams == 1 {
-		h.openAt = h.now()
+		h.openAt = now
+	}
+	if !from.IsZero() && from.Before(h.openAt) {
+		h.openAt = from
 	}
 	h.mu.Unlock()
 	if h.demand != nil {
@@ -569,7 +579,13 @@ func (h *Hub) Stream() (done func()) {
 			h.m.streams.Dec()
 			h.mu.Lock()
 			h.streams--
+			if h.streams == 0 {
+				h.closed = true
+			}
 			h.mu.Unlock()
+			if h.demand != nil {
+				h.poke()
+			}
 		})
 	}
 }

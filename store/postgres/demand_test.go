@@ -100,7 +100,7 @@ func TestEventDemand(t *testing.T) {
 	ha.Publish(quiet...)
 
 	pos := hb.Head()
-	end := hb.Stream()
+	end := hb.Stream(time.Time{})
 	defer end()
 	var loud []string
 	for i := range 20 {

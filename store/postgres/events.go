@@ -204,22 +204,41 @@ func (r *relay) Publish(ctx context.Context, evs []sundial.Event) (err error) {
 // interest (Announce).
 type control struct {
 	Interest *sundial.EventInterest `json:"interest,omitempty"`
+	Dropped  *dropped               `json:"dropped,omitempty"`
+}
+
+// dropped is the payload of Dropped: the node that dropped events it
+// kept, and from when.
+type dropped struct {
+	Node string    `json:"node"`
+	From time.Time `json:"from"`
+}
+
+// Dropped tells every node that node dropped events it kept, made from
+// on: one NOTIFY, which Listen delivers to sink.Lost.
+func (r *relay) Dropped(ctx context.Context, node string, from time.Time) error {
+	return r.notice(ctx, control{Dropped: &dropped{Node: node, From: from}})
 }
 
 // Announce tells every node that in.Node has streams of the events open:
 // one NOTIFY, which Listen delivers to sink.Interest.
-func (r *relay) Announce(ctx context.Context, in sundial.EventInterest) (err error) {
+func (r *relay) Announce(ctx context.Context, in sundial.EventInterest) error {
+	return r.notice(ctx, control{Interest: &in})
+}
+
+// notice sends c to every node: one NOTIFY on the events channel.
+func (r *relay) notice(ctx context.Context, c control) (err error) {
 	defer r.s.classify(&err)
 	channel, err := r.channelName(ctx)
 	if err != nil {
 		return err
 	}
-	text, err := json.Marshal(control{Interest: &in})
+	text, err := json.Marshal(c)
 	if err != nil {
-		return fmt.Errorf("encode an interest: %w", err)
+		return fmt.Errorf("encode a notice of the live events: %w", err)
 	}
 	if _, err := r.s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, channel, string(text)); err != nil {
-		return fmt.Errorf("notify an interest: %w", err)
+		return fmt.Errorf("notify a notice of the live events: %w", err)
 	}
 	return nil
 }
@@ -294,12 +313,22 @@ func (r *relay) listen(ctx context.Context, sink sundial.EventSink, ready func()
 		}
 		if strings.HasPrefix(n.Payload, "{") {
 			var c control
-			if err := json.Unmarshal([]byte(n.Payload), &c); err != nil || c.Interest == nil {
+			err := json.Unmarshal([]byte(n.Payload), &c)
+			switch {
+			case err != nil:
 				r.s.log.Error("live events: a notification that is not understood", "component", "events", "err", err)
-				continue
-			}
-			if sink.Interest != nil {
-				sink.Interest(*c.Interest)
+			case c.Interest != nil:
+				if sink.Interest != nil {
+					sink.Interest(*c.Interest)
+				}
+			case c.Dropped != nil:
+				if sink.Lost != nil {
+					sink.Lost(fmt.Sprintf("node %s dropped live events it kept from %s on before a stream asked for them",
+						c.Dropped.Node, c.Dropped.From.UTC().Format(time.RFC3339Nano)))
+				}
+			default:
+				// A notice of a newer version's: nothing for this one.
+				r.s.log.Debug("live events: a notice this version does not know", "component", "events")
 			}
 			continue
 		}
