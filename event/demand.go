@@ -22,9 +22,10 @@ import (
 //	                                     cluster's no more: a resume gets
 //	                                     the reset expired
 //
-// A node sends, too, for DemandTTL after it starts and after its
-// listening connection is lost: it cannot know then whether a stream is
-// open. Its own events it holds, for its own streams, only as they come
+// A node that starts listening asks whether a stream is open (ask), and
+// the nodes with one answer at once; it sends for startGrace meanwhile.
+// It sends, too, for DemandTTL after its listening connection is lost:
+// it cannot know then whether a stream is open. Its own events it holds, for its own streams, only as they come
 // back through the relay, as every node's: every node holds them in one
 // order, that of the relay, and a client resumes after an event on any
 // node exactly.
@@ -36,10 +37,15 @@ import (
 const DefaultDemandTTL = time.Minute
 
 // announceTimeout bounds one announce; announceRetry is the wait before
-// another when one failed.
+// another when one failed. startGrace is how long a node sends its events
+// after it starts whatever it heard: it asks at once whether a stream is
+// open (a question: an interest with no Since), and the nodes with one
+// answer with their announce at once; an answer that comes later only
+// delays the events it kept meanwhile, which it then sends.
 const (
 	announceTimeout = 5 * time.Second
 	announceRetry   = 2 * time.Second
+	startGrace      = 5 * time.Second
 )
 
 // demand is the Run loop's state of the demand (see above), touched by
@@ -59,6 +65,7 @@ type demand struct {
 	droppedN            int       // kept events dropped unsent since the last interest heard
 	droppedAt           time.Time // the latest time of one of them
 	announced           time.Time // the Since of the last interest this node announced
+	askedOnce           bool      // it asked the cluster whether a stream is open (ask)
 	nextAnnounce        time.Time // when to announce it again (while streams are open)
 	announceFailing     bool
 	announceFailedSince time.Time
@@ -133,6 +140,14 @@ func (d *demand) take(from time.Time) []sundial.Event {
 // kept that the interest asks for.
 func (h *Hub) heard(in sundial.EventInterest) {
 	h.mu.Lock()
+	if in.Since.IsZero() {
+		// A question of a node that started: answered with this node's
+		// announce, if it has a stream open.
+		h.asked = h.streams > 0
+		h.mu.Unlock()
+		h.poke()
+		return
+	}
 	now := h.now()
 	if !h.holding(now) {
 		if in.Since.After(h.complete) {
@@ -187,8 +202,8 @@ func (h *Hub) tend(ctx context.Context) time.Duration {
 	h.mu.Lock()
 	interests := h.interests
 	h.interests = nil
-	streams, openAt, closed := h.streams, h.openAt, h.closed
-	h.closed = false
+	streams, openAt, closed, asked := h.streams, h.openAt, h.closed, h.asked
+	h.closed, h.asked = false, false
 	until := h.heardUntil
 	if h.graceUntil.After(until) {
 		until = h.graceUntil
@@ -213,9 +228,13 @@ func (h *Hub) tend(ctx context.Context) time.Duration {
 
 	now := h.now()
 	next := time.Hour // a poke comes first
+	if !d.askedOnce && isClosed(h.ready) {
+		d.askedOnce = true
+		h.ask(ctx)
+	}
 	switch {
 	case streams > 0:
-		if !now.Before(d.nextAnnounce) || !openAt.Equal(d.announced) && !d.announceFailing {
+		if asked || !now.Before(d.nextAnnounce) || !openAt.Equal(d.announced) && !d.announceFailing {
 			h.announce(ctx, openAt, now)
 		}
 		next = d.nextAnnounce.Sub(now)
@@ -233,6 +252,28 @@ func (h *Hub) tend(ctx context.Context) time.Duration {
 		h.m.sending.Set(0)
 	}
 	return max(next, 0)
+}
+
+// ask asks every node whether it has a stream open (a question: an
+// interest with no Since), when the hub first listens: those that have
+// one answer with their announce.
+func (h *Hub) ask(ctx context.Context) {
+	actx, cancel := context.WithTimeout(ctx, announceTimeout)
+	err := h.demand.relay.Announce(actx, sundial.EventInterest{Node: h.node})
+	cancel()
+	if err != nil {
+		h.log.Warn("live events: cannot ask the cluster whether a stream is open", "err", err)
+	}
+}
+
+// isClosed reports whether c is closed.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // dropped tells every node's streams, through the relay, that this node

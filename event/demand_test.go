@@ -161,9 +161,10 @@ func TestHubDemand(t *testing.T) {
 
 // TestHubDemandStreams: a hub with a stream open announces it at once,
 // and every DemandTTL/3 while the stream is open, with the time it
-// opened, and once more when it closes; its own announce makes it send
-// what it kept from then on. A lost listening connection makes it send
-// for DemandTTL.
+// opened, and once more when it closes, and at once when a node that
+// starts asks; it asks itself when it starts. Its own announce makes it
+// send what it kept from then on. A lost listening connection makes it
+// send for DemandTTL.
 func TestHubDemandStreams(t *testing.T) {
 	t.Parallel()
 	synctest.Test(t, func(t *testing.T) {
@@ -178,6 +179,10 @@ func TestHubDemandStreams(t *testing.T) {
 		go func() { done <- h.Run(ctx) }()
 		<-h.Ready()
 		time.Sleep(DefaultDemandTTL)
+		synctest.Wait()
+		if _, a := relay.take(); len(a) != 1 || a[0].Node != "node-a" || !a[0].Since.IsZero() {
+			t.Fatalf("once listening, announced %+v; want one question of node-a", a)
+		}
 		h.Publish(ev(time.Now(), sundial.EventRunStarted)) // not asked for: made before the stream opened
 		time.Sleep(2 * Slack)
 		near := []sundial.Event{ev(time.Now(), sundial.EventRunFinished)}
@@ -200,6 +205,12 @@ func TestHubDemandStreams(t *testing.T) {
 			if _, a := relay.take(); len(a) != 1 || !a[0].Since.Equal(opened) {
 				t.Fatalf("with a stream open, announced %+v every %s, want one since it opened", a, DefaultDemandTTL/3)
 			}
+		}
+		// A node that starts asks; this one answers at once.
+		relay.in <- func(s sundial.EventSink) { s.Interest(sundial.EventInterest{Node: "node-b"}) }
+		synctest.Wait()
+		if _, a := relay.take(); len(a) != 1 || !a[0].Since.Equal(opened) {
+			t.Fatalf("asked by a node that started: announced %+v, want one since %v at once", a, opened)
 		}
 		live := []sundial.Event{ev(time.Now(), sundial.EventRunFinished)}
 		h.Publish(live...)

@@ -160,6 +160,7 @@ type Hub struct {
 	streams    int       // streams open on this node
 	openAt     time.Time // when they opened (the count went from 0 to 1), or the earliest time one resumed from
 	closed     bool      // the last of them closed since Run last tended the demand: it announces once more
+	asked      bool      // a node that started asked whether a stream is open: this one answers, if it has one
 }
 
 type hubMetrics struct {
@@ -196,7 +197,7 @@ func NewHub(o Options) *Hub {
 		}
 		h.demand = &demand{relay: dr, ttl: o.DemandTTL, sending: true, capacity: o.Capacity, retention: o.Retention}
 		h.nudge = make(chan struct{}, 1)
-		h.graceUntil = h.complete.Add(o.DemandTTL)
+		h.graceUntil = h.complete.Add(min(startGrace, o.DemandTTL))
 	}
 	h.m = hubMetrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{Name: "sundial_events_published_total",
@@ -292,6 +293,10 @@ func (h *Hub) Run(ctx context.Context) error {
 	}
 	if h.demand != nil {
 		sink.Interest = h.heard
+		sink.Ready = func() {
+			h.readyOnce.Do(func() { close(h.ready) })
+			h.poke() // ask the cluster whether a stream is open (demand.go)
+		}
 	}
 	go func() { listened <- h.relay.Listen(listenCtx, sink) }()
 	// due wakes Run when the demand is due to be tended (demand.go).
