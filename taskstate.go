@@ -194,6 +194,25 @@ func FirstStates(changes []*TaskState, now time.Time) []*TaskState {
 	return SaveStates(empty, changes, nil, now)
 }
 
+// SplitFirst parts changes by whether their task has a saved state
+// (saved, the rows a store read): news are the changes of tasks with none,
+// whose first state FirstStates makes, merges those SaveStates merges.
+// Each keeps the changes' order.
+func SplitFirst(saved, changes []*TaskState) (news, merges []*TaskState) {
+	has := make(map[int64]bool, len(saved))
+	for _, st := range saved {
+		has[st.TaskID] = true
+	}
+	for _, c := range changes {
+		if has[c.TaskID] {
+			merges = append(merges, c)
+		} else {
+			news = append(news, c)
+		}
+	}
+	return news, merges
+}
+
 // failuresAfter returns how many of s's failures in a row ended after t
 // (all of them when t is nil), and when the first of those ended.
 func (s *TaskState) failuresAfter(t *time.Time) (int, *time.Time) {

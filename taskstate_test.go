@@ -3,6 +3,7 @@ package sundial
 import (
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -344,4 +345,28 @@ func clone(states []*TaskState) []*TaskState {
 		out = append(out, &c)
 	}
 	return out
+}
+
+// TestSplitFirst: the changes of tasks with a saved state are merged, the
+// others' are first states, each part in the changes' order.
+func TestSplitFirst(t *testing.T) {
+	t.Parallel()
+	c := func(id int64, n int) *TaskState { return &TaskState{TaskID: id, ConsecutiveFailures: n} }
+	a1, b1, a2, c1 := c(1, 1), c(2, 1), c(1, 2), c(3, 1)
+	for _, tc := range []struct {
+		name         string
+		saved        []*TaskState
+		changes      []*TaskState
+		news, merges []*TaskState
+	}{
+		{"none saved", nil, []*TaskState{a1, b1, a2}, []*TaskState{a1, b1, a2}, nil},
+		{"all saved", []*TaskState{c(1, 0), c(2, 0)}, []*TaskState{a1, b1, a2}, nil, []*TaskState{a1, b1, a2}},
+		{"mixed", []*TaskState{c(1, 0)}, []*TaskState{a1, b1, a2, c1}, []*TaskState{b1, c1}, []*TaskState{a1, a2}},
+		{"no changes", []*TaskState{c(1, 0)}, nil, nil, nil},
+	} {
+		news, merges := SplitFirst(tc.saved, tc.changes)
+		if !slices.Equal(news, tc.news) || !slices.Equal(merges, tc.merges) {
+			t.Errorf("%s: news %v, merges %v; want %v, %v", tc.name, news, merges, tc.news, tc.merges)
+		}
+	}
 }

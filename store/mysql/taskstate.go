@@ -84,18 +84,7 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 			}
 			saved = append(saved, got...)
 		}
-		has := make(map[int64]bool, len(saved))
-		for _, st := range saved {
-			has[st.TaskID] = true
-		}
-		var news, merges []*sundial.TaskState
-		for _, c := range changes {
-			if has[c.TaskID] {
-				merges = append(merges, c)
-			} else {
-				news = append(news, c)
-			}
-		}
+		news, merges := sundial.SplitFirst(saved, changes)
 		for part := range slices.Chunk(sundial.FirstStates(news, now), batchRows) {
 			if _, err := tx.ExecContext(ctx, taskStateFirstSQL(len(part)), taskStateWriteArgs(part)...); err != nil {
 				if isDup(err) {

@@ -43,18 +43,7 @@ func (s *Store) TaskStateSave(ctx context.Context, changes []*sundial.TaskState,
 		if err != nil {
 			return err
 		}
-		has := make(map[int64]bool, len(saved))
-		for _, st := range saved {
-			has[st.TaskID] = true
-		}
-		var news, merges []*sundial.TaskState
-		for _, c := range changes {
-			if has[c.TaskID] {
-				merges = append(merges, c)
-			} else {
-				news = append(news, c)
-			}
-		}
+		news, merges := sundial.SplitFirst(saved, changes)
 		if err := execEach(ctx, tx, taskStateFirstSQL, sundial.FirstStates(news, now), func(st *sundial.TaskState) []any {
 			return append([]any{st.TaskID}, sqlrow.TaskStateArgs(st)...)
 		}); err != nil {
