@@ -315,9 +315,15 @@ func TestListPlans(t *testing.T) {
 			t.Errorf("%s: want %q and no sort in the plan:\n%s", tc.name, tc.use, plan)
 		}
 	}
+	// The few tasks with parents, which the joiner reads every 2 s: a range
+	// of tasks_children (their few rows sorted), not every task in id order.
+	q := tasks(sundial.TaskListParams{HasParents: true, AfterID: 5})
+	if plan := strings.Join(queryPlan(t, s, q.sql, q.args...), "\n"); !strings.Contains(plan, "SEARCH tasks USING INDEX tasks_children (join_mode=?") {
+		t.Errorf("TaskList with parents: want a range of tasks_children:\n%s", plan)
+	}
 	// Runs by the labels of their task: the tasks are read whole (no index
 	// holds labels), their runs through an index, never a scan of runs.
-	q := runs(sundial.RunListParams{Selector: sel, ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5})
+	q = runs(sundial.RunListParams{Selector: sel, ExcludePlannedAfter: now, BeforeTime: at, BeforeID: 5})
 	plan := strings.Join(queryPlan(t, s, q.sql, q.args...), "\n")
 	if strings.Contains(plan, "SCAN runs\n") || strings.HasSuffix(plan, "SCAN runs") || !strings.Contains(plan, "USING INDEX runs_") {
 		t.Errorf("RunList by selector: want runs through an index:\n%s", plan)
