@@ -900,6 +900,31 @@ func TestNodeClock(t *testing.T) {
 	}
 }
 
+// TestRunIndexStatuses holds the conditions of the partial indexes on runs
+// to the statuses: runs_status_node keeps every status that is not final
+// (its readers ask for runs a node holds or may take), runs_created every
+// final one (RunPurge's). A status added without its migration would
+// leave its runs out of an index some reader relies on.
+func TestRunIndexStatuses(t *testing.T) {
+	t.Parallel()
+	s := open(t, newSchema(t))
+	for name, want := range map[string]func(sundial.RunStatus) bool{
+		"runs_status_node": func(st sundial.RunStatus) bool { return !st.Final() },
+		"runs_created":     sundial.RunStatus.Final,
+	} {
+		var def string
+		if err := s.pool.QueryRow(t.Context(), `SELECT indexdef FROM pg_indexes
+			WHERE schemaname = current_schema() AND indexname = $1`, name).Scan(&def); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, st := range sundial.RunStatuses() {
+			if has := strings.Contains(def, "'"+string(st)+"'"); has != want(st) {
+				t.Errorf("%s holds %s: %t, want %t:\n%s", name, st, has, want(st), def)
+			}
+		}
+	}
+}
+
 // TestQueryPlans keeps the hot queries on their indexes, on tables with
 // some history and fresh statistics: a plan that scans tasks or runs, or
 // reaches a batch's runs through the status index, costs more as the
