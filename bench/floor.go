@@ -121,7 +121,7 @@ func burst(ctx context.Context, client *http.Client, url string, n, w int, due t
 				}
 			}
 			for i := range jobs {
-				if err := send(ctx, client, url, i, sched); err != nil {
+				if _, err := send(ctx, client, url, strconv.Itoa(i+1), sched); err != nil {
 					fail(err)
 					return
 				}
@@ -133,12 +133,12 @@ func burst(ctx context.Context, client *http.Client, url string, n, w int, due t
 }
 
 // send makes one request as a delivery of Sundial's looks: its headers
-// and a small JSON body.
-func send(ctx context.Context, client *http.Client, url string, i int, sched string) error {
-	id := strconv.Itoa(i + 1)
+// and a small JSON body, for the task and run id. It returns the answer's
+// status, and fails on an answer other than 2xx.
+func send(ctx context.Context, client *http.Client, url, id, sched string) (int, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(`{"run_id":`+id+`}`))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	h := req.Header
 	h.Set("Content-Type", "application/json")
@@ -154,11 +154,11 @@ func send(ctx context.Context, client *http.Client, url string, i int, sched str
 	h.Set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("the target answered %s", resp.Status)
+		return resp.StatusCode, fmt.Errorf("the target answered %s", resp.Status)
 	}
-	return nil
+	return resp.StatusCode, nil
 }

@@ -61,6 +61,14 @@ type Report struct {
 	Floor        []FloorResult `json:"floor,omitempty"`
 	P99OverFloor float64       `json:"p99_over_floor,omitempty"`
 
+	// DurableFloor is a bare pgx program's burst of the same jobs on the
+	// same PostgreSQL server (DurableFloor), measured before the nodes
+	// start; FloorPerSecond is its rate, and RateOverFloor is
+	// DeliveriesPerSecond over it.
+	DurableFloor   *DurableFloorResult `json:"durable_floor,omitempty"`
+	FloorPerSecond float64             `json:"floor_per_second,omitempty"`
+	RateOverFloor  float64             `json:"rate_over_floor,omitempty"`
+
 	Share     map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
 	NodeStats []NodeStats        `json:"node_stats,omitempty"`
 }
@@ -200,6 +208,11 @@ func (r Report) WriteTable(w io.Writer) error {
 	if r.DueAt != nil {
 		row("last delivery", fmt.Sprintf("%.3f s after the due instant", r.LastDeliverySeconds))
 		row("rate", fmt.Sprintf("%.1f deliveries per second sustained", r.DeliveriesPerSecond))
+		if f := r.DurableFloor; f != nil {
+			row("floor rate", fmt.Sprintf("%.1f deliveries per second (last %.3f s after its instant): a bare pgx program, %d claimers of %d jobs, %d senders, an outcome writer, no scheduler",
+				f.DeliveriesPerSecond, f.LastDeliverySeconds, f.Claimers, f.Batch, f.Senders))
+			row("rate / floor", fmt.Sprintf("%.2f", r.RateOverFloor))
+		}
 	} else {
 		row("rate", fmt.Sprintf("%.1f fires per second", r.FiresPerSecond))
 	}
@@ -235,6 +248,19 @@ func (r *Report) SetFloor(rs []FloorResult) {
 	r.Floor = rs
 	if best, ok := BestFloor(rs); ok && best.LagMS.P99 > 0 {
 		r.P99OverFloor = r.LagMS.P99 / best.LagMS.P99
+	}
+}
+
+// SetDurableFloor records the durable floor measured for the report's
+// burst and the ratio of the burst's rate to the floor's.
+func (r *Report) SetDurableFloor(f *DurableFloorResult) {
+	r.DurableFloor = f
+	if f == nil {
+		return
+	}
+	r.FloorPerSecond = f.DeliveriesPerSecond
+	if f.DeliveriesPerSecond > 0 {
+		r.RateOverFloor = r.DeliveriesPerSecond / f.DeliveriesPerSecond
 	}
 }
 

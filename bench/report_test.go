@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -159,15 +160,26 @@ func TestAnalyzeBurst(t *testing.T) {
 	}
 	r.Scenario, r.Backend, r.Nodes, r.Tasks, r.CreateSeconds = "throughput", "sqlite", 1, 10, 0.5
 	r.NodeStats = []NodeStats{{Node: "n1", CPUSeconds: 3, CreateCPUSeconds: 1, PeakRSSBytes: 1e6}}
+	// A durable floor of 40 per second: the burst's 10 per second is a
+	// quarter of it.
+	r.SetDurableFloor(&DurableFloorResult{Tasks: 10, Claimers: 2, Batch: 250, Senders: 64, LastDeliverySeconds: 0.25, DeliveriesPerSecond: 40})
+	if r.FloorPerSecond != 40 || math.Abs(r.RateOverFloor-0.25) > 1e-9 {
+		t.Errorf("floor %v/s, rate over floor %v; want 40/s and 0.25", r.FloorPerSecond, r.RateOverFloor)
+	}
 	var table, js bytes.Buffer
 	if err := r.WriteTable(&table); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"10 tasks all due at 2026-01-01T00:00:10Z", "10 tasks in 0.50 s", "0.900 s after the due instant",
-		"10.0 deliveries per second sustained", "cpu 3.00 s (1.00 s of it creating tasks, 2.00 s after)"} {
+		"10.0 deliveries per second sustained", "cpu 3.00 s (1.00 s of it creating tasks, 2.00 s after)",
+		"40.0 deliveries per second (last 0.250 s after its instant): a bare pgx program, 2 claimers of 250 jobs, 64 senders",
+	} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+	if !regexp.MustCompile(`(?m)^rate / floor +0\.25$`).MatchString(table.String()) {
+		t.Errorf("table lacks the rate over the floor:\n%s", table.String())
 	}
 	if err := r.WriteJSON(&js); err != nil {
 		t.Fatal(err)
@@ -176,7 +188,8 @@ func TestAnalyzeBurst(t *testing.T) {
 	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
-	if back["last_delivery_seconds"] != 0.9 || back["due_at"] != "2026-01-01T00:00:10Z" || back["window_seconds"] != nil {
+	if back["last_delivery_seconds"] != 0.9 || back["due_at"] != "2026-01-01T00:00:10Z" || back["window_seconds"] != nil ||
+		back["floor_per_second"] != 40.0 || back["rate_over_floor"] != 0.25 || back["durable_floor"].(map[string]any)["senders"] != 64.0 {
 		t.Errorf("JSON = %s", js.String())
 	}
 }

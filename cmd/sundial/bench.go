@@ -249,6 +249,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	timeout := fs.Duration("timeout", 5*time.Minute, "how long after the due instant to wait for the last delivery")
 	lookahead := fs.Duration("lookahead", 0, "scheduler.lookahead of each node; 0 leaves the node's default")
 	server := fs.String("server", "", "the base URL of a node already running (http://127.0.0.1:8080) to measure instead of starting nodes; it must reach this machine's loopback")
+	floor := fs.Bool("floor", false, "PostgreSQL: first measure the durable floor: the same burst claimed 250 at a time, delivered by --workers senders and recorded by a bare pgx program with no scheduler, in a schema of its own; report the nodes' rate over its rate")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -268,9 +269,24 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		return usageErrorf("bench throughput: --lead and --timeout want at least 1s")
 	case *lookahead < 0:
 		return usageErrorf("bench throughput: --lookahead %s: want 0 or more", *lookahead)
+	case *floor && *server != "":
+		return usageErrorf("bench throughput: --floor: only for a postgres:// --db, not with --server")
+	case *floor && !isPostgres(*db):
+		return usageErrorf("bench throughput: --floor: only for a postgres:// --db (the durable floor is a pgx program), not %q", dbKind(*db))
 	}
 	if err := checkServer(*server); err != nil {
 		return usageErrorf("bench throughput: %v", err)
+	}
+
+	// The durable floor, before the nodes start, on the same server.
+	var durable *bench.DurableFloorResult
+	if *floor {
+		fmt.Fprintf(stderr, "bench: the durable floor: %d jobs at once, claimed, delivered and recorded by a bare pgx program, %d senders\n", *tasks, *workers)
+		f, err := bench.DurableFloor(ctx, bench.DurableFloorConfig{DSN: *db, Tasks: *tasks, Senders: *workers, Timeout: *timeout, Progress: stderr})
+		if err != nil {
+			return fmt.Errorf("bench throughput: %w", err)
+		}
+		durable = &f
 	}
 
 	rec, targetURL, stopTarget, err := startTarget()
@@ -327,6 +343,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	r.Scenario, r.Backend, r.Nodes = "throughput", backend, len(apis)
+	r.SetDurableFloor(durable)
 	for i, p := range procs {
 		cpu, rss, err := bench.ReadProc(p.cmd.Process.Pid)
 		if err != nil {
@@ -809,7 +826,7 @@ func freshDatabase(db string) (dsn, backend string, cleanup func(), err error) {
 			return "", "", nil, err
 		}
 		return "sqlite:" + filepath.Join(dir, "sundial.db"), "sqlite", func() { os.RemoveAll(dir) }, nil
-	case strings.HasPrefix(db, "postgres://"), strings.HasPrefix(db, "postgresql://"):
+	case isPostgres(db):
 		conn, err := sql.Open("pgx", db)
 		if err != nil {
 			return "", "", nil, err
@@ -858,6 +875,19 @@ func freshDatabase(db string) (dsn, backend string, cleanup func(), err error) {
 	default:
 		return "", "", nil, usageErrorf("bench: --db %q: want sqlite, postgres://... or mysql://...", db)
 	}
+}
+
+// isPostgres says whether --db names a PostgreSQL server.
+func isPostgres(db string) bool {
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+}
+
+// dbKind names what --db is without quoting a server's DSN (its password).
+func dbKind(db string) string {
+	if scheme, _, ok := strings.Cut(db, "://"); ok {
+		return scheme + "://..."
+	}
+	return db
 }
 
 func randomSuffix() string {

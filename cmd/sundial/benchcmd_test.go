@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -142,6 +143,62 @@ func TestBenchThroughputCommand(t *testing.T) {
 	}
 	if !strings.Contains(stderr, "300/300 delivered so far") {
 		t.Errorf("no progress on stderr:\n%s", stderr)
+	}
+}
+
+// TestBenchThroughputFloorUsage: --floor is a bare pgx program's burst,
+// so it wants a PostgreSQL --db and the bench's own nodes; anything else
+// is a usage error that says so, before any work.
+func TestBenchThroughputFloorUsage(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--floor"}, // sqlite, the default
+		{"--floor", "--db", "sqlite"},
+		{"--floor", "--db", "mysql://root:secret@127.0.0.1:3306/test"},
+		{"--floor", "--db", "postgres://postgres@127.0.0.1:5432/test", "--server", "http://127.0.0.1:8080"},
+	} {
+		var stdout, stderr strings.Builder
+		err := runBench(t.Context(), append([]string{"throughput", "--tasks", "10"}, args...), &stdout, &stderr)
+		if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "--floor: only for a postgres:// --db") {
+			t.Errorf("bench throughput %s: %v (exit %d), want a usage error that --floor is only for a postgres:// --db",
+				strings.Join(args, " "), err, exitCode(err))
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("bench throughput %s: %v quotes the password", strings.Join(args, " "), err)
+		}
+	}
+}
+
+// TestBenchThroughputFloor runs "sundial bench throughput --floor" on
+// PostgreSQL (SUNDIAL_TEST_POSTGRES): the durable floor first, then the
+// node's burst, and the report gives both rates and their ratio.
+func TestBenchThroughputFloor(t *testing.T) {
+	t.Parallel()
+	server := requireEnv(t, "SUNDIAL_TEST_POSTGRES", "postgres://postgres@127.0.0.1:5432/test?sslmode=disable")
+	var r struct {
+		Received      int     `json:"fires_received"`
+		Lost          int     `json:"lost"`
+		Dups          int     `json:"duplicates"`
+		Rate          float64 `json:"deliveries_per_second"`
+		FloorRate     float64 `json:"floor_per_second"`
+		RateOverFloor float64 `json:"rate_over_floor"`
+		Floor         struct {
+			Tasks   int     `json:"tasks"`
+			Senders int     `json:"senders"`
+			Rate    float64 `json:"deliveries_per_second"`
+		} `json:"durable_floor"`
+	}
+	out, stderr := benchReport(t, &r, "bench", "throughput", "--db", server, "--tasks", "300", "--workers", "16",
+		"--lead", "3s", "--timeout", "20s", "--floor")
+	if r.Received != 300 || r.Lost != 0 || r.Dups != 0 {
+		t.Errorf("report %+v, want 300 fires received once each", r)
+	}
+	if r.Floor.Tasks != 300 || r.Floor.Senders != 16 || r.FloorRate <= 0 || r.FloorRate != r.Floor.Rate ||
+		r.RateOverFloor <= 0 || math.Abs(r.RateOverFloor-r.Rate/r.FloorRate) > 1e-9 {
+		t.Errorf("report %+v, want the floor's 300 jobs with 16 senders, its rate and the ratio", r)
+	}
+	if !strings.Contains(out, "rate / floor") || !strings.Contains(stderr, "bench: durable floor: 300 delivered in") {
+		t.Errorf("no floor in the table or in the progress:\n%s\n%s", out, stderr)
 	}
 }
 

@@ -1,0 +1,65 @@
+package bench
+
+import (
+	"context"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestDurableFloor runs the durable floor on a small burst against the
+// PostgreSQL server of SUNDIAL_TEST_POSTGRES (skipped without, but never
+// under CI=true): every job arrives once, each with its row done, and the
+// schema it made is gone after.
+func TestDurableFloor(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("SUNDIAL_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SUNDIAL_TEST_POSTGRES is not set: CI must run the PostgreSQL tests")
+		}
+		t.Skip("set SUNDIAL_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the durable floor")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var progress strings.Builder
+	r, err := DurableFloor(ctx, DurableFloorConfig{DSN: dsn, Tasks: 500, Senders: 8, Timeout: 10 * time.Second, Progress: &progress})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if r.Tasks != 500 || r.Claimers != durableClaimers || r.Batch != durableBatch || r.Senders != 8 {
+		t.Errorf("result %+v, want 500 tasks, %d claimers of %d, 8 senders", r, durableClaimers, durableBatch)
+	}
+	if r.LastDeliverySeconds <= 0 || r.DoneSeconds < r.LastDeliverySeconds || r.DeliveriesPerSecond <= 0 ||
+		r.LagMS.Max <= 0 || r.LagMS.P50 > r.LagMS.Max || math.Abs(r.LagMS.Max/1000-r.LastDeliverySeconds) > 1e-6 {
+		t.Errorf("result %+v, want a last delivery after the instant, done after it, a rate and lags", r)
+	}
+	if !strings.Contains(progress.String(), "500 delivered in") {
+		t.Errorf("no summary in the progress:\n%s", progress.String())
+	}
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	schema := strings.Fields(progress.String()[strings.Index(progress.String(), "in schema ")+len("in schema "):])[0]
+	var left int
+	if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_namespace WHERE nspname = $1`, schema).Scan(&left); err != nil || left != 0 {
+		t.Errorf("schema %s: %d left (%v), want it dropped", schema, left, err)
+	}
+}
+
+// TestDurableFloorBadDSN fails before touching any server, without
+// quoting the DSN.
+func TestDurableFloorBadDSN(t *testing.T) {
+	t.Parallel()
+	_, err := DurableFloor(t.Context(), DurableFloorConfig{DSN: "postgres://u:secret@[::1", Tasks: 1, Senders: 1, Timeout: time.Second})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("err = %v, want an error that does not quote the DSN", err)
+	}
+}
