@@ -66,8 +66,8 @@ type Report struct {
 	// start; FloorPerSecond is its rate, and RateOverFloor is
 	// DeliveriesPerSecond over it.
 	DurableFloor   *DurableFloorResult `json:"durable_floor,omitempty"`
-	FloorPerSecond float64             `json:"floor_per_second,omitempty"`
-	RateOverFloor  float64             `json:"rate_over_floor,omitempty"`
+	FloorPerSecond float64             `json:"durable_floor_per_second,omitempty"`
+	RateOverFloor  float64             `json:"rate_over_durable_floor,omitempty"`
 
 	Share     map[string]float64 `json:"share_percent,omitempty"` // node -> share of the deliveries
 	NodeStats []NodeStats        `json:"node_stats,omitempty"`

@@ -189,7 +189,7 @@ func TestAnalyzeBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back["last_delivery_seconds"] != 0.9 || back["due_at"] != "2026-01-01T00:00:10Z" || back["window_seconds"] != nil ||
-		back["floor_per_second"] != 40.0 || back["rate_over_floor"] != 0.25 || back["durable_floor"].(map[string]any)["senders"] != 64.0 {
+		back["durable_floor_per_second"] != 40.0 || back["rate_over_durable_floor"] != 0.25 || back["durable_floor"].(map[string]any)["senders"] != 64.0 {
 		t.Errorf("JSON = %s", js.String())
 	}
 }

@@ -180,8 +180,8 @@ func TestBenchThroughputFloor(t *testing.T) {
 		Lost          int     `json:"lost"`
 		Dups          int     `json:"duplicates"`
 		Rate          float64 `json:"deliveries_per_second"`
-		FloorRate     float64 `json:"floor_per_second"`
-		RateOverFloor float64 `json:"rate_over_floor"`
+		FloorRate     float64 `json:"durable_floor_per_second"`
+		RateOverFloor float64 `json:"rate_over_durable_floor"`
 		Floor         struct {
 			Tasks   int     `json:"tasks"`
 			Senders int     `json:"senders"`
