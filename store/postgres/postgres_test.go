@@ -1027,6 +1027,8 @@ func TestQueryPlans(t *testing.T) {
 		Status:  []sundial.RunStatus{sundial.RunFailed, sundial.RunTimeout, sundial.RunSuccess},
 		Trigger: []sundial.Trigger{sundial.TriggerManual, sundial.TriggerSchedule}, FinishedFrom: mark, Limit: 51})
 	runsBySelector, runsBySelectorArgs := queries.RunList(sundial.RunListParams{Selector: sel, ExcludePlannedAfter: now, Limit: 51})
+	deadLetters, deadLettersArgs := queries.RunList(sundial.RunListParams{Status: sundial.DeadLetterStatuses(),
+		ExcludePlannedAfter: now, Limit: 51})
 	// The statements whose index reads the rows in their order, stopping
 	// at the limit, with nothing sorted.
 	inOrder := map[string]bool{"PlanDue": true, "PlanDue burst": true,
@@ -1086,6 +1088,12 @@ func TestQueryPlans(t *testing.T) {
 		{"redeliver", redeliverLockSQL, []any{ids}, "runs_", ""},
 		{"redeliver tasks", redeliverTasksSQL, []any{ids}, "tasks_pkey", ""},
 		{"RunFindStuck", queries.RunFindStuck, []any{40_000, "node-0", 100}, "runs_status_node", ""},
+		// What a node holds, or is asked to cancel, or runs long; and the
+		// planned fires missed that a node holds: through the status index.
+		{"RunsOwned", queries.RunsOwned, []any{"node-1"}, "runs_status_node", ""},
+		{"RunCancelRequested", queries.RunCancelRequested, []any{"node-1"}, "runs_status_node", ""},
+		{"RunLongRunning", queries.RunLongRunning, []any{40_000, 100}, "runs_status_node", ""},
+		{"missed pick", missedPickSQL, []any{150_000, 100}, "runs_status_node", ""},
 		// The callback sweep reads the waiting runs only, idle or not.
 		{"RunCallbackExpired idle", callbackExpiredSQL, []any{300_000, 100}, "runs_waiting", "runs_status_node"},
 		{"RunCallbackExpired", callbackExpiredSQL, []any{400_000, 100}, "runs_waiting", "runs_status_node"},
@@ -1102,6 +1110,9 @@ func TestQueryPlans(t *testing.T) {
 		{"RunList of a task", taskRuns, taskRunsArgs, "runs_task_scheduled", ""},
 		{"RunList page of a task", taskRunsPage, taskRunsPageArgs, "runs_task_scheduled", ""},
 		{"RunList of a task, filtered", taskRunsFiltered, taskRunsFilteredArgs, "runs_task_", ""},
+		// The dead letters of every task, their statuses given as
+		// parameters: rare among the runs, read through an index.
+		{"RunList of dead letters", deadLetters, deadLettersArgs, "runs_", ""},
 		// Each task's latest run that ended, read backwards from now in
 		// its range of runs_task_scheduled (the fires planned ahead are
 		// past its start), stopping at the first: a page of 1,000 tasks.
