@@ -25,10 +25,10 @@ import (
 // A node that starts listening asks whether a stream is open (ask), and
 // the nodes with one answer at once; it sends for startGrace meanwhile.
 // It sends, too, for DemandTTL after its listening connection is lost:
-// it cannot know then whether a stream is open. Its own events it holds, for its own streams, only as they come
-// back through the relay, as every node's: every node holds them in one
-// order, that of the relay, and a client resumes after an event on any
-// node exactly.
+// it cannot know then whether a stream is open. Its own events it holds,
+// for its own streams, only as they come back through the relay, as every
+// node's: every node holds them in one order, that of the relay, and a
+// client resumes after an event on any node exactly.
 
 // DefaultDemandTTL is how long a node sends its events to the cluster
 // after the last interest it heard (Options.DemandTTL): a node with a

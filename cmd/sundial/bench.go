@@ -272,7 +272,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	case *floor && *server != "":
 		return usageErrorf("bench throughput: --floor: only for a postgres:// --db, not with --server")
 	case *floor && !isPostgres(*db):
-		return usageErrorf("bench throughput: --floor: only for a postgres:// --db (the durable floor is a pgx program), not %q", dbKind(*db))
+		return usageErrorf("bench throughput: --floor: only for a postgres:// --db (the durable floor is a pgx program), not %q", redact(*db))
 	}
 	if err := checkServer(*server); err != nil {
 		return usageErrorf("bench throughput: %v", err)
@@ -875,19 +875,6 @@ func freshDatabase(db string) (dsn, backend string, cleanup func(), err error) {
 	default:
 		return "", "", nil, usageErrorf("bench: --db %q: want sqlite, postgres://... or mysql://...", db)
 	}
-}
-
-// isPostgres says whether --db names a PostgreSQL server.
-func isPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
-}
-
-// dbKind names what --db is without quoting a server's DSN (its password).
-func dbKind(db string) string {
-	if scheme, _, ok := strings.Cut(db, "://"); ok {
-		return scheme + "://..."
-	}
-	return db
 }
 
 func randomSuffix() string {

@@ -564,8 +564,7 @@ func (c *config) validate() error {
 	switch {
 	case c.Listen == "":
 		return errors.New("listen: must not be empty")
-	case !strings.HasPrefix(c.DB.URL, "sqlite:") && !strings.HasPrefix(c.DB.URL, "postgres://") &&
-		!strings.HasPrefix(c.DB.URL, "postgresql://") && !strings.HasPrefix(c.DB.URL, "mysql://"):
+	case !strings.HasPrefix(c.DB.URL, "sqlite:") && !isPostgres(c.DB.URL) && !strings.HasPrefix(c.DB.URL, "mysql://"):
 		return fmt.Errorf("db: %q: want sqlite:PATH, postgres://URL or mysql://URL", redact(c.DB.URL))
 	case c.DB.URL == "sqlite:":
 		return errors.New("db: sqlite: needs a file path, such as sqlite:./sundial.db")
@@ -579,9 +578,9 @@ func (c *config) validate() error {
 		return fmt.Errorf("db.conn_max_lifetime: %s: want 0 (the database's default) or from 1s to 24h", c.DB.ConnMaxLifetime)
 	case c.DB.ConnMaxIdleTime != 0 && (c.DB.ConnMaxIdleTime < time.Second || c.DB.ConnMaxIdleTime > 24*time.Hour):
 		return fmt.Errorf("db.conn_max_idle_time: %s: want 0 (the database's default) or from 1s to 24h", c.DB.ConnMaxIdleTime)
-	case c.DB.ListenURL != "" && !strings.HasPrefix(c.DB.URL, "postgres://") && !strings.HasPrefix(c.DB.URL, "postgresql://"):
+	case c.DB.ListenURL != "" && !isPostgres(c.DB.URL):
 		return errors.New("db.listen_url: only for a PostgreSQL db")
-	case c.DB.ListenURL != "" && !strings.HasPrefix(c.DB.ListenURL, "postgres://") && !strings.HasPrefix(c.DB.ListenURL, "postgresql://"):
+	case c.DB.ListenURL != "" && !isPostgres(c.DB.ListenURL):
 		return fmt.Errorf("db.listen_url: %q: want a postgres:// URL", redact(c.DB.ListenURL))
 	case !oneOf(c.Log.Level, "debug", "info", "warn", "error"):
 		return fmt.Errorf("log.level: %q: want debug, info, warn or error", c.Log.Level)

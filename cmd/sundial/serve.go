@@ -353,7 +353,7 @@ func openStoreAs(ctx context.Context, db dbConfig, log *slog.Logger, noMigrate b
 			return nil, fmt.Errorf("open %s: %w", dsn, err)
 		}
 		return s, nil
-	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+	case isPostgres(dsn):
 		s, err := postgres.Open(ctx, dsn, postgres.Options{Logger: log, NoMigrate: noMigrate,
 			MaxConns: db.MaxOpenConns, MaxIdleConns: db.MaxIdleConns,
 			ConnMaxLifetime: db.ConnMaxLifetime, ConnMaxIdleTime: db.ConnMaxIdleTime, ListenDSN: db.ListenURL})
@@ -440,6 +440,11 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 		a.Value = slog.StringValue(a.Value.Duration().String())
 	}
 	return a
+}
+
+// isPostgres says whether a database URL names a PostgreSQL server.
+func isPostgres(dsn string) bool {
+	return strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://")
 }
 
 // redact hides the passwords of a database URL: the userinfo's, and the
