@@ -98,6 +98,11 @@ func benchPrecision(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageErrorf("bench precision: %v", err)
 	}
 
+	if *shape == "aligned" {
+		// The target is this process: its collector would otherwise
+		// pause it in a burst now and then (bench.CollectBetweenBursts).
+		defer bench.CollectBetweenBursts()()
+	}
 	var floorResults []bench.FloorResult
 	if *floor && *shape == "aligned" {
 		fmt.Fprintf(stderr, "bench: the floor: %d requests at once from a bare net/http client, %v workers\n", *tasks, bench.FloorWorkers)
