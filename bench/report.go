@@ -2,8 +2,9 @@
 // that records every delivery it receives, the accounting that turns those
 // records into the numbers a scheduler is judged by (fires expected and
 // received, lost, duplicates, lag percentiles, fires per second), per-node
-// CPU and memory read from /proc, and the report printed as a table and as
-// one JSON object. The scenarios that drive it live in cmd/sundial (sundial
+// CPU and memory read from /proc, the floors the machine sets (a bare client;
+// a bare durable program), the target's collector kept out of aligned bursts,
+// and the report printed as a table and as one JSON object. The scenarios that drive it live in cmd/sundial (sundial
 // bench).
 package bench
 
