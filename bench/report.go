@@ -41,6 +41,9 @@ type Report struct {
 
 	LagMS          Percentiles `json:"lag_ms"`
 	FiresPerSecond float64     `json:"fires_per_second,omitempty"` // received / window; none for a burst
+	// BySecond is the spread of the p99 lags of the window's seconds, each
+	// over the fires scheduled in it; none for a burst.
+	BySecond *SecondsP99 `json:"p99_by_second_ms,omitempty"`
 
 	// A burst (AnalyzeBurst): every expected fire due at the one instant
 	// DueAt, measured until the last of them was delivered.
@@ -81,6 +84,32 @@ type Percentiles struct {
 	P99  float64 `json:"p99"`
 	P999 float64 `json:"p99.9"`
 	Max  float64 `json:"max"`
+}
+
+// SecondsP99 sums up the p99 lags of the seconds of a window, in
+// milliseconds. An aligned burst's calls all fall in one second: the p99 of
+// the whole window is set by its few slowest bursts, and three runs of ten
+// seconds scatter with them; the median second says what most bursts do.
+type SecondsP99 struct {
+	Seconds int     `json:"seconds"`
+	Median  float64 `json:"median"`
+	Max     float64 `json:"max"`
+}
+
+// secondsP99 is SecondsP99 of the lags of fires by scheduled second; nil
+// for fewer than two seconds.
+func secondsP99(bySecond map[time.Time][]time.Duration) *SecondsP99 {
+	if len(bySecond) < 2 {
+		return nil
+	}
+	p99s := make([]time.Duration, 0, len(bySecond))
+	for _, lags := range bySecond {
+		slices.Sort(lags)
+		p99s = append(p99s, Percentile(lags, 0.99))
+	}
+	slices.Sort(p99s)
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return &SecondsP99{Seconds: len(p99s), Median: ms(Percentile(p99s, 0.5)), Max: ms(p99s[len(p99s)-1])}
 }
 
 // percentilesOf is the percentiles of the sorted lags.
@@ -137,10 +166,15 @@ func Analyze(expected []Fire, got []Arrival, from, to time.Time) Report {
 		first[f] = a.At
 	}
 	lags := make([]time.Duration, 0, len(first))
+	bySecond := map[time.Time][]time.Duration{}
 	for f, at := range first {
-		lags = append(lags, at.Sub(f.Scheduled))
+		lag := at.Sub(f.Scheduled)
+		lags = append(lags, lag)
+		s := f.Scheduled.Truncate(time.Second)
+		bySecond[s] = append(bySecond[s], lag)
 	}
 	slices.Sort(lags)
+	r.BySecond = secondsP99(bySecond)
 	r.Expected = len(want)
 	r.Received = len(first)
 	r.Lost = r.Expected - r.Received
@@ -201,6 +235,9 @@ func (r Report) WriteTable(w io.Writer) error {
 		r.Expected, r.Received, r.Lost, r.Duplicates, r.Unexpected))
 	row("lag (ms)", fmt.Sprintf("p50 %.2f  p90 %.2f  p99 %.2f  p99.9 %.2f  max %.2f",
 		r.LagMS.P50, r.LagMS.P90, r.LagMS.P99, r.LagMS.P999, r.LagMS.Max))
+	if s := r.BySecond; s != nil {
+		row("p99 by second (ms)", fmt.Sprintf("median %.2f  max %.2f  over %d seconds", s.Median, s.Max, s.Seconds))
+	}
 	if best, ok := BestFloor(r.Floor); ok {
 		row("floor (ms)", fmt.Sprintf("p99 %.2f: a bare net/http client, %d workers (the best of %d), no scheduler, no database",
 			best.LagMS.P99, best.Workers, len(r.Floor)))

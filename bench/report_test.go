@@ -82,6 +82,10 @@ func TestAnalyze(t *testing.T) {
 	if r.FiresPerSecond != 8.0/5 {
 		t.Errorf("rate = %v, want 1.6", r.FiresPerSecond)
 	}
+	// The p99 of each second: 5 (1, 5), 20 (2, 20), 30 (3, 30), 4, 5.
+	if s := r.BySecond; s == nil || *s != (SecondsP99{Seconds: 5, Median: 5, Max: 30}) {
+		t.Errorf("p99 by second = %+v, want 5 seconds, median 5, max 30", s)
+	}
 	// Deliveries of expected fires by node: a 5 + 2 duplicates, b 3.
 	if math.Abs(r.Share["a"]-70) > 1e-9 || math.Abs(r.Share["b"]-30) > 1e-9 {
 		t.Errorf("share = %v, want a 70%%, b 30%%", r.Share)
