@@ -42,7 +42,7 @@ type Report struct {
 	LagMS          Percentiles `json:"lag_ms"`
 	FiresPerSecond float64     `json:"fires_per_second,omitempty"` // received / window; none for a burst
 	// BySecond is the spread of the p99 lags of the window's seconds, each
-	// over the fires scheduled in it; none for a burst.
+	// over the fires scheduled in it and received; none for a burst.
 	BySecond *SecondsP99 `json:"p99_by_second_ms,omitempty"`
 
 	// A burst (AnalyzeBurst): every expected fire due at the one instant
@@ -91,13 +91,13 @@ type Percentiles struct {
 // the whole window is set by its few slowest bursts, and three runs of ten
 // seconds scatter with them; the median second says what most bursts do.
 type SecondsP99 struct {
-	Seconds int     `json:"seconds"`
-	Median  float64 `json:"median"`
+	Seconds int     `json:"seconds"` // seconds with at least one fire received
+	Median  float64 `json:"median"`  // by nearest rank: the lower middle of an even count
 	Max     float64 `json:"max"`
 }
 
 // secondsP99 is SecondsP99 of the lags of fires by scheduled second; nil
-// for fewer than two seconds.
+// for fewer than two seconds with a fire received.
 func secondsP99(bySecond map[time.Time][]time.Duration) *SecondsP99 {
 	if len(bySecond) < 2 {
 		return nil
@@ -206,6 +206,7 @@ func AnalyzeBurst(expected []Fire, got []Arrival, due time.Time) Report {
 	due = due.UTC()
 	r := Analyze(expected, got, due, due.Add(time.Second))
 	r.WindowSeconds, r.FiresPerSecond = 0, 0
+	r.BySecond = nil // one second: the burst's lag is the whole
 	r.DueAt = &due
 	// Every fire is scheduled at due, so the largest first-delivery lag is
 	// the last first delivery.

@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"regexp"
@@ -195,5 +196,36 @@ func TestAnalyzeBurst(t *testing.T) {
 	if back["last_delivery_seconds"] != 0.9 || back["due_at"] != "2026-01-01T00:00:10Z" || back["window_seconds"] != nil ||
 		back["durable_floor_per_second"] != 40.0 || back["rate_over_durable_floor"] != 0.25 || back["durable_floor"].(map[string]any)["senders"] != 64.0 {
 		t.Errorf("JSON = %s", js.String())
+	}
+}
+
+// TestSecondsP99: each second's p99 is over the fires scheduled in it,
+// wherever in the second and however late they arrive, not its max; the
+// median of an even count is the lower middle.
+func TestSecondsP99(t *testing.T) {
+	t.Parallel()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s, msIn int) time.Time { return t0.Add(time.Duration(s)*time.Second + ms(msIn)) }
+	var expected []Fire
+	var got []Arrival
+	add := func(task string, sched time.Time, lag time.Duration) {
+		expected = append(expected, Fire{task, sched})
+		got = append(got, Arrival{At: sched.Add(lag), Scheduled: sched, Task: task})
+	}
+	// Second 0: 200 fires at 1..200 ms past .0, .4 and .6 of it, and an
+	// outlier of 5 s: the p99 is the 199th of 201 (nearest rank), 199 ms.
+	for i := 1; i <= 200; i++ {
+		add(fmt.Sprint("a", i), at(0, []int{0, 400, 600}[i%3]), ms(i))
+	}
+	add("a-out", at(0, 999), 5*time.Second)
+	// Seconds 1 to 3, one fire each, scheduled late in the second: 10, 30, 20 ms.
+	add("b", at(1, 900), ms(10))
+	add("c", at(2, 500), ms(30))
+	add("d", at(3, 999), ms(20))
+	r := Analyze(expected, got, t0, at(4, 0))
+	// p99s: 199, 10, 30, 20 -> sorted 10 20 30 199: the lower middle is 20.
+	want := SecondsP99{Seconds: 4, Median: 20, Max: 199}
+	if r.BySecond == nil || *r.BySecond != want {
+		t.Errorf("p99 by second = %+v, want %+v", r.BySecond, want)
 	}
 }
