@@ -3,9 +3,9 @@
 // records into the numbers a scheduler is judged by (fires expected and
 // received, lost, duplicates, lag percentiles, fires per second), per-node
 // CPU and memory read from /proc, the floors the machine sets (a bare client;
-// a bare durable program), the target's collector kept out of aligned bursts,
-// and the report printed as a table and as one JSON object. The scenarios that drive it live in cmd/sundial (sundial
-// bench).
+// a bare durable program), the target's collector kept out of aligned
+// bursts, and the report printed as a table and as one JSON object. The
+// scenarios that drive it live in cmd/sundial (sundial bench).
 package bench
 
 import (
@@ -108,18 +108,19 @@ func secondsP99(bySecond map[time.Time][]time.Duration) *SecondsP99 {
 		p99s = append(p99s, Percentile(lags, 0.99))
 	}
 	slices.Sort(p99s)
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-	return &SecondsP99{Seconds: len(p99s), Median: ms(Percentile(p99s, 0.5)), Max: ms(p99s[len(p99s)-1])}
+	return &SecondsP99{Seconds: len(p99s), Median: millis(Percentile(p99s, 0.5)), Max: millis(p99s[len(p99s)-1])}
 }
 
 // percentilesOf is the percentiles of the sorted lags.
 func percentilesOf(sorted []time.Duration) Percentiles {
-	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 	return Percentiles{
-		P50: ms(Percentile(sorted, 0.50)), P90: ms(Percentile(sorted, 0.90)), P99: ms(Percentile(sorted, 0.99)),
-		P999: ms(Percentile(sorted, 0.999)), Max: ms(Percentile(sorted, 1)),
+		P50: millis(Percentile(sorted, 0.50)), P90: millis(Percentile(sorted, 0.90)), P99: millis(Percentile(sorted, 0.99)),
+		P999: millis(Percentile(sorted, 0.999)), Max: millis(Percentile(sorted, 1)),
 	}
 }
+
+// millis is d in milliseconds, the unit of the report's lags.
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // Percentile returns the q-quantile (0 < q <= 1) of sorted by the nearest
 // rank method: the smallest value with at least q of the values at or
