@@ -711,6 +711,7 @@ func startBenchNode(dsn string, workers int, extra ...string) (*benchNode, error
 	args := append([]string{"serve", "--listen", "127.0.0.1:0", "--db", dsn, "--log.level", "error",
 		"--executor.worker_pool_size", fmt.Sprint(workers)}, extra...)
 	p.cmd = exec.Command(exe, args...)
+	p.cmd.SysProcAttr = benchNodeAttr()
 	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
