@@ -35,6 +35,10 @@ type DurableFloorConfig struct {
 	Senders  int           // goroutines sending the deliveries
 	Timeout  time.Duration // how long after the due instant to wait for the last delivery
 	Progress io.Writer     // a line a second; nil for none
+	// RunsIndexes gives the table of jobs the indexes of Sundial's runs
+	// table on PostgreSQL as well (floorRunsIndexes), so that the floor
+	// with and without them says what they cost a burst.
+	RunsIndexes bool
 }
 
 // DurableFloorResult is what the durable floor measured.
@@ -43,10 +47,11 @@ type DurableFloorResult struct {
 	Claimers            int         `json:"claimers"`
 	Batch               int         `json:"batch"`
 	Senders             int         `json:"senders"`
-	LoadSeconds         float64     `json:"load_seconds"`          // the rows copied in and vacuumed, not timed in the rate
-	LastDeliverySeconds float64     `json:"last_delivery_seconds"` // the last arrival minus the due instant
-	DoneSeconds         float64     `json:"done_seconds"`          // the last outcome committed minus the due instant
-	DeliveriesPerSecond float64     `json:"deliveries_per_second"` // tasks / last_delivery_seconds
+	RunsIndexes         bool        `json:"runs_indexes,omitempty"` // the table had the indexes of Sundial's runs too
+	LoadSeconds         float64     `json:"load_seconds"`           // the rows copied in and vacuumed, not timed in the rate
+	LastDeliverySeconds float64     `json:"last_delivery_seconds"`  // the last arrival minus the due instant
+	DoneSeconds         float64     `json:"done_seconds"`           // the last outcome committed minus the due instant
+	DeliveriesPerSecond float64     `json:"deliveries_per_second"`  // tasks / last_delivery_seconds
 	LagMS               Percentiles `json:"lag_ms"`
 }
 
@@ -73,7 +78,7 @@ func DurableFloor(ctx context.Context, cfg DurableFloorConfig) (DurableFloorResu
 	if n < 1 || cfg.Senders < 1 || cfg.Timeout <= 0 {
 		return DurableFloorResult{}, fmt.Errorf("durable floor: %d tasks, %d senders, timeout %s: want at least 1 of each", n, cfg.Senders, cfg.Timeout)
 	}
-	res := DurableFloorResult{Tasks: n, Claimers: durableClaimers, Batch: durableBatch, Senders: cfg.Senders}
+	res := DurableFloorResult{Tasks: n, Claimers: durableClaimers, Batch: durableBatch, Senders: cfg.Senders, RunsIndexes: cfg.RunsIndexes}
 
 	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
 	if err != nil {
@@ -116,7 +121,7 @@ func DurableFloor(ctx context.Context, cfg DurableFloorConfig) (DurableFloorResu
 	start := time.Now()
 	due := floorDue(start.Add(2*time.Second + time.Duration(n)*20*time.Microsecond))
 	fmt.Fprintf(progress, "bench: durable floor: loading %d jobs in schema %s\n", n, schema)
-	if err := floorLoad(ctx, pool, n, due); err != nil {
+	if err := floorLoad(ctx, pool, n, due, cfg.RunsIndexes); err != nil {
 		return res, err
 	}
 	if err := floorWarm(ctx, pool, int(pcfg.MaxConns)); err != nil {
@@ -237,21 +242,46 @@ func floorSchema(ctx context.Context, conn *pgx.ConnConfig, schema string) (drop
 	}, nil
 }
 
-// floorLoad makes the table of jobs, copies in n pending jobs due at due,
-// and vacuums and analyzes it. Times are microseconds since the epoch.
-func floorLoad(ctx context.Context, pool *pgxpool.Pool, n int, due time.Time) error {
-	for _, stmt := range []string{
+// floorRunsIndexes are the indexes of Sundial's runs table on PostgreSQL
+// besides its primary key and runs_unclaimed (which jobs_pending is), on
+// the columns of the table of jobs that stand for theirs: a job is the run
+// of a one-off task of its own (task_id), due at due_at (scheduled_at),
+// whose state and node are its status and node_id, and which is final when
+// done. Each of a job's claim and outcome then adds an entry to each, as a
+// run's do.
+var floorRunsIndexes = []string{
+	`CREATE UNIQUE INDEX jobs_fire ON jobs (task_id, fire_key)`,
+	`CREATE INDEX jobs_task_status ON jobs (task_id, state, due_at, id)`,
+	`CREATE INDEX jobs_state_node ON jobs (state, node)`,
+	`CREATE INDEX jobs_created ON jobs (created_at, id) WHERE state = 'done'`,
+	`CREATE INDEX jobs_waiting ON jobs (due_at) WHERE state = 'waiting'`,
+	`CREATE INDEX jobs_task_due ON jobs (task_id, due_at, id)`,
+	`CREATE INDEX jobs_due ON jobs (due_at, id)`,
+}
+
+// floorLoad makes the table of jobs (with floorRunsIndexes when
+// runsIndexes), copies in n pending jobs due at due, and vacuums and
+// analyzes it. Times are microseconds since the epoch.
+func floorLoad(ctx context.Context, pool *pgxpool.Pool, n int, due time.Time, runsIndexes bool) error {
+	stmts := []string{
 		`CREATE TABLE jobs (
 			id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+			task_id bigint GENERATED ALWAYS AS (id) STORED,
+			fire_key text NOT NULL DEFAULT 'at',
 			due_at bigint NOT NULL,
 			state text NOT NULL,
 			node text NOT NULL DEFAULT '',
+			created_at bigint NOT NULL DEFAULT 0,
 			started_at bigint,
 			finished_at bigint,
 			http_status int NOT NULL DEFAULT 0
 		)`,
 		`CREATE INDEX jobs_pending ON jobs (due_at, id) WHERE state = 'pending'`,
-	} {
+	}
+	if runsIndexes {
+		stmts = append(stmts, floorRunsIndexes...)
+	}
+	for _, stmt := range stmts {
 		if _, err := pool.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("durable floor: create the table: %w", err)
 		}

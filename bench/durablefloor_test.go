@@ -3,12 +3,16 @@ package bench
 import (
 	"context"
 	"math"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sundialhq/sundial/store/postgres"
 )
 
 // TestDurableFloor runs the durable floor on a small burst against the
@@ -61,5 +65,93 @@ func TestDurableFloorBadDSN(t *testing.T) {
 	_, err := DurableFloor(t.Context(), DurableFloorConfig{DSN: "postgres://u:secret@[::1", Tasks: 1, Senders: 1, Timeout: time.Second})
 	if err == nil || strings.Contains(err.Error(), "secret") {
 		t.Errorf("err = %v, want an error that does not quote the DSN", err)
+	}
+}
+
+// TestDurableFloorRunsIndexes: with RunsIndexes, the durable floor's table
+// of jobs has as many indexes as Sundial's runs table has on PostgreSQL
+// once migrated, and a burst on it delivers every job once.
+func TestDurableFloorRunsIndexes(t *testing.T) {
+	t.Parallel()
+	dsn := os.Getenv("SUNDIAL_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SUNDIAL_TEST_POSTGRES is not set: CI must run the PostgreSQL tests")
+		}
+		t.Skip("set SUNDIAL_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the durable floor")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexes := func(schema, table string) int {
+		t.Helper()
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var n int
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND tablename = $2`,
+			schema, table).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	schema := func(name string) string {
+		t.Helper()
+		drop, err := floorSchema(ctx, cfg, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := drop(); err != nil {
+				t.Errorf("drop schema %s: %v", name, err)
+			}
+		})
+		return name
+	}
+
+	runs := schema("sundial_floor_runs_" + floorSuffix())
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", runs)
+	u.RawQuery = q.Encode()
+	st, err := postgres.Open(ctx, u.String(), postgres.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	jobs := schema("sundial_floor_jobs_" + floorSuffix())
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.ConnConfig.RuntimeParams["search_path"] = jobs
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if err := floorLoad(ctx, pool, 10, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := indexes(jobs, "jobs"), indexes(runs, "runs"); got != want || want < 2 {
+		t.Errorf("the floor's jobs have %d indexes with RunsIndexes, Sundial's runs %d: floorRunsIndexes is out of date", got, want)
+	}
+
+	var progress strings.Builder
+	r, err := DurableFloor(ctx, DurableFloorConfig{DSN: dsn, Tasks: 300, Senders: 8, Timeout: 10 * time.Second,
+		Progress: &progress, RunsIndexes: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	if !r.RunsIndexes || r.Tasks != 300 || r.DeliveriesPerSecond <= 0 {
+		t.Errorf("result %+v, want 300 jobs delivered with the runs' indexes", r)
 	}
 }

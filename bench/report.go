@@ -249,8 +249,12 @@ func (r Report) WriteTable(w io.Writer) error {
 		row("last delivery", fmt.Sprintf("%.3f s after the due instant", r.LastDeliverySeconds))
 		row("rate", fmt.Sprintf("%.1f deliveries per second sustained", r.DeliveriesPerSecond))
 		if f := r.DurableFloor; f != nil {
-			row("floor rate", fmt.Sprintf("%.1f deliveries per second (last %.3f s after its instant): a bare pgx program, %d claimers of %d jobs, %d senders, an outcome writer, no scheduler",
-				f.DeliveriesPerSecond, f.LastDeliverySeconds, f.Claimers, f.Batch, f.Senders))
+			indexes := ""
+			if f.RunsIndexes {
+				indexes = ", the indexes of Sundial's runs"
+			}
+			row("floor rate", fmt.Sprintf("%.1f deliveries per second (last %.3f s after its instant): a bare pgx program, %d claimers of %d jobs, %d senders, an outcome writer%s, no scheduler",
+				f.DeliveriesPerSecond, f.LastDeliverySeconds, f.Claimers, f.Batch, f.Senders, indexes))
 			row("rate / floor", fmt.Sprintf("%.2f", r.RateOverFloor))
 		}
 	} else {

@@ -255,6 +255,7 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	lookahead := fs.Duration("lookahead", 0, "scheduler.lookahead of each node; 0 leaves the node's default")
 	server := fs.String("server", "", "the base URL of a node already running (http://127.0.0.1:8080) to measure instead of starting nodes; it must reach this machine's loopback")
 	floor := fs.Bool("floor", false, "PostgreSQL: first measure the durable floor: the same burst claimed 250 at a time, delivered by --workers senders and recorded by a bare pgx program with no scheduler, in a schema of its own; report the nodes' rate over its rate")
+	floorIndexes := fs.Bool("floor-indexes", false, "with --floor, give the durable floor's table the indexes of Sundial's runs table too, to see what they cost a burst")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -276,6 +277,8 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 		return usageErrorf("bench throughput: --lookahead %s: want 0 or more", *lookahead)
 	case *floor && *server != "":
 		return usageErrorf("bench throughput: --floor: only for a postgres:// --db, not with --server")
+	case *floorIndexes && !*floor:
+		return usageErrorf("bench throughput: --floor-indexes: only with --floor")
 	case *floor && !isPostgres(*db):
 		return usageErrorf("bench throughput: --floor: only for a postgres:// --db (the durable floor is a pgx program), not %q", redact(*db))
 	}
@@ -287,7 +290,8 @@ func benchThroughput(ctx context.Context, args []string, stdout, stderr io.Write
 	var durable *bench.DurableFloorResult
 	if *floor {
 		fmt.Fprintf(stderr, "bench: the durable floor: %d jobs at once, claimed, delivered and recorded by a bare pgx program, %d senders\n", *tasks, *workers)
-		f, err := bench.DurableFloor(ctx, bench.DurableFloorConfig{DSN: *db, Tasks: *tasks, Senders: *workers, Timeout: *timeout, Progress: stderr})
+		f, err := bench.DurableFloor(ctx, bench.DurableFloorConfig{DSN: *db, Tasks: *tasks, Senders: *workers, Timeout: *timeout, Progress: stderr,
+			RunsIndexes: *floorIndexes})
 		if err != nil {
 			return fmt.Errorf("bench throughput: %w", err)
 		}

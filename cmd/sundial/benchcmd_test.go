@@ -167,6 +167,11 @@ func TestBenchThroughputFloorUsage(t *testing.T) {
 			t.Errorf("bench throughput %s: %v quotes the password", strings.Join(args, " "), err)
 		}
 	}
+	var stdout, stderr strings.Builder
+	err := runBench(t.Context(), []string{"throughput", "--tasks", "10", "--floor-indexes", "--db", "postgres://postgres@127.0.0.1:5432/test"}, &stdout, &stderr)
+	if err == nil || exitCode(err) != 2 || !strings.Contains(err.Error(), "--floor-indexes: only with --floor") {
+		t.Errorf("bench throughput --floor-indexes without --floor: %v (exit %d), want a usage error", err, exitCode(err))
+	}
 }
 
 // TestBenchThroughputFloor runs "sundial bench throughput --floor" on
