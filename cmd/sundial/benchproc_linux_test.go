@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -19,55 +20,75 @@ func TestBenchNodesEndWithTheBench(t *testing.T) {
 		t.Skip("end-to-end test")
 	}
 	bench := exec.Command(sundialBinary(t), "bench", "throughput", "--tasks", "10", "--lead", "120s", "--db", "sqlite")
-	stderr, err := bench.StderrPipe()
+	// Its SQLite file, which a killed bench cannot remove, goes with the test.
+	bench.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
+	// A pipe of the test's own, read to its end (when the node's end
+	// closes it too), so that nothing the node writes after the bench
+	// ended kills it with SIGPIPE instead of the signal under test.
+	r, w, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer r.Close()
+	bench.Stderr = w
 	if err := bench.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = bench.Process.Kill(); _ = bench.Wait() })
+	w.Close()
+	exited := make(chan struct{})
+	go func() { _ = bench.Wait(); close(exited) }()
+	t.Cleanup(func() { _ = bench.Process.Kill(); <-exited })
+
+	var mu sync.Mutex
+	var said strings.Builder
 	created := make(chan struct{})
 	go func() {
-		sc := bufio.NewScanner(stderr)
+		sc := bufio.NewScanner(r)
 		for sc.Scan() {
+			mu.Lock()
+			said.WriteString(sc.Text() + "\n")
+			mu.Unlock()
 			if strings.HasPrefix(sc.Text(), "bench: created 10 tasks") {
 				close(created)
-				break
 			}
 		}
-		for sc.Scan() {
-		}
 	}()
+	stderr := func() string { mu.Lock(); defer mu.Unlock(); return said.String() }
 	select {
 	case <-created:
+	case <-exited:
+		t.Fatalf("the bench ended before creating its tasks:\n%s", stderr())
 	case <-time.After(60 * time.Second):
-		t.Fatal("the bench did not create its tasks within 60 s")
+		t.Fatalf("the bench did not create its tasks within 60 s:\n%s", stderr())
 	}
 
 	nodes := childPIDs(t, bench.Process.Pid)
 	if len(nodes) != 1 {
 		t.Fatalf("the bench runs %d child processes (%v), want its one node", len(nodes), nodes)
 	}
-	t.Cleanup(func() {
-		if p, err := os.FindProcess(nodes[0]); err == nil && alive(nodes[0]) {
-			_ = p.Kill() // the test failed: not left running
-		}
-	})
+	// A handle on the node taken now, while it is the bench's child, so
+	// that the cleanup of a failed test signals it and no process that
+	// took its PID since.
+	node, err := os.FindProcess(nodes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = node.Kill(); _ = node.Release() }()
 	if err := bench.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_ = bench.Wait()
+	<-exited
 	deadline := time.Now().Add(30 * time.Second)
 	for alive(nodes[0]) {
 		if time.Now().After(deadline) {
-			t.Fatalf("node %d still runs 30 s after its bench was killed", nodes[0])
+			t.Fatalf("node %d still runs 30 s after its bench was killed:\n%s", nodes[0], stderr())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// childPIDs lists the child processes of pid, from /proc.
+// childPIDs lists the child processes of pid, from /proc (its threads'
+// children files).
 func childPIDs(t *testing.T, pid int) []int {
 	t.Helper()
 	threads, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "children"))

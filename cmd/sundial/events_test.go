@@ -180,15 +180,17 @@ func clusterEvents(t *testing.T, db string, exact bool) {
 	for _, n := range []*node{na, nb} {
 		n.waitReady(t)
 	}
-	ready := time.Now()
-	s := openEvents(t, b.url, "")
 	if exact {
 		// A resumes exactly after an event it held since it heard that a
 		// stream is open (B's, announced through the database): the
 		// events must come after that. A sends its own for 5 s after it
-		// starts whatever it heard; past that, it sends while it heard
-		// an interest.
-		time.Sleep(time.Until(ready.Add(6 * time.Second)))
+		// starts whatever it heard, then only while it heard an interest:
+		// once it stopped, with no stream open, sending again says it
+		// heard B's.
+		waitMetric(t, na, "sundial_events_sending", "0: A's start grace over, no stream open", func(v float64) bool { return v == 0 })
+	}
+	s := openEvents(t, b.url, "")
+	if exact {
 		waitMetric(t, na, "sundial_events_sending", "1: A heard B's stream", func(v float64) bool { return v == 1 })
 	}
 
