@@ -22,13 +22,7 @@ import (
 // schema it made is gone after.
 func TestDurableFloor(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("SUNDIAL_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SUNDIAL_TEST_POSTGRES is not set: CI must run the PostgreSQL tests")
-		}
-		t.Skip("set SUNDIAL_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the durable floor")
-	}
+	dsn := floorDSN(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	var progress strings.Builder
@@ -74,13 +68,7 @@ func TestDurableFloorBadDSN(t *testing.T) {
 // once migrated, and a burst on it delivers every job once.
 func TestDurableFloorRunsIndexes(t *testing.T) {
 	t.Parallel()
-	dsn := os.Getenv("SUNDIAL_TEST_POSTGRES")
-	if dsn == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("SUNDIAL_TEST_POSTGRES is not set: CI must run the PostgreSQL tests")
-		}
-		t.Skip("set SUNDIAL_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the durable floor")
-	}
+	dsn := floorDSN(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	cfg, err := pgx.ParseConfig(dsn)
@@ -171,4 +159,18 @@ func withSearchPath(t *testing.T, dsn, schema string) string {
 	q.Set("search_path", schema)
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// floorDSN is the PostgreSQL server of SUNDIAL_TEST_POSTGRES; without
+// one, the test is skipped, but fails under CI=true.
+func floorDSN(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("SUNDIAL_TEST_POSTGRES")
+	if dsn == "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("SUNDIAL_TEST_POSTGRES is not set: CI must run the PostgreSQL tests")
+		}
+		t.Skip("set SUNDIAL_TEST_POSTGRES=postgres://postgres@127.0.0.1:5432/test?sslmode=disable to run the durable floor")
+	}
+	return dsn
 }
