@@ -264,7 +264,7 @@ var floorRunsIndexes = []string{
 // runsIndexes), copies in n pending jobs due at due, and vacuums and
 // analyzes it. Times are microseconds since the epoch.
 func floorLoad(ctx context.Context, pool *pgxpool.Pool, n int, due time.Time, runsIndexes bool) error {
-	stmts := []string{
+	for _, stmt := range []string{
 		`CREATE TABLE jobs (
 			id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 			task_id bigint GENERATED ALWAYS AS (id) STORED,
@@ -278,8 +278,7 @@ func floorLoad(ctx context.Context, pool *pgxpool.Pool, n int, due time.Time, ru
 			http_status int NOT NULL DEFAULT 0
 		)`,
 		`CREATE INDEX jobs_pending ON jobs (due_at, id) WHERE state = 'pending'`,
-	}
-	for _, stmt := range stmts {
+	} {
 		if _, err := pool.Exec(ctx, stmt); err != nil {
 			return fmt.Errorf("durable floor: create the table: %w", err)
 		}

@@ -64,8 +64,8 @@ func TestDurableFloorBadDSN(t *testing.T) {
 }
 
 // TestDurableFloorRunsIndexes: with RunsIndexes, the durable floor's table
-// of jobs has as many indexes as Sundial's runs table has on PostgreSQL
-// once migrated, and a burst on it delivers every job once.
+// of jobs has indexes of the same shapes as Sundial's runs table on
+// PostgreSQL once migrated, and a burst on it delivers every job once.
 func TestDurableFloorRunsIndexes(t *testing.T) {
 	t.Parallel()
 	dsn := floorDSN(t)

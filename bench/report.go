@@ -97,7 +97,8 @@ type SecondsP99 struct {
 }
 
 // secondsP99 is SecondsP99 of the lags of fires by scheduled second; nil
-// for fewer than two seconds with a fire received.
+// for fewer than two seconds with a fire received (a burst: its lag is the
+// whole).
 func secondsP99(bySecond map[time.Time][]time.Duration) *SecondsP99 {
 	if len(bySecond) < 2 {
 		return nil
@@ -207,7 +208,6 @@ func AnalyzeBurst(expected []Fire, got []Arrival, due time.Time) Report {
 	due = due.UTC()
 	r := Analyze(expected, got, due, due.Add(time.Second))
 	r.WindowSeconds, r.FiresPerSecond = 0, 0
-	r.BySecond = nil // one second: the burst's lag is the whole
 	r.DueAt = &due
 	// Every fire is scheduled at due, so the largest first-delivery lag is
 	// the last first delivery.

@@ -160,8 +160,9 @@ func TestAnalyzeBurst(t *testing.T) {
 	if r.LastDeliverySeconds != 0.9 || math.Abs(r.DeliveriesPerSecond-10) > 1e-9 {
 		t.Errorf("last delivery %v s, rate %v/s; want 0.9 s and 10/s", r.LastDeliverySeconds, r.DeliveriesPerSecond)
 	}
-	if r.DueAt == nil || !r.DueAt.Equal(due) || r.WindowSeconds != 0 || r.FiresPerSecond != 0 {
-		t.Errorf("due %v, window %v, fires per second %v; want the due instant and no window", r.DueAt, r.WindowSeconds, r.FiresPerSecond)
+	if r.DueAt == nil || !r.DueAt.Equal(due) || r.WindowSeconds != 0 || r.FiresPerSecond != 0 || r.BySecond != nil {
+		t.Errorf("due %v, window %v, fires per second %v, p99 by second %+v; want the due instant and no window",
+			r.DueAt, r.WindowSeconds, r.FiresPerSecond, r.BySecond)
 	}
 	r.Scenario, r.Backend, r.Nodes, r.Tasks, r.CreateSeconds = "throughput", "sqlite", 1, 10, 0.5
 	r.NodeStats = []NodeStats{{Node: "n1", CPUSeconds: 3, CreateCPUSeconds: 1, PeakRSSBytes: 1e6}}
